@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Starts a local control plane (etcd, kube-apiserver, kube-controller-manager) on 127.0.0.1, on
+# free ports, in a fresh run directory, and waits until it is ready.
+#
+#   controlplane/up.sh RUN_DIR [--owner-pid PID]
+#
+# With --owner-pid, a watchdog stops everything (controlplane/down.sh RUN_DIR) as soon as that
+# process is gone — also when it panicked, was interrupted or was killed — so no process or port
+# outlives the test run or demo that asked for the control plane.
+#
+# RUN_DIR then holds:
+#   admin.kubeconfig       system:masters client certificate
+#   operator.kubeconfig    static token of system:serviceaccount:$OPERATOR_NAMESPACE:$OPERATOR_SA
+#                          (what deploy/ names; RBAC authorises it exactly like that ServiceAccount)
+#   restricted.kubeconfig  static token of the plain user "vl-restricted", with no rights at all
+#   audit.log              Metadata-level audit log of every request
+#   env                    BIN_DIR, APISERVER_URL and the PIDs, for scripts
+#   *.log                  component logs
+#
+# Environment: OPERATOR_NAMESPACE / OPERATOR_SA (default volume-leftovers / volume-leftovers),
+# WATCH_CACHE (default true; false sends watches straight to etcd, so a compaction yields a 410).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+run=${1:?usage: up.sh RUN_DIR [--owner-pid PID]}
+shift
+owner=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --owner-pid) owner=${2:?--owner-pid needs a PID}; shift 2 ;;
+    *) echo "up.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+ns=${OPERATOR_NAMESPACE:-volume-leftovers}
+sa=${OPERATOR_SA:-volume-leftovers}
+watch_cache=${WATCH_CACHE:-true}
+
+bin=$("$here/build.sh")
+mkdir -p "$run"
+run=$(cd "$run" && pwd)
+[ ! -e "$run/env" ] || { echo "up.sh: $run already holds a control plane" >&2; exit 1; }
+pki="$run/pki"
+mkdir -p "$pki" "$run/etcd"
+chmod 700 "$pki" "$run/etcd"
+
+fail() {
+  echo "up.sh: $*" >&2
+  for f in etcd kube-apiserver kube-controller-manager; do
+    [ -s "$run/$f.log" ] && { echo "--- last lines of $run/$f.log" >&2; tail -n 15 "$run/$f.log" >&2; }
+  done
+  "$here/down.sh" "$run" >&2 || true
+  exit 1
+}
+
+# --- PKI -------------------------------------------------------------------------------------
+(
+  cd "$pki"
+  exec 2>openssl.log
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj "/CN=volume-leftovers-test-ca"
+  sign() { # name subject [extfile-lines]
+    openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2"
+    printf '%s\n' "${@:3}" >"$1.ext"
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 2 -extfile "$1.ext"
+  }
+  sign serving "/CN=kube-apiserver" "subjectAltName=DNS:localhost,IP:127.0.0.1" "extendedKeyUsage=serverAuth"
+  sign admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth"
+  sign kcm "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+  openssl genrsa -out sa.key 2048
+  openssl rsa -in sa.key -pubout -out sa.pub
+) || fail "generating certificates failed (see $pki/openssl.log)"
+
+# --- ports -----------------------------------------------------------------------------------
+# The kernel hands out free ports; they are released just before the servers bind them, a small
+# race that two concurrent runs never lost in practice.
+read -r etcd_port peer_port api_port kcm_port < <(python3 - <<'EOF'
+import socket
+socks = [socket.socket() for _ in range(4)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in socks])
+EOF
+)
+
+token() { openssl rand -hex 24; }
+operator_token=$(token)
+restricted_token=$(token)
+cat >"$pki/tokens.csv" <<EOF
+$operator_token,system:serviceaccount:$ns:$sa,vl-operator-uid,"system:serviceaccounts,system:serviceaccounts:$ns"
+$restricted_token,vl-restricted,vl-restricted-uid
+EOF
+cat >"$run/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+EOF
+
+pids=()
+start() { # name args...
+  local name=$1; shift
+  "$@" >"$run/$name.log" 2>&1 &
+  pids+=("$!")
+  echo "$name $!" >>"$run/pids"
+}
+
+# --- etcd ------------------------------------------------------------------------------------
+start etcd "$bin/etcd" --name vl --data-dir "$run/etcd" \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+  --initial-cluster "vl=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
+
+# The watchdog starts right away so that a failure below still cleans up.
+if [ -n "$owner" ]; then
+  nohup bash -c 'while kill -0 "$1" 2>/dev/null && [ -e "$2/pids" ]; do sleep 1; done; "$3/down.sh" "$2"' \
+    watchdog "$owner" "$run" "$here" >/dev/null 2>&1 &
+  echo "watchdog $!" >>"$run/watchdog"
+fi
+
+wait_for() { # what seconds command...
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 5))); do
+    "$@" >/dev/null 2>&1 && return 0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process exited while waiting for $what"; done
+    sleep 0.2
+  done
+  fail "timed out after ${secs}s waiting for $what"
+}
+wait_for etcd 60 curl -fsS "http://127.0.0.1:$etcd_port/health"
+
+# --- kube-apiserver --------------------------------------------------------------------------
+start kube-apiserver "$bin/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$etcd_port" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --tls-cert-file "$pki/serving.crt" --tls-private-key-file "$pki/serving.key" \
+  --client-ca-file "$pki/ca.crt" \
+  --authorization-mode RBAC \
+  --token-auth-file "$pki/tokens.csv" \
+  --service-account-issuer https://kubernetes.default.svc \
+  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+  --service-cluster-ip-range 10.0.0.0/24 \
+  --audit-policy-file "$run/audit-policy.yaml" --audit-log-path "$run/audit.log" \
+  --audit-log-mode blocking \
+  --watch-cache="$watch_cache"
+url="https://127.0.0.1:$api_port"
+wait_for "kube-apiserver /readyz" 120 curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$url/readyz"
+
+# --- kubeconfigs -----------------------------------------------------------------------------
+kubeconfig() { # file user-yaml
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $url
+    certificate-authority: $pki/ca.crt
+users:
+- name: user
+  user:
+$2
+contexts:
+- name: local
+  context: {cluster: local, user: user}
+current-context: local
+EOF
+}
+kubeconfig "$run/admin.kubeconfig" "    client-certificate: $pki/admin.crt
+    client-key: $pki/admin.key"
+kubeconfig "$run/kcm.kubeconfig" "    client-certificate: $pki/kcm.crt
+    client-key: $pki/kcm.key"
+kubeconfig "$run/operator.kubeconfig" "    token: $operator_token"
+kubeconfig "$run/restricted.kubeconfig" "    token: $restricted_token"
+
+# --- kube-controller-manager -----------------------------------------------------------------
+# Binding, release, PVC protection, namespace deletion and garbage collection run for real.
+start kube-controller-manager "$bin/kube-controller-manager" \
+  --kubeconfig "$run/kcm.kubeconfig" \
+  --authentication-kubeconfig "$run/kcm.kubeconfig" --authorization-kubeconfig "$run/kcm.kubeconfig" \
+  --controllers '*' --use-service-account-credentials \
+  --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+  --leader-elect=false --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+  --pvclaimbinder-sync-period 2s
+wait_for "kube-controller-manager /healthz" 60 curl -fsSk "https://127.0.0.1:$kcm_port/healthz"
+
+cat >"$run/env" <<EOF
+BIN_DIR=$bin
+APISERVER_URL=$url
+ETCD_URL=http://127.0.0.1:$etcd_port
+EOF
+echo "control plane ready at $url (run dir $run)" >&2
