@@ -1,0 +1,15 @@
+# The two commands of the README.
+.PHONY: demo test controlplane
+
+# The operator's main job: against $KUBECONFIG when set, else a local control plane with the
+# mariadb demo scenario.
+demo:
+	./scripts/demo.sh
+
+# Every test: formatting, lints, unit tests, and the end-to-end tests on a real control plane.
+test:
+	./scripts/test.sh
+
+# Build (or find in the cache) etcd, kube-apiserver, kube-controller-manager and kubectl.
+controlplane:
+	./controlplane/build.sh

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The operator's main job.
+#
+# With $KUBECONFIG set: runs the operator against that cluster until Ctrl-C (the CRD must be
+# installed: kubectl apply -f crds/volumeleftovers.yaml), after a read-only `scan -o table`.
+#
+# Without: builds (or reuses) a local control plane, starts it, creates the mariadb scenario of
+# the original tool (StorageClass standard, Retain, Immediate; PV mariadb-pv 250Mi bound to PVC
+# mariadb/mariadb; the PVC deleted so the PV is Released), runs the operator as the identity
+# deploy/ grants, shows `kubectl get pv,pvc` and `kubectl get volumeleftovers`, and stops
+# everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=local
+
+echo "== building volume-leftovers" >&2
+cargo build --release --locked --quiet
+vl=$PWD/target/release/volume-leftovers
+
+if [ -n "${KUBECONFIG:-}" ]; then
+  echo "== KUBECONFIG is set: scanning, then running the operator against it (Ctrl-C stops)" >&2
+  "$vl" scan -o table || [ $? -eq 3 ]
+  exec "$vl" run --listen 127.0.0.1:8080
+fi
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/volume-leftovers-demo.XXXXXX")
+operator_pid=""
+cleanup() {
+  [ -n "$operator_pid" ] && kill "$operator_pid" 2>/dev/null && wait "$operator_pid" 2>/dev/null
+  controlplane/down.sh "$run"
+  echo "== stopped everything (logs in $run)" >&2
+}
+trap cleanup EXIT
+
+controlplane/up.sh "$run" --owner-pid $$
+# shellcheck disable=SC1091
+. "$run/env"
+k() { "$BIN_DIR/kubectl" --kubeconfig "$run/admin.kubeconfig" "$@"; }
+
+echo "== installing the CRD and deploy/ RBAC (the Deployment itself needs a kubelet; the operator runs here)" >&2
+k apply -f crds/volumeleftovers.yaml -f deploy/namespace.yaml -f deploy/serviceaccount.yaml \
+  -f deploy/clusterrole.yaml -f deploy/clusterrolebinding.yaml >/dev/null
+k wait --for condition=established crd/volumeleftovers.leftovers.dev >/dev/null
+
+echo "== the mariadb scenario" >&2
+k apply -f scripts/demo-scenario.yaml >/dev/null
+for _ in $(seq 60); do
+  [ "$(k get pvc -n mariadb mariadb -o jsonpath='{.status.phase}')" = Bound ] && break
+  sleep 0.5
+done
+k get pv,pvc -A
+echo "== deleting the claim (the PV has reclaimPolicy Retain)" >&2
+k delete pvc -n mariadb mariadb --wait=true >/dev/null
+for _ in $(seq 60); do
+  [ "$(k get pv mariadb-pv -o jsonpath='{.status.phase}')" = Released ] && break
+  sleep 0.5
+done
+k get pv,pvc -A
+
+echo "== running the operator as system:serviceaccount:volume-leftovers:volume-leftovers" >&2
+KUBECONFIG="$run/operator.kubeconfig" "$vl" run --listen 127.0.0.1:0 >"$run/operator.log" 2>&1 &
+operator_pid=$!
+for _ in $(seq 60); do
+  k get volumeleftover mariadb-pv >/dev/null 2>&1 && break
+  sleep 0.5
+done
+echo "== kubectl get volumeleftovers" >&2
+k get volumeleftovers
+echo "== volume-leftovers scan (JSON lines)" >&2
+KUBECONFIG="$run/operator.kubeconfig" "$vl" scan 2>/dev/null || [ $? -eq 3 ]

@@ -1,0 +1,287 @@
+//! The `VolumeLeftover` custom resource. Pure: types only, no client.
+//!
+//! Doc comments on these types become the CRD's `description`s (`kubectl explain volumeleftover`).
+//! Every optional field is skipped when empty so that server-side apply never sends explicit
+//! nulls and the same observation always serialises to the same bytes.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Group of the VolumeLeftover API.
+pub const GROUP: &str = "leftovers.dev";
+
+/// A PersistentVolume that survived, lost or outlived its claim: one object per finding, named
+/// after the PersistentVolume. Written by the volume-leftovers operator, which reports and never
+/// decides: it does not patch, delete or create PersistentVolumes, claims or claimRefs. A human
+/// chooses whether to reuse the volume (clear its claimRef) or abandon it (delete the PV and the
+/// disk behind it).
+// clippy reads the repeated `printcolumn(type_ = ...)` arguments as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[kube(
+    group = "leftovers.dev",
+    version = "v1alpha1",
+    kind = "VolumeLeftover",
+    plural = "volumeleftovers",
+    singular = "volumeleftover",
+    shortname = "vl",
+    category = "storage",
+    status = "VolumeLeftoverStatus",
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(
+        name = "Reclaim",
+        type_ = "string",
+        json_path = ".status.reclaimPolicy"
+    ),
+    printcolumn(name = "Claim", type_ = "string", json_path = ".status.claim.ref"),
+    printcolumn(
+        name = "Claim-Missing",
+        type_ = "string",
+        json_path = ".status.claim.missing"
+    ),
+    printcolumn(
+        name = "Class",
+        type_ = "string",
+        json_path = ".status.storageClass.name"
+    ),
+    printcolumn(name = "Capacity", type_ = "string", json_path = ".status.capacity"),
+    printcolumn(name = "Phase-Age", type_ = "date", json_path = ".status.phaseSince"),
+    printcolumn(
+        name = "Handle",
+        type_ = "string",
+        json_path = ".status.source.volumeHandle",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.message",
+        priority = "1"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeLeftoverSpec {
+    /// Name of the PersistentVolume this finding is about (the same as this object's name).
+    pub volume_name: String,
+    /// UID of that PersistentVolume. A PV deleted and re-created under the same name is a
+    /// different volume with a different UID.
+    pub volume_uid: String,
+}
+
+/// What was observed about the PersistentVolume. Recomputed from the cluster's state on every
+/// change; only `firstSeen` carries history.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeLeftoverStatus {
+    /// Why this volume is reported (stable; safe to select on).
+    pub reason: Reason,
+    /// One sentence for humans.
+    pub message: String,
+    /// Further facts that change what the finding means, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hints: Vec<Hint>,
+    /// The PersistentVolume's `status.phase`.
+    pub phase: String,
+    /// When the PersistentVolume entered its phase (`status.lastPhaseTransitionTime`), when the
+    /// API server recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_since: Option<Time>,
+    /// The PersistentVolume's `status.message`, when it has one (set by the controller on a
+    /// failed reclaim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_message: Option<String>,
+    /// The PersistentVolume's `spec.persistentVolumeReclaimPolicy` (Retain, Delete, Recycle).
+    pub reclaim_policy: String,
+    /// The StorageClass named by the PersistentVolume, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<StorageClassInfo>,
+    /// The claim named by the PersistentVolume's `spec.claimRef`, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<ClaimInfo>,
+    /// The PersistentVolume's `spec.capacity.storage`, as written there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<String>,
+    /// The PersistentVolume's `spec.accessModes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_modes: Vec<String>,
+    /// The PersistentVolume's `spec.volumeMode` (Filesystem when unset).
+    pub volume_mode: String,
+    /// Where the data lives in the storage backend: the disk or image a human must find before
+    /// deciding anything.
+    pub source: VolumeSourceInfo,
+    /// When the operator first published this finding. Set once and kept while the finding lasts,
+    /// across operator restarts.
+    pub first_seen: Time,
+}
+
+/// Why a volume is reported.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+pub enum Reason {
+    /// Released; the claim its claimRef names no longer exists and no claim of that name does.
+    /// The volume that survived the claim: expected after deleting a claim of a Retain volume.
+    ClaimDeleted,
+    /// Released; a claim with the claimRef's namespace and name exists but has a different UID.
+    /// Names are not identities: the new claim cannot bind this volume while the claimRef names
+    /// the old UID.
+    ClaimRecreated,
+    /// Released, yet the claim with the claimRef's UID still exists (its deletion has not
+    /// completed, for example it is terminating).
+    ClaimStillPresent,
+    /// Released, but whether its claim still exists cannot be told: claims could not be read
+    /// (forbidden), or the claimRef lacks a namespace or name.
+    ClaimUnknown,
+    /// Released with no claimRef at all (half-patched by hand).
+    ReleasedWithoutClaim,
+    /// Bound, but the claim it names is gone or has another UID, for longer than the grace
+    /// period. Should never last: a controller is stuck or the volume was tampered with.
+    BoundClaimMissing,
+    /// Phase Failed: the reclaim (recycle or delete) of the volume failed.
+    ReclaimFailed,
+}
+
+impl Reason {
+    /// Every reason, in a fixed order (metrics, documentation).
+    pub const ALL: [Reason; 7] = [
+        Reason::ClaimDeleted,
+        Reason::ClaimRecreated,
+        Reason::ClaimStillPresent,
+        Reason::ClaimUnknown,
+        Reason::ReleasedWithoutClaim,
+        Reason::BoundClaimMissing,
+        Reason::ReclaimFailed,
+    ];
+
+    /// The reason as written in the object and its labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ClaimDeleted => "ClaimDeleted",
+            Reason::ClaimRecreated => "ClaimRecreated",
+            Reason::ClaimStillPresent => "ClaimStillPresent",
+            Reason::ClaimUnknown => "ClaimUnknown",
+            Reason::ReleasedWithoutClaim => "ReleasedWithoutClaim",
+            Reason::BoundClaimMissing => "BoundClaimMissing",
+            Reason::ReclaimFailed => "ReclaimFailed",
+        }
+    }
+}
+
+/// A fact that changes what a finding means.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+pub enum Hint {
+    /// The volume's reclaim policy is Delete, yet it is Released or Failed: the provisioner's
+    /// delete hung or failed. Not a Retain success; the backend disk may be half-deleted.
+    ReclaimPolicyDelete,
+    /// The volume's reclaim policy differs from its StorageClass's: one of them was changed
+    /// after provisioning. Both are reported; neither is fixed.
+    ReclaimPolicyMismatch,
+    /// The StorageClass the volume names no longer exists.
+    StorageClassMissing,
+    /// StorageClasses could not be read (forbidden): the class's policy and existence are unknown.
+    StorageClassUnknown,
+}
+
+/// A three-valued answer: a 403 on claims makes "is the claim missing?" Unknown, never True.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+pub enum Tristate {
+    /// Yes.
+    True,
+    /// No.
+    False,
+    /// Could not be determined (the objects could not be read, or the reference is incomplete).
+    Unknown,
+}
+
+impl Tristate {
+    /// `Some(bool)` when known.
+    pub fn known(self) -> Option<bool> {
+        match self {
+            Tristate::True => Some(true),
+            Tristate::False => Some(false),
+            Tristate::Unknown => None,
+        }
+    }
+}
+
+impl From<bool> for Tristate {
+    fn from(b: bool) -> Self {
+        if b { Tristate::True } else { Tristate::False }
+    }
+}
+
+/// The StorageClass a volume names.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageClassInfo {
+    /// `spec.storageClassName` of the PersistentVolume.
+    pub name: String,
+    /// The class's `reclaimPolicy` (Delete when the class leaves it unset), when the class exists
+    /// and could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_policy: Option<String>,
+    /// Whether the class no longer exists.
+    pub missing: Tristate,
+}
+
+/// The claim named by the volume's `spec.claimRef`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimInfo {
+    /// `namespace/name`, for display.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// `spec.claimRef.namespace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// `spec.claimRef.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `spec.claimRef.uid`: the identity of the claim the volume was bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Whether the claim the claimRef identifies (namespace, name and, when set, UID) is gone.
+    /// True also when a claim of the same name exists with another UID (see `currentUid`).
+    /// Unknown when claims could not be read: a 403 is not a 404.
+    pub missing: Tristate,
+    /// UID of the claim that now exists under the claimRef's namespace and name, when it is not
+    /// the claim the volume names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_uid: Option<String>,
+}
+
+/// Where the volume's data lives in the storage backend.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeSourceInfo {
+    /// The volume source type in the PersistentVolume spec: `csi`, `rbd`, `gcePersistentDisk`,
+    /// `awsElasticBlockStore`, `azureDisk`, `cinder`, `nfs`, `hostPath`, `local`, ..., or `unknown`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// CSI driver name (`spec.csi.driver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// CSI volume handle (`spec.csi.volumeHandle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_handle: Option<String>,
+    /// Ceph pool: the CSI `pool` volume attribute, or the in-tree RBD pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// Ceph RBD image: the CSI `imageName` volume attribute, or the in-tree RBD image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_name: Option<String>,
+    /// Disk name or id of an in-tree cloud disk source (GCE PD name, AWS EBS volume id, Azure
+    /// disk name, Cinder volume id, vSphere volume path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_name: Option<String>,
+    /// Path of an nfs (`server:path`), hostPath or local source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
