@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Stops what controlplane/up.sh RUN_DIR started: SIGTERM, then SIGKILL after 10 s. Idempotent.
-# Keeps the logs and the audit log; removes etcd's data.
+# Stops what controlplane/up.sh RUN_DIR started: the controller-manager, then the apiserver, then
+# etcd; each gets SIGTERM and, after 10 s, SIGKILL. Returns once they are gone, so their ports are
+# free. Idempotent. Keeps the logs and the audit log; removes etcd's data.
 set -uo pipefail
 run=${1:?usage: down.sh RUN_DIR}
 [ -f "$run/pids" ] || exit 0
 mapfile -t procs < <(awk '{print $2}' "$run/pids")
 rm -f "$run/pids"
-# Stop the controller-manager and the apiserver before etcd, so they don't log a storm of errors.
-for ((i = ${#procs[@]} - 1; i >= 0; i--)); do kill -TERM "${procs[i]}" 2>/dev/null; done
-for _ in $(seq 50); do
-  alive=0
-  for p in "${procs[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-  [ "$alive" = 0 ] && break
-  sleep 0.2
-done
-for p in "${procs[@]}"; do kill -KILL "$p" 2>/dev/null; done
+
+# A process that exited but was not reaped yet (a zombie: up.sh, its parent, is long gone) holds
+# no socket, yet `kill -0` still succeeds on it.
+alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+stop() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq 100); do alive "$1" || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null
+  for _ in $(seq 50); do alive "$1" || return 0; sleep 0.1; done
+}
+for ((i = ${#procs[@]} - 1; i >= 0; i--)); do stop "${procs[i]}"; done
+
 if [ -f "$run/watchdog" ]; then
   w=$(awk '{print $2}' "$run/watchdog")
   [ "$w" != "$PPID" ] && [ "$w" != "$$" ] && kill "$w" 2>/dev/null

@@ -18,7 +18,9 @@
 #   *.log                  component logs
 #
 # Environment: OPERATOR_NAMESPACE / OPERATOR_SA (default volume-leftovers / volume-leftovers),
-# WATCH_CACHE (default true; false sends watches straight to etcd, so a compaction yields a 410).
+# WATCH_CACHE (default true; false sends watches straight to etcd, so a compaction yields a 410),
+# KCM_CONTROLLERS (default '*'; e.g. '*,-persistentvolume-binder-controller' for states that no
+# controller would produce).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,6 +36,7 @@ done
 ns=${OPERATOR_NAMESPACE:-volume-leftovers}
 sa=${OPERATOR_SA:-volume-leftovers}
 watch_cache=${WATCH_CACHE:-true}
+controllers=${KCM_CONTROLLERS:-*}
 
 bin=$("$here/build.sh")
 mkdir -p "$run"
@@ -177,7 +180,7 @@ kubeconfig "$run/restricted.kubeconfig" "    token: $restricted_token"
 start kube-controller-manager "$bin/kube-controller-manager" \
   --kubeconfig "$run/kcm.kubeconfig" \
   --authentication-kubeconfig "$run/kcm.kubeconfig" --authorization-kubeconfig "$run/kcm.kubeconfig" \
-  --controllers '*' --use-service-account-credentials \
+  --controllers "$controllers" --use-service-account-credentials \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --leader-elect=false --bind-address 127.0.0.1 --secure-port "$kcm_port" \
   --pvclaimbinder-sync-period 2s

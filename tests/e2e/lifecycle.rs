@@ -1,0 +1,119 @@
+//! The facts the operator reports, produced by the real controller-manager: binding, release of
+//! a Retain volume with its claimRef intact, and a recreated claim that cannot bind.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::{Api, ResourceExt};
+
+use crate::support::*;
+
+/// Creates class, namespace, PV and claim, and waits for the controller-manager to bind them.
+async fn bound_pair(prefix: &str) -> (kube::Client, String, String, String, PersistentVolumeClaim) {
+    let cp = cp();
+    let admin = cp.admin().await;
+    let class_name = unique(&format!("{prefix}-sc"));
+    let ns = unique(&format!("{prefix}-ns"));
+    let pv_name = unique(&format!("{prefix}-pv"));
+    create(&Api::<StorageClass>::all(admin.clone()), &class(&class_name, "Retain")).await;
+    create_ns(&admin, &ns).await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    create(&pvs, &pv(&pv_name, &class_name, "250Mi", "Retain")).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let claim = create(&claims, &pvc(&ns, "data", &class_name, "250Mi")).await;
+    (admin, class_name, ns, pv_name, claim)
+}
+
+#[tokio::test]
+async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_claim_ref() {
+    let (admin, class_name, ns, pv_name, claim) = bound_pair("life").await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+
+    let bound = wait_pv_phase(&pvs, &pv_name, "Bound").await;
+    let r = bound.spec.as_ref().unwrap().claim_ref.as_ref().expect("claimRef when Bound");
+    assert_eq!(r.namespace.as_deref(), Some(ns.as_str()));
+    assert_eq!(r.name.as_deref(), Some("data"));
+    assert_eq!(r.uid, claim.metadata.uid, "the claimRef carries the claim's uid");
+    let bound_claim = claims.get("data").await.unwrap();
+    assert_eq!(
+        bound_claim.spec.as_ref().unwrap().volume_name.as_deref(),
+        Some(pv_name.as_str())
+    );
+
+    delete(&claims, "data").await;
+    let released = wait_pv_phase(&pvs, &pv_name, "Released").await;
+    let r = released.spec.as_ref().unwrap().claim_ref.as_ref().expect("claimRef survives release");
+    assert_eq!(r.namespace.as_deref(), Some(ns.as_str()));
+    assert_eq!(r.name.as_deref(), Some("data"));
+    assert_eq!(r.uid, claim.metadata.uid, "the stale pointer still names the old uid");
+    let status = released.status.as_ref().unwrap();
+    let since = status.last_phase_transition_time.as_ref().expect("lastPhaseTransitionTime");
+    assert!(since.0 >= claim.metadata.creation_timestamp.as_ref().unwrap().0);
+
+    delete(&pvs, &pv_name).await;
+    delete(&Api::<StorageClass>::all(admin), &class_name).await;
+}
+
+#[tokio::test]
+async fn a_recreated_claim_stays_pending_while_the_released_volume_names_the_old_uid() {
+    let (admin, class_name, ns, pv_name, old) = bound_pair("recreate").await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    wait_pv_phase(&pvs, &pv_name, "Bound").await;
+    delete(&claims, "data").await;
+    wait_pv_phase(&pvs, &pv_name, "Released").await;
+
+    let new = create(&claims, &pvc(&ns, "data", &class_name, "250Mi")).await;
+    assert_ne!(new.uid(), old.uid(), "same name, new identity");
+    // The binder resyncs every 2 s here; give it several rounds.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let new = claims.get("data").await.unwrap();
+    assert_eq!(
+        new.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Pending"),
+        "the new claim cannot bind the Released volume"
+    );
+    let pv = pvs.get(&pv_name).await.unwrap();
+    assert_eq!(phase(&pv), "Released");
+    assert_eq!(
+        pv.spec.unwrap().claim_ref.unwrap().uid,
+        old.metadata.uid,
+        "the PV still points at the old uid"
+    );
+
+    delete(&claims, "data").await;
+    delete(&pvs, &pv_name).await;
+    delete(&Api::<StorageClass>::all(admin), &class_name).await;
+}
+
+#[tokio::test]
+async fn two_control_planes_run_side_by_side_and_stop_without_leftovers() {
+    let a = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
+    let b = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
+    let (url_a, url_b) = (a.env_value("APISERVER_URL"), b.env_value("APISERVER_URL"));
+    assert_ne!(url_a, url_b, "each instance has its own ports");
+    let version = a.kubectl_ok(&["version", "-o", "json"]).unwrap();
+    assert!(version.contains("\"gitVersion\": \"v1.36.3\""), "stamped version: {version}");
+    let pids = a.pids();
+    assert_eq!(pids.len(), 3, "etcd, kube-apiserver, kube-controller-manager");
+    let port: u16 = url_a.rsplit(':').next().unwrap().parse().unwrap();
+
+    drop(a);
+    for pid in pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .unwrap_or_default()
+                    .contains("zombie"),
+            "process {pid} outlived down.sh"
+        );
+    }
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "the apiserver port {port} is free again"
+    );
+    // The other instance is unaffected.
+    assert!(b.kubectl_ok(&["get", "--raw", "/readyz"]).is_ok());
+}

@@ -1,0 +1,431 @@
+//! The operator on the full control plane, authenticated as the identity deploy/ grants.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::plan::{LABEL_REASON, MANAGED_BY};
+
+use crate::support::*;
+
+fn reason(o: &VolumeLeftover) -> Option<Reason> {
+    o.status.as_ref().map(|s| s.reason)
+}
+
+/// Names of every VolumeLeftover that appears, as seen by an admin watch, until the task ends.
+fn watch_leftover_names(client: kube::Client) -> tokio::task::JoinHandle<Vec<String>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let watch = tokio::spawn(async move {
+        let mut s = watcher(Api::<VolumeLeftover>::all(client), watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(o)) = s.next().await {
+            if tx.send(o.name_any()).is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut seen = Vec::new();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        while let Some(n) = rx.recv().await {
+            seen.push(n);
+        }
+        watch.abort();
+        seen
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_scenario_released_recreated_restarted_reused() {
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "mariadb");
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    cp.kubectl_ok(&["apply", "-f", repo().join("scripts/demo-scenario.yaml").to_str().unwrap()])
+        .unwrap();
+    wait_pv_phase(&pvs, "mariadb-pv", "Bound").await;
+
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_synced().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        leftovers.get_opt("mariadb-pv").await.unwrap().is_none(),
+        "a healthy Bound volume is not a finding"
+    );
+
+    // The claim is deleted: the volume survives it.
+    let old_uid = claims.get("mariadb").await.unwrap().uid().unwrap();
+    delete(&claims, "mariadb").await;
+    let pv = wait_pv_phase(&pvs, "mariadb-pv", "Released").await;
+    let vl = wait_leftover(&leftovers, "mariadb-pv", "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let s = vl.status.clone().unwrap();
+    let claim = s.claim.clone().unwrap();
+    assert_eq!(claim.reference, "mariadb/mariadb");
+    assert_eq!(claim.uid.as_deref(), Some(old_uid.as_str()));
+    assert_eq!(claim.missing, Tristate::True);
+    assert_eq!(claim.current_uid, None);
+    assert_eq!(s.reclaim_policy, "Retain");
+    let sc = s.storage_class.clone().unwrap();
+    assert_eq!(
+        (sc.name.as_str(), sc.reclaim_policy.as_deref(), sc.missing),
+        ("standard", Some("Retain"), Tristate::False)
+    );
+    assert_eq!(s.capacity.as_deref(), Some("250Mi"));
+    assert_eq!(s.phase, "Released");
+    assert_eq!(
+        s.phase_since,
+        pv.status.as_ref().unwrap().last_phase_transition_time,
+        "phaseSince is the PV's lastPhaseTransitionTime"
+    );
+    assert!(s.hints.is_empty(), "a Retain success carries no hint: {:?}", s.hints);
+    assert_eq!(vl.spec.volume_uid, pv.uid().unwrap());
+    let owner = &vl.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
+        ("PersistentVolume", "mariadb-pv", pv.uid().unwrap().as_str())
+    );
+    assert_eq!(owner.block_owner_deletion, None);
+    let labels = vl.labels();
+    assert_eq!(labels.get(MANAGED_BY).map(String::as_str), Some("volume-leftovers"));
+    assert_eq!(labels.get(LABEL_REASON).map(String::as_str), Some("ClaimDeleted"));
+    assert_eq!(
+        labels.get("leftovers.dev/claim-namespace").map(String::as_str),
+        Some("mariadb")
+    );
+    assert_eq!(
+        labels.get("leftovers.dev/storage-class").map(String::as_str),
+        Some("standard")
+    );
+
+    // What people type.
+    let table = cp.kubectl_ok(&["get", "volumeleftovers", "mariadb-pv"]).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "REASON", "PHASE", "RECLAIM", "CLAIM", "CLAIM-MISSING", "CLASS", "CAPACITY", "PHASE-AGE"]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..8],
+        ["mariadb-pv", "ClaimDeleted", "Released", "Retain", "mariadb/mariadb", "True", "standard", "250Mi"]
+    );
+    let short = cp.kubectl_ok(&["get", "vl", "-o", "name"]).unwrap();
+    assert!(short.contains("volumeleftover.leftovers.dev/mariadb-pv"), "{short}");
+
+    // The one-shot scan prints the original tool's line.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .arg("scan")
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "exit code 3: leftovers found");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(r#"{"name": "mariadb-pv","#))
+        .unwrap_or_else(|| panic!("no mariadb-pv line in:\n{stdout}"));
+    assert!(
+        line.starts_with(r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": true, "storage_class": "standard", "capacity": "250Mi", "reason": "ClaimDeleted""#),
+        "{line}"
+    );
+
+    // Same name, new claim: names are not identities.
+    let new = create(&claims, &pvc("mariadb", "mariadb", "standard", "250Mi")).await;
+    let vl2 = wait_leftover(&leftovers, "mariadb-pv", "ClaimRecreated", |o| {
+        reason(o) == Some(Reason::ClaimRecreated)
+    })
+    .await;
+    let s2 = vl2.status.clone().unwrap();
+    let c2 = s2.claim.unwrap();
+    assert_eq!(c2.uid.as_deref(), Some(old_uid.as_str()), "the old uid, from the claimRef");
+    assert_eq!(c2.current_uid, new.uid(), "the new claim's uid");
+    assert_eq!(c2.missing, Tristate::True);
+    assert_eq!(s2.first_seen, s.first_seen, "firstSeen is set once");
+    assert_eq!(vl2.uid(), vl.uid(), "the same object, updated in place");
+
+    // Restart on a converged cluster: nothing is written.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = leftovers.get("mariadb-pv").await.unwrap();
+    let writes_before = operator_writes(cp, "mariadb-pv");
+    operator.stop().await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_synced().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = leftovers.get("mariadb-pv").await.unwrap();
+    assert_eq!(after.resource_version(), before.resource_version(), "no write after restart");
+    assert_eq!(
+        operator_writes(cp, "mariadb-pv"),
+        writes_before,
+        "no write request at all after restart"
+    );
+
+    // A human decides to reuse the volume: clears the claimRef. The PV turns Available (and the
+    // waiting claim binds it); the finding clears.
+    pvs.patch(
+        "mariadb-pv",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"claimRef": null}})),
+    )
+    .await
+    .unwrap();
+    wait_leftover_gone(&leftovers, "mariadb-pv").await;
+
+    operator.stop().await;
+    delete(&claims, "mariadb").await;
+    delete(&pvs, "mariadb-pv").await;
+    delete(&Api::<Namespace>::all(admin.clone()), "mariadb").await;
+    delete(&Api::<StorageClass>::all(admin), "standard").await;
+}
+
+/// Write requests (create, update, patch, delete) the operator identity made on `name`.
+fn operator_writes(cp: &ControlPlane, name: &str) -> usize {
+    cp.audit()
+        .iter()
+        .filter(|e| {
+            e["user"]["username"] == OPERATOR_USER
+                && e["objectRef"]["name"] == name
+                && matches!(
+                    e["verb"].as_str(),
+                    Some("create" | "update" | "patch" | "delete")
+                )
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_leftover_volume_deletes_its_volume_leftover() {
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let r = released_volume(&admin, "gone", "Retain").await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    wait_leftover(&leftovers, &r.pv, "published", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    delete(&Api::<PersistentVolume>::all(admin.clone()), &r.pv).await;
+    wait_leftover_gone(&leftovers, &r.pv).await;
+    operator.stop().await;
+    r.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_moment() {
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let class_name = unique("healthy-sc");
+    let ns = unique("healthy-ns");
+    create(&Api::<StorageClass>::all(admin.clone()), &class(&class_name, "Retain")).await;
+    create_ns(&admin, &ns).await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let names: Vec<String> = (0..8).map(|i| format!("{}-{i}", unique("healthy-pv"))).collect();
+    for (i, n) in names.iter().enumerate() {
+        create(&pvs, &pv(n, &class_name, "1Gi", "Retain")).await;
+        create(&claims, &pvc(&ns, &format!("c{i}"), &class_name, "1Gi")).await;
+    }
+    for n in &names {
+        wait_pv_phase(&pvs, n, "Bound").await;
+    }
+
+    let seen = watch_leftover_names(admin.clone());
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_synced().await;
+    // Several sweeps' worth of time, with pages of 3 (claims arrive after PVs).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    operator.stop().await;
+    seen.abort();
+    let seen = seen.await.unwrap_or_default();
+    for n in &names {
+        assert!(!seen.contains(n), "a VolumeLeftover appeared for healthy {n}");
+    }
+    // Every PV was evaluated: the stores hold them.
+    for i in 0..names.len() {
+        delete(&claims, &format!("c{i}")).await;
+    }
+    for n in &names {
+        delete(&pvs, n).await;
+    }
+    delete(&Api::<Namespace>::all(admin.clone()), &ns).await;
+    delete(&Api::<StorageClass>::all(admin), &class_name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let r = released_volume(&admin, "audit", "Retain").await;
+    let operator_client = cp.operator_client().await;
+    let operator = Operator::start(operator_client.clone(), test_settings());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    wait_leftover(&leftovers, &r.pv, "published", |o| reason(o).is_some()).await;
+    operator.stop().await;
+
+    // With the deploy/ ClusterRole, every write on the volume side is refused.
+    let pvs = Api::<PersistentVolume>::all(operator_client.clone());
+    let err = pvs
+        .patch(
+            &r.pv,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"claimRef": null}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+    let err = Api::<PersistentVolumeClaim>::namespaced(operator_client.clone(), &r.ns)
+        .create(&Default::default(), &pvc(&r.ns, "sneaky", &r.class, "1Gi"))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+    let err = Api::<StorageClass>::all(operator_client.clone())
+        .delete(&r.class, &Default::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+
+    let audit = cp.audit();
+    let by_operator: Vec<&serde_json::Value> = audit
+        .iter()
+        .filter(|e| e["user"]["username"] == OPERATOR_USER)
+        .collect();
+    let mut verbs: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
+    for e in &by_operator {
+        let key = (
+            e["objectRef"]["resource"].as_str().unwrap_or("").to_string(),
+            e["verb"].as_str().unwrap_or("").to_string(),
+        );
+        verbs
+            .entry(key)
+            .or_default()
+            .push(e["responseStatus"]["code"].as_u64().unwrap_or(0));
+    }
+    for resource in ["persistentvolumes", "persistentvolumeclaims", "storageclasses"] {
+        assert!(
+            verbs.contains_key(&(resource.to_string(), "list".to_string()))
+                && verbs.contains_key(&(resource.to_string(), "watch".to_string())),
+            "the audit log shows the operator listing and watching {resource}: {verbs:?}"
+        );
+        for verb in ["create", "update", "patch", "delete", "deletecollection"] {
+            if let Some(codes) = verbs.get(&(resource.to_string(), verb.to_string())) {
+                assert!(
+                    codes.iter().all(|c| *c == 403),
+                    "the operator identity got {verb} {resource} through: {codes:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        verbs.contains_key(&("volumeleftovers".to_string(), "patch".to_string())),
+        "the audit log captures the operator's own writes: {verbs:?}"
+    );
+    r.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let ours = released_volume(&admin, "edit", "Retain").await;
+    let theirs = released_volume(&admin, "foreign", "Retain").await;
+    // Someone's own object, named like a leftover PV, without the managed-by label.
+    let mut foreign = VolumeLeftover::new(
+        &theirs.pv,
+        volume_leftovers::crd::VolumeLeftoverSpec {
+            volume_name: theirs.pv.clone(),
+            volume_uid: "hand-made".into(),
+        },
+    );
+    foreign.metadata.labels = Some([("team".to_string(), "storage".to_string())].into());
+    let foreign = create(&leftovers, &foreign).await;
+
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    wait_leftover(&leftovers, &ours.pv, "published", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+
+    leftovers
+        .patch_status(
+            &ours.pv,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"reason": "ReclaimFailed", "message": "edited"}})),
+        )
+        .await
+        .unwrap();
+    leftovers
+        .patch(
+            &ours.pv,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {LABEL_REASON: "Edited", "team": "x"}}, "spec": {"volumeUid": "edited"}})),
+        )
+        .await
+        .unwrap();
+    let reverted = wait_leftover(&leftovers, &ours.pv, "hand edits reverted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+            && o.labels().get(LABEL_REASON).map(String::as_str) == Some("ClaimDeleted")
+            && o.spec.volume_uid != "edited"
+    })
+    .await;
+    assert_ne!(reverted.status.as_ref().unwrap().message, "edited");
+    assert_eq!(
+        reverted.labels().get("team").map(String::as_str),
+        Some("x"),
+        "a label that is not ours stays"
+    );
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let still = leftovers.get(&theirs.pv).await.unwrap();
+    assert_eq!(still.resource_version(), foreign.resource_version(), "never touched");
+    assert!(still.status.is_none());
+    operator.stop().await;
+    delete(&leftovers, &theirs.pv).await;
+    ours.cleanup(&admin).await;
+    theirs.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delete_reclaim_is_reclaim_failed_with_the_delete_hint() {
+    // A hostPath volume outside /tmp with reclaimPolicy Delete: the controller-manager's deleter
+    // refuses it and marks the PV Failed, for real.
+    let _lock = operator_lock(Flavor::Full);
+    let cp = cp();
+    let admin = cp.admin().await;
+    let r = released_volume(&admin, "failed", "Delete").await;
+    wait_for("PV Failed", Duration::from_secs(60), || async {
+        let pv = Api::<PersistentVolume>::all(admin.clone()).get(&r.pv).await.ok()?;
+        (phase(&pv) == "Failed").then_some(())
+    })
+    .await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let vl = wait_leftover(&leftovers, &r.pv, "ReclaimFailed", |o| {
+        reason(o) == Some(Reason::ReclaimFailed)
+    })
+    .await;
+    let s = vl.status.unwrap();
+    assert_eq!(s.phase, "Failed");
+    assert_eq!(s.reclaim_policy, "Delete");
+    assert!(s.hints.contains(&Hint::ReclaimPolicyDelete), "{:?}", s.hints);
+    assert!(s.phase_message.is_some(), "the controller's failure message is carried");
+    operator.stop().await;
+    r.cleanup(&admin).await;
+}

@@ -1,0 +1,528 @@
+//! The test harness: real control planes (controlplane/up.sh), clients for the admin and for the
+//! operator's identity, the audit log, an in-process operator, builders for objects.
+//!
+//! A control plane is shared per test binary. It cannot be built or started → every test that
+//! needs it fails with the reason (never skips). The watchdog of up.sh stops it when this test
+//! binary exits, also on panic or interrupt.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{
+    Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeSpec, VolumeResourceRequirements,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use volume_leftovers::controller::{self, Settings};
+use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::telemetry::{Health, Kind, Metrics, StoreState};
+
+/// The identity `deploy/` grants (its ServiceAccount), as up.sh puts it in the token file.
+pub const OPERATOR_USER: &str = "system:serviceaccount:volume-leftovers:volume-leftovers";
+/// A plain user with no rights, for tests that grant their own.
+pub const RESTRICTED_USER: &str = "vl-restricted";
+
+/// A running control plane.
+pub struct ControlPlane {
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    /// Stop it on drop (instances owned by one test); shared ones are stopped by the watchdog.
+    owned: bool,
+}
+
+/// Which control plane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Every controller; watch cache on. Binding, release and garbage collection happen.
+    Full,
+    /// No PV binder and no garbage collector; watch cache off. For states that no controller
+    /// would keep (written as admin) and for forcing a 410 with an etcd compaction.
+    Quiet,
+}
+
+static RUN_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl ControlPlane {
+    /// Starts a new control plane in a fresh run directory.
+    pub fn start(flavor: Flavor, owned: bool) -> Result<ControlPlane, String> {
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("controlplane-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cmd = Command::new(repo().join("controlplane/up.sh"));
+        cmd.arg(&dir)
+            .arg("--owner-pid")
+            .arg(std::process::id().to_string());
+        if flavor == Flavor::Quiet {
+            cmd.env("WATCH_CACHE", "false").env(
+                "KCM_CONTROLLERS",
+                "*,-persistentvolume-binder-controller,-garbage-collector-controller",
+            );
+        }
+        let out = cmd
+            .output()
+            .map_err(|e| format!("running controlplane/up.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "controlplane/up.sh failed ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let env = std::fs::read_to_string(dir.join("env")).map_err(|e| e.to_string())?;
+        let bin = env
+            .lines()
+            .find_map(|l| l.strip_prefix("BIN_DIR="))
+            .ok_or("no BIN_DIR in env")?
+            .into();
+        let cp = ControlPlane { dir, bin, owned };
+        cp.kubectl_ok(&[
+            "apply",
+            "-f",
+            path_str(&repo().join("crds/volumeleftovers.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/namespace.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/serviceaccount.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/clusterrole.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/clusterrolebinding.yaml")),
+        ])?;
+        cp.kubectl_ok(&[
+            "wait",
+            "--for=condition=established",
+            "crd/volumeleftovers.leftovers.dev",
+        ])?;
+        Ok(cp)
+    }
+
+    /// Starts a control plane without the CRD and deploy/ objects (for start-up tests).
+    pub fn start_bare(flavor: Flavor) -> ControlPlane {
+        let cp = Self::start(flavor, true).unwrap_or_else(|e| panic!("{e}"));
+        cp.kubectl_ok(&["delete", "crd", "volumeleftovers.leftovers.dev", "--wait=true"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        cp
+    }
+
+    pub fn kubeconfig(&self, who: &str) -> PathBuf {
+        self.dir.join(format!("{who}.kubeconfig"))
+    }
+
+    pub fn env_value(&self, key: &str) -> String {
+        let env = std::fs::read_to_string(self.dir.join("env")).expect("env file");
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+            .unwrap_or_else(|| panic!("{key} not in env"))
+    }
+
+    /// kubectl as admin.
+    pub fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        Command::new(self.bin.join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig("admin"))
+            .args(args)
+            .output()
+            .expect("running kubectl")
+    }
+
+    pub fn kubectl_ok(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.kubectl(args);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "kubectl {args:?} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
+    pub async fn client(&self, who: &str) -> Client {
+        let config = self.config(who).await;
+        Client::try_from(config).expect("client")
+    }
+
+    pub async fn config(&self, who: &str) -> Config {
+        let kc = Kubeconfig::read_from(self.kubeconfig(who)).expect("kubeconfig");
+        Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("config")
+    }
+
+    pub async fn admin(&self) -> Client {
+        self.client("admin").await
+    }
+
+    /// The operator's identity: exactly the ServiceAccount deploy/ binds.
+    pub async fn operator_client(&self) -> Client {
+        self.client("operator").await
+    }
+
+    /// The audit log entries so far, parsed.
+    pub fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.join("audit.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// PIDs of the processes up.sh started.
+    pub fn pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dir.join("pids"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect()
+    }
+
+    pub fn stop(&self) {
+        let _ = Command::new(repo().join("controlplane/down.sh"))
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if self.owned {
+            self.stop();
+        }
+    }
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn shared(cell: &'static OnceLock<Result<ControlPlane, String>>, flavor: Flavor) -> &'static ControlPlane {
+    match cell.get_or_init(|| ControlPlane::start(flavor, false)) {
+        Ok(cp) => cp,
+        Err(e) => panic!("the control plane could not be started (tests never skip):\n{e}"),
+    }
+}
+
+/// The shared full control plane of this test binary.
+pub fn cp() -> &'static ControlPlane {
+    static CP: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+    shared(&CP, Flavor::Full)
+}
+
+/// The shared quiet control plane (no binder, no GC, no watch cache).
+pub fn quiet() -> &'static ControlPlane {
+    static CP: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+    shared(&CP, Flavor::Quiet)
+}
+
+/// Operators watch the whole cluster. Tests that run one on a shared control plane take its lock
+/// so that two operators with different views (say, one denied claims) never write the same
+/// objects at once.
+pub fn operator_lock(flavor: Flavor) -> MutexGuard<'static, ()> {
+    static FULL: Mutex<()> = Mutex::new(());
+    static QUIET: Mutex<()> = Mutex::new(());
+    let lock = match flavor {
+        Flavor::Full => &FULL,
+        Flavor::Quiet => &QUIET,
+    };
+    lock.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A name no other test (or run) uses.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{n}-{:x}", std::process::id(), nanos % 0xfffff)
+}
+
+/// Polls `f` every 100 ms until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Operator settings for tests: short grace and resync, small pages (pagination is exercised).
+pub fn test_settings() -> Settings {
+    Settings {
+        concurrency: 4,
+        resync: Duration::from_secs(30),
+        bound_grace: Duration::from_secs(4),
+        page_size: 3,
+    }
+}
+
+/// An operator running in this test's runtime.
+pub struct Operator {
+    pub health: Arc<Health>,
+    pub metrics: Arc<Metrics>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Operator {
+    pub fn start(client: Client, settings: Settings) -> Operator {
+        let health = Arc::new(Health::default());
+        let metrics = Arc::new(Metrics::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(controller::run(
+            client,
+            settings,
+            health.clone(),
+            metrics.clone(),
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        Operator {
+            health,
+            metrics,
+            stop: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Waits until every store has synced (the first sweep is then queued).
+    pub async fn wait_synced(&self) {
+        let h = self.health.clone();
+        wait_for("the operator's stores to sync", Duration::from_secs(60), || {
+            let h = h.clone();
+            async move { Kind::ALL.iter().all(|k| h.get(*k) == StoreState::Synced).then_some(()) }
+        })
+        .await
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(20), t)
+                .await
+                .expect("operator stops within 20 s")
+                .expect("operator task");
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        if let Some(t) = &self.task {
+            t.abort();
+        }
+    }
+}
+
+// --- builders ---------------------------------------------------------------------------------
+
+pub fn class(name: &str, reclaim: &str) -> StorageClass {
+    StorageClass {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        provisioner: "kubernetes.io/no-provisioner".into(),
+        reclaim_policy: Some(reclaim.into()),
+        volume_binding_mode: Some("Immediate".into()),
+        ..StorageClass::default()
+    }
+}
+
+/// A hostPath PV (the controller-manager can bind it without any node or driver).
+pub fn pv(name: &str, class: &str, size: &str, reclaim: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some([("storage".to_string(), Quantity(size.into()))].into()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some(reclaim.into()),
+            storage_class_name: Some(class.into()),
+            host_path: Some(k8s_openapi::api::core::v1::HostPathVolumeSource {
+                path: format!("/mnt/data/{name}"),
+                type_: None,
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+pub fn claim_ref(ns: &str, name: &str, uid: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("PersistentVolumeClaim".into()),
+        namespace: Some(ns.into()),
+        name: Some(name.into()),
+        uid: Some(uid.into()),
+        ..ObjectReference::default()
+    }
+}
+
+pub fn pvc(ns: &str, name: &str, class: &str, size: &str) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(class.into()),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some([("storage".to_string(), Quantity(size.into()))].into()),
+                ..VolumeResourceRequirements::default()
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    }
+}
+
+pub async fn create_ns(client: &Client, name: &str) {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
+}
+
+pub async fn create<K>(api: &Api<K>, obj: &K) -> K
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    api.create(&PostParams::default(), obj)
+        .await
+        .unwrap_or_else(|e| panic!("create {obj:?}: {e}"))
+}
+
+/// Deletes, ignoring "not found".
+pub async fn delete<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => panic!("delete {name}: {e}"),
+    }
+}
+
+pub fn phase(pv: &PersistentVolume) -> &str {
+    pv.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+pub async fn wait_pv_phase(api: &Api<PersistentVolume>, name: &str, want: &str) -> PersistentVolume {
+    wait_for(
+        &format!("PV {name} to be {want}"),
+        Duration::from_secs(60),
+        || async {
+            let pv = api.get_opt(name).await.ok().flatten()?;
+            (phase(&pv) == want).then_some(pv)
+        },
+    )
+    .await
+}
+
+pub async fn wait_leftover<F>(api: &Api<VolumeLeftover>, name: &str, what: &str, pred: F) -> VolumeLeftover
+where
+    F: Fn(&VolumeLeftover) -> bool,
+{
+    wait_for(
+        &format!("VolumeLeftover {name}: {what}"),
+        Duration::from_secs(60),
+        || async {
+            let o = api.get_opt(name).await.ok().flatten()?;
+            pred(&o).then_some(o)
+        },
+    )
+    .await
+}
+
+pub async fn wait_leftover_gone(api: &Api<VolumeLeftover>, name: &str) {
+    wait_for(
+        &format!("VolumeLeftover {name} to be deleted"),
+        Duration::from_secs(60),
+        || async { matches!(api.get_opt(name).await, Ok(None)).then_some(()) },
+    )
+    .await
+}
+
+/// A Retain volume released for real: class, namespace, PV and claim created, bound by the
+/// controller-manager, the claim deleted, the PV `Released`. Returns (pv, namespace, class, old
+/// claim uid).
+pub async fn released_volume(client: &Client, prefix: &str, reclaim: &str) -> Released {
+    let class_name = unique(&format!("{prefix}-sc"));
+    let ns = unique(&format!("{prefix}-ns"));
+    let pv_name = unique(&format!("{prefix}-pv"));
+    create(&Api::<StorageClass>::all(client.clone()), &class(&class_name, reclaim)).await;
+    create_ns(client, &ns).await;
+    let pvs = Api::<PersistentVolume>::all(client.clone());
+    create(&pvs, &pv(&pv_name, &class_name, "1Gi", reclaim)).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &ns);
+    let claim = create(&claims, &pvc(&ns, "data", &class_name, "1Gi")).await;
+    wait_pv_phase(&pvs, &pv_name, "Bound").await;
+    delete(&claims, "data").await;
+    Released {
+        pv: pv_name,
+        ns,
+        class: class_name,
+        claim_uid: claim.metadata.uid.unwrap_or_default(),
+    }
+}
+
+/// What [`released_volume`] made.
+pub struct Released {
+    pub pv: String,
+    pub ns: String,
+    pub class: String,
+    pub claim_uid: String,
+}
+
+impl Released {
+    pub async fn cleanup(&self, client: &Client) {
+        delete(&Api::<PersistentVolume>::all(client.clone()), &self.pv).await;
+        delete(&Api::<StorageClass>::all(client.clone()), &self.class).await;
+        delete(&Api::<Namespace>::all(client.clone()), &self.ns).await;
+    }
+}
