@@ -132,8 +132,14 @@ pub fn classify(pv: &PersistentVolume, lookup: &impl Lookup, now: Time) -> Verdi
                 "PersistentVolume {name} is Bound but has no claimRef"
             ));
         }
+        (Judged::Bound, Some(c)) if c.incomplete => {
+            return Verdict::Skip(format!(
+                "PersistentVolume {name} is Bound but its claimRef lacks a namespace or name"
+            ));
+        }
         (Judged::Bound, Some(c)) => match c.info.missing {
             Tristate::True => Reason::BoundClaimMissing,
+            // Unknown: claims cannot be read, and a 403 never makes a finding of a Bound PV.
             Tristate::False | Tristate::Unknown => return Verdict::Healthy,
         },
     };
@@ -171,8 +177,16 @@ pub fn classify(pv: &PersistentVolume, lookup: &impl Lookup, now: Time) -> Verdi
         }
     }
 
+    let terminating = claim.as_ref().is_some_and(|c| c.terminating);
     let claim = claim.map(|c| c.info);
-    let message = message(reason, name, claim.as_ref(), &reclaim_policy, &hints);
+    let message = message(
+        reason,
+        name,
+        claim.as_ref(),
+        &reclaim_policy,
+        &hints,
+        terminating,
+    );
     let phase_message = status
         .and_then(|s| s.message.clone())
         .filter(|m| !m.is_empty());
@@ -215,6 +229,10 @@ enum Judged {
 
 struct ObservedClaim {
     info: ClaimInfo,
+    /// The claimRef lacks a namespace or a name.
+    incomplete: bool,
+    /// The claim exists and is being deleted.
+    terminating: bool,
     /// A claim exists under the reference's namespace/name but with another UID.
     existing: Option<String>,
 }
@@ -229,17 +247,21 @@ fn observe_claim(
     let name = name.filter(|s| !s.is_empty());
     let uid = uid.filter(|s| !s.is_empty());
     let reference = format!("{}/{}", namespace.unwrap_or(""), name.unwrap_or(""));
-    let (missing, current_uid) = match (namespace, name) {
+    let (missing, current_uid, terminating) = match (namespace, name) {
         (Some(ns), Some(n)) => match lookup.claim(ns, n) {
-            Found::Unknown => (Tristate::Unknown, None),
-            Found::Absent => (Tristate::True, None),
+            Found::Unknown => (Tristate::Unknown, None, false),
+            Found::Absent => (Tristate::True, None, false),
             // A claimRef without a uid is a pre-binding by name: any claim of that name is it.
-            Found::Yes(c) if uid.is_none_or(|u| u == c.uid) => (Tristate::False, None),
-            Found::Yes(c) => (Tristate::True, Some(c.uid)),
+            Found::Yes(c) if uid.is_none_or(|u| u == c.uid) => {
+                (Tristate::False, None, c.terminating)
+            }
+            Found::Yes(c) => (Tristate::True, Some(c.uid), false),
         },
-        _ => (Tristate::Unknown, None),
+        _ => (Tristate::Unknown, None, false),
     };
     ObservedClaim {
+        incomplete: namespace.is_none() || name.is_none(),
+        terminating,
         existing: current_uid.clone(),
         info: ClaimInfo {
             reference,
@@ -271,6 +293,7 @@ fn message(
     claim: Option<&ClaimInfo>,
     reclaim: &str,
     hints: &BTreeSet<Hint>,
+    terminating: bool,
 ) -> String {
     let claim_ref = claim.map_or("", |c| c.reference.as_str());
     let old_uid = claim.and_then(|c| c.uid.as_deref()).unwrap_or("?");
@@ -281,6 +304,9 @@ fn message(
         ),
         Reason::ClaimRecreated => format!(
             "PersistentVolume {pv} is Released and still names claim {claim_ref} uid {old_uid}, but the claim of that name now has uid {new_uid} and cannot bind it while the claimRef names the old uid."
+        ),
+        Reason::ClaimStillPresent if terminating => format!(
+            "PersistentVolume {pv} is Released but its claim {claim_ref} (uid {old_uid}) still exists, terminating."
         ),
         Reason::ClaimStillPresent => format!(
             "PersistentVolume {pv} is Released but its claim {claim_ref} (uid {old_uid}) still exists."

@@ -11,6 +11,8 @@ pub mod index;
 pub mod plan;
 pub mod scan;
 pub mod telemetry;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

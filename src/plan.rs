@@ -95,7 +95,7 @@ pub fn gate(
         return Gated::Now(verdict);
     }
     let published = existing
-        .filter(|o| is_managed(o))
+        .filter(|o| is_managed(o) && o.spec.volume_uid == f.volume_uid)
         .and_then(|o| o.status.as_ref())
         .is_some_and(|s| s.reason == Reason::BoundClaimMissing);
     if published {
@@ -162,10 +162,13 @@ pub fn plan(name: &str, verdict: Option<&Verdict>, existing: Option<&VolumeLefto
     }
 }
 
-/// The complete object for a finding. `firstSeen` is kept from the existing object.
+/// The complete object for a finding. `firstSeen` is kept from the existing object when it is
+/// about the same volume (uid).
 pub fn desired(f: &Finding, existing: Option<&VolumeLeftover>) -> VolumeLeftover {
     let mut status = f.status.clone();
+    // Only for the same volume: a PV re-created under the same name is a new finding.
     if let Some(seen) = existing
+        .filter(|e| e.spec.volume_uid == f.volume_uid)
         .and_then(|e| e.status.as_ref())
         .map(|s| s.first_seen.clone())
     {

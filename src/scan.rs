@@ -217,8 +217,12 @@ fn line(f: &Finding) -> Line<'_> {
         name: &f.volume_name,
         phase: &s.phase,
         reclaim: &s.reclaim_policy,
-        claim: claim.map(|c| c.reference.as_str()),
-        claim_missing: claim.and_then(|c| c.missing.known()),
+        // As the original tool: no claim string unless both parts are there, and a PV without
+        // a claimRef has no missing claim.
+        claim: claim
+            .filter(|c| c.namespace.is_some() && c.name.is_some())
+            .map(|c| c.reference.as_str()),
+        claim_missing: claim.map_or(Some(false), |c| c.missing.known()),
         storage_class: class.map(|c| c.name.as_str()),
         capacity: s.capacity.as_deref(),
         reason: s.reason.as_str(),

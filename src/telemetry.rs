@@ -253,7 +253,8 @@ impl Metrics {
         self.skipped.inc();
     }
 
-    fn encode(&self) -> String {
+    /// The metrics in the text exposition format.
+    pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

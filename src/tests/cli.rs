@@ -1,0 +1,210 @@
+//! The command line: clap's own consistency check, durations, defaults and bounds.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::{Cli, Command, LogFormat, RunArgs, parse_duration};
+use crate::scan::Format;
+
+/// Parses `args` with every environment fallback switched off, so a developer's `VL_*`
+/// variables cannot change what the defaults look like.
+fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+    let cmd = Cli::command()
+        .mut_args(|a| a.env(None))
+        .mut_subcommand("run", |s| s.mut_args(|a| a.env(None)))
+        .mut_subcommand("scan", |s| s.mut_args(|a| a.env(None)));
+    let matches = cmd.try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+#[track_caller]
+fn run_args(args: &[&str]) -> RunArgs {
+    match parse(args).expect("parses").command {
+        Command::Run(r) => r,
+        other => panic!("expected run, got {other:?}"),
+    }
+}
+
+#[test]
+fn clap_definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn every_run_and_scan_flag_has_an_env_fallback_and_a_doc() {
+    let cmd = Cli::command();
+    for sub in ["run", "scan"] {
+        let s = cmd.find_subcommand(sub).expect(sub);
+        for a in s.get_arguments().filter(|a| !a.is_global_set()) {
+            let id = a.get_id().as_str();
+            if id == "help" {
+                continue;
+            }
+            assert!(a.get_env().is_some(), "{sub} --{id} has no env fallback");
+            assert!(a.get_help().is_some(), "{sub} --{id} has no help");
+        }
+    }
+}
+
+#[test]
+fn parse_duration_reads_seconds() {
+    assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+}
+
+#[test]
+fn parse_duration_reads_minutes() {
+    assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+}
+
+#[test]
+fn parse_duration_reads_hours_and_minutes() {
+    assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+}
+
+#[test]
+fn parse_duration_reads_iso_8601() {
+    assert_eq!(parse_duration("PT90S"), Ok(Duration::from_secs(90)));
+}
+
+#[test]
+fn parse_duration_rejects_garbage_with_examples() {
+    for bad in ["", "soon", "5", "m5", "5 parsecs"] {
+        let e = parse_duration(bad).expect_err(bad);
+        assert!(e.contains("examples: 30s, 5m, 1h"), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn parse_duration_rejects_negative_durations() {
+    assert_eq!(
+        parse_duration("-5m"),
+        Err("durations must not be negative".to_string())
+    );
+}
+
+#[test]
+fn run_defaults() {
+    let r = run_args(&["volume-leftovers", "run"]);
+    let RunArgs {
+        listen,
+        concurrency,
+        resync,
+        bound_grace,
+        page_size,
+    } = r;
+    assert_eq!(listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("addr"));
+    assert_eq!(concurrency, 4);
+    assert_eq!(resync, Duration::from_secs(300));
+    assert_eq!(bound_grace, Duration::from_secs(120));
+    assert_eq!(page_size, 500);
+}
+
+#[test]
+fn global_defaults() {
+    let cli = parse(&["volume-leftovers", "run"]).expect("parses");
+    assert_eq!(cli.log_format, LogFormat::Text);
+    assert_eq!(cli.log, "info");
+}
+
+#[test]
+fn run_flags_override_the_defaults() {
+    let r = run_args(&[
+        "volume-leftovers",
+        "run",
+        "--listen",
+        "127.0.0.1:9090",
+        "--concurrency",
+        "16",
+        "--resync",
+        "1h",
+        "--bound-grace",
+        "30s",
+        "--page-size",
+        "100",
+    ]);
+    assert_eq!(
+        r.listen,
+        "127.0.0.1:9090".parse::<SocketAddr>().expect("addr")
+    );
+    assert_eq!(r.concurrency, 16);
+    assert_eq!(r.resync, Duration::from_secs(3600));
+    assert_eq!(r.bound_grace, Duration::from_secs(30));
+    assert_eq!(r.page_size, 100);
+}
+
+#[test]
+fn concurrency_is_bounded_1_to_64() {
+    for bad in ["0", "65"] {
+        assert!(
+            parse(&["volume-leftovers", "run", "--concurrency", bad]).is_err(),
+            "--concurrency {bad}"
+        );
+    }
+    assert_eq!(
+        run_args(&["volume-leftovers", "run", "--concurrency", "64"]).concurrency,
+        64
+    );
+}
+
+#[test]
+fn page_size_is_bounded_1_to_10000() {
+    for bad in ["0", "10001"] {
+        assert!(
+            parse(&["volume-leftovers", "run", "--page-size", bad]).is_err(),
+            "--page-size {bad}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_duration_flag_is_rejected() {
+    assert!(parse(&["volume-leftovers", "run", "--resync", "often"]).is_err());
+}
+
+#[test]
+fn scan_defaults_to_json_and_takes_o_table() {
+    match parse(&["volume-leftovers", "scan"])
+        .expect("parses")
+        .command
+    {
+        Command::Scan(s) => assert_eq!(s.output, Format::Json),
+        other => panic!("{other:?}"),
+    }
+    match parse(&["volume-leftovers", "scan", "-o", "table"])
+        .expect("parses")
+        .command
+    {
+        Command::Scan(s) => assert_eq!(s.output, Format::Table),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn crd_subcommand_parses() {
+    assert!(matches!(
+        parse(&["volume-leftovers", "crd"]).expect("parses").command,
+        Command::Crd
+    ));
+}
+
+#[test]
+fn a_subcommand_is_required() {
+    assert!(parse(&["volume-leftovers"]).is_err());
+}
+
+#[test]
+fn global_flags_work_after_the_subcommand() {
+    let cli = parse(&[
+        "volume-leftovers",
+        "scan",
+        "--log-format",
+        "json",
+        "--log",
+        "debug",
+    ])
+    .expect("parses");
+    assert_eq!(cli.log_format, LogFormat::Json);
+    assert_eq!(cli.log, "debug");
+}

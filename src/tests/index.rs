@@ -1,0 +1,242 @@
+//! `index::RefIndex`: which PVs name which claim and which StorageClass.
+
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
+
+use super::fixtures::{PvBuilder, pv};
+use crate::index::RefIndex;
+
+fn claimed(name: &str, ns: &str, claim: &str, class: &str) -> PersistentVolume {
+    pv(name).bound().claim(ns, claim, "uid").class(class)
+}
+
+fn for_claim(i: &RefIndex, ns: &str, name: &str) -> Vec<String> {
+    i.pvs_for_claim(ns, name).map(str::to_string).collect()
+}
+
+fn for_class(i: &RefIndex, name: &str) -> Vec<String> {
+    i.pvs_for_class(name).map(str::to_string).collect()
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_new_index_is_empty() {
+    let i = RefIndex::default();
+    assert!(i.is_empty());
+    assert_eq!(i.len(), 0);
+    assert_eq!(for_claim(&i, "ns", "c"), Vec::<String>::new());
+    assert_eq!(for_class(&i, "standard"), Vec::<String>::new());
+}
+
+#[test]
+fn apply_indexes_a_pv_by_claim_and_by_class() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    assert_eq!(i.len(), 1);
+    assert!(!i.is_empty());
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
+    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
+}
+
+#[test]
+fn claim_lookup_needs_both_namespace_and_name_to_match() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    assert!(for_claim(&i, "other", "c").is_empty());
+    assert!(for_claim(&i, "ns", "other").is_empty());
+    assert!(for_class(&i, "fast").is_empty());
+}
+
+#[test]
+fn several_pvs_naming_one_claim_or_class_are_listed_sorted() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("zeta", "ns", "c", "standard"));
+    i.apply(&claimed("alpha", "ns", "c", "standard"));
+    i.apply(&claimed("mid", "other", "d", "standard"));
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["alpha", "zeta"]));
+    assert_eq!(for_claim(&i, "other", "d"), strings(&["mid"]));
+    assert_eq!(
+        for_class(&i, "standard"),
+        strings(&["alpha", "mid", "zeta"])
+    );
+}
+
+#[test]
+fn applying_the_same_pv_twice_is_idempotent() {
+    let mut i = RefIndex::default();
+    let p = claimed("a", "ns", "c", "standard");
+    i.apply(&p);
+    i.apply(&p);
+    assert_eq!(i.len(), 1);
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
+    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_whose_claim_ref_changes_moves_to_the_new_claim() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "old", "standard"));
+    i.apply(&claimed("a", "ns", "new", "standard"));
+    assert_eq!(i.len(), 1);
+    assert!(for_claim(&i, "ns", "old").is_empty());
+    assert_eq!(for_claim(&i, "ns", "new"), strings(&["a"]));
+    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_whose_claim_ref_is_cleared_leaves_the_claim_but_keeps_its_class() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&pv("a").available().class("standard"));
+    assert_eq!(i.len(), 1);
+    assert!(for_claim(&i, "ns", "c").is_empty());
+    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_whose_class_changes_moves_to_the_new_class() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&claimed("b", "ns", "d", "standard"));
+    i.apply(&claimed("a", "ns", "c", "fast"));
+    assert_eq!(for_class(&i, "standard"), strings(&["b"]));
+    assert_eq!(for_class(&i, "fast"), strings(&["a"]));
+}
+
+#[test]
+fn delete_forgets_the_pv_everywhere() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&claimed("b", "ns", "c", "standard"));
+    i.delete("a");
+    assert_eq!(i.len(), 1);
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["b"]));
+    assert_eq!(for_class(&i, "standard"), strings(&["b"]));
+    i.delete("b");
+    assert!(i.is_empty());
+    assert!(for_claim(&i, "ns", "c").is_empty());
+    assert!(for_class(&i, "standard").is_empty());
+}
+
+#[test]
+fn deleting_an_unknown_pv_changes_nothing() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.delete("nope");
+    assert_eq!(i.len(), 1);
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_can_be_indexed_again_after_delete() {
+    let mut i = RefIndex::default();
+    let p = claimed("a", "ns", "c", "standard");
+    i.apply(&p);
+    i.delete("a");
+    i.apply(&p);
+    assert_eq!(i.len(), 1);
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_without_claim_or_class_is_counted_but_not_indexed() {
+    let mut i = RefIndex::default();
+    i.apply(&pv("a").available());
+    assert_eq!(i.len(), 1);
+    assert!(for_class(&i, "").is_empty());
+    assert!(for_claim(&i, "", "").is_empty());
+}
+
+#[test]
+fn an_empty_class_name_is_not_indexed() {
+    let mut i = RefIndex::default();
+    i.apply(&pv("a").available().class(""));
+    assert!(for_class(&i, "").is_empty());
+}
+
+#[test]
+fn a_claim_ref_without_namespace_is_not_indexed_by_claim() {
+    let mut i = RefIndex::default();
+    let p = pv("a")
+        .released()
+        .class("standard")
+        .claim_ref(ObjectReference {
+            name: Some("c".into()),
+            ..ObjectReference::default()
+        });
+    i.apply(&p);
+    assert_eq!(i.len(), 1);
+    assert!(for_claim(&i, "", "c").is_empty());
+    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
+}
+
+#[test]
+fn a_pv_without_name_is_ignored() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard").no_name());
+    assert!(i.is_empty());
+    assert!(for_claim(&i, "ns", "c").is_empty());
+}
+
+#[test]
+fn reset_returns_the_names_that_vanished_sorted() {
+    let mut i = RefIndex::default();
+    for n in ["d", "b", "a", "c"] {
+        i.apply(&claimed(n, "ns", n, "standard"));
+    }
+    let gone = i.reset(&[
+        claimed("a", "ns", "a", "standard"),
+        claimed("e", "ns", "e", "standard"),
+    ]);
+    assert_eq!(gone, strings(&["b", "c", "d"]));
+}
+
+#[test]
+fn reset_rebuilds_the_index_from_the_list() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&claimed("b", "ns", "c", "standard"));
+    let gone = i.reset(&[
+        claimed("a", "ns", "moved", "fast"),
+        claimed("e", "ns", "c", "standard"),
+    ]);
+    assert_eq!(gone, strings(&["b"]));
+    assert_eq!(i.len(), 2);
+    assert_eq!(for_claim(&i, "ns", "c"), strings(&["e"]));
+    assert_eq!(for_claim(&i, "ns", "moved"), strings(&["a"]));
+    assert_eq!(for_class(&i, "standard"), strings(&["e"]));
+    assert_eq!(for_class(&i, "fast"), strings(&["a"]));
+}
+
+#[test]
+fn reset_with_an_empty_list_forgets_everything() {
+    let mut i = RefIndex::default();
+    i.apply(&claimed("a", "ns", "c", "standard"));
+    let gone = i.reset(&[]);
+    assert_eq!(gone, strings(&["a"]));
+    assert!(i.is_empty());
+    assert!(for_claim(&i, "ns", "c").is_empty());
+    assert!(for_class(&i, "standard").is_empty());
+}
+
+#[test]
+fn reset_of_an_empty_index_reports_nothing_vanished() {
+    let mut i = RefIndex::default();
+    let gone = i.reset(&[claimed("a", "ns", "c", "standard")]);
+    assert!(gone.is_empty());
+    assert_eq!(i.len(), 1);
+}
+
+#[test]
+fn reset_with_the_same_list_reports_nothing_vanished() {
+    let mut i = RefIndex::default();
+    let pvs = [
+        claimed("a", "ns", "c", "standard"),
+        claimed("b", "ns", "d", "fast"),
+    ];
+    i.reset(&pvs);
+    assert!(i.reset(&pvs).is_empty());
+    assert_eq!(i.len(), 2);
+}

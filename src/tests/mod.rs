@@ -1,0 +1,10 @@
+//! Unit tests of the pure logic: classification, planning, the reference index, the scan report,
+//! the CRD and the command line. No API server, no clock: time is a fixed argument.
+
+mod classify;
+mod cli;
+mod crd;
+mod fixtures;
+mod index;
+mod plan;
+mod scan;

@@ -1,0 +1,394 @@
+//! `scan`: the snapshot as a lookup, the findings' order, the JSON line of the original tool and
+//! the table.
+
+use std::collections::HashMap;
+
+use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
+use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
+use crate::scan::{Format, Snapshot, findings, write_json_line, write_report};
+
+/// The original tool's line for the mariadb leftover, up to where the tool's keys end.
+const MARIADB_PREFIX: &str = r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": true, "storage_class": "standard", "capacity": "250Mi", "#;
+
+fn claims(entries: &[(&str, &str, &str)]) -> Option<HashMap<(String, String), ClaimFacts>> {
+    Some(
+        entries
+            .iter()
+            .map(|(ns, name, uid)| {
+                (
+                    (ns.to_string(), name.to_string()),
+                    ClaimFacts {
+                        uid: uid.to_string(),
+                        terminating: false,
+                    },
+                )
+            })
+            .collect(),
+    )
+}
+
+fn classes(entries: &[(&str, &str)]) -> Option<HashMap<String, ClassFacts>> {
+    Some(
+        entries
+            .iter()
+            .map(|(name, policy)| {
+                (
+                    name.to_string(),
+                    ClassFacts {
+                        reclaim_policy: policy.to_string(),
+                    },
+                )
+            })
+            .collect(),
+    )
+}
+
+fn json_line(f: &Finding) -> String {
+    let mut out = Vec::new();
+    write_json_line(&mut out, f).expect("write");
+    String::from_utf8(out).expect("utf-8")
+}
+
+fn report(found: &[Finding], format: Format) -> String {
+    let mut out = Vec::new();
+    write_report(&mut out, found, format).expect("write");
+    String::from_utf8(out).expect("utf-8")
+}
+
+fn mariadb_snapshot() -> Snapshot {
+    Snapshot {
+        pvs: vec![mariadb_pv()],
+        claims: claims(&[]),
+        classes: classes(&[("standard", "Retain")]),
+    }
+}
+
+// ---- Snapshot as a Lookup ----
+
+#[test]
+fn snapshot_finds_a_claim_by_namespace_and_name() {
+    let s = Snapshot {
+        claims: claims(&[("ns", "c", "uid-1")]),
+        ..Snapshot::default()
+    };
+    assert_eq!(
+        s.claim("ns", "c"),
+        Found::Yes(ClaimFacts {
+            uid: "uid-1".into(),
+            terminating: false
+        })
+    );
+    assert_eq!(s.claim("ns", "d"), Found::Absent);
+    assert_eq!(s.claim("other", "c"), Found::Absent);
+}
+
+#[test]
+fn snapshot_without_claims_answers_unknown_not_absent() {
+    let s = Snapshot::default();
+    assert_eq!(s.claim("ns", "c"), Found::Unknown);
+}
+
+#[test]
+fn snapshot_finds_a_class_by_name() {
+    let s = Snapshot {
+        classes: classes(&[("standard", "Retain")]),
+        ..Snapshot::default()
+    };
+    assert_eq!(
+        s.class("standard"),
+        Found::Yes(ClassFacts {
+            reclaim_policy: "Retain".into()
+        })
+    );
+    assert_eq!(s.class("fast"), Found::Absent);
+}
+
+#[test]
+fn snapshot_without_classes_answers_unknown_not_absent() {
+    assert_eq!(Snapshot::default().class("standard"), Found::Unknown);
+}
+
+#[test]
+fn class_facts_default_an_unset_reclaim_policy_to_delete() {
+    let sc = k8s_openapi::api::storage::v1::StorageClass::default();
+    assert_eq!(crate::controller::class_facts(&sc).reclaim_policy, "Delete");
+    let retain = k8s_openapi::api::storage::v1::StorageClass {
+        reclaim_policy: Some("Retain".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        crate::controller::class_facts(&retain).reclaim_policy,
+        "Retain"
+    );
+}
+
+// ---- findings ----
+
+#[test]
+fn findings_are_sorted_by_name_and_leave_out_healthy_and_skipped_pvs() {
+    let s = Snapshot {
+        pvs: vec![
+            pv("zeta").retain().released().claim("ns", "z", "u"),
+            pv("healthy").retain().bound().claim("ns", "h", "uid-h"),
+            pv("alpha").retain().failed(),
+            pv("odd").phase("Lost"),
+            pv("available").available(),
+            pv("mid").retain().released(),
+        ],
+        claims: claims(&[("ns", "h", "uid-h")]),
+        classes: classes(&[]),
+    };
+    let names: Vec<String> = findings(&s).into_iter().map(|f| f.volume_name).collect();
+    assert_eq!(names, vec!["alpha", "mid", "zeta"]);
+}
+
+#[test]
+fn findings_of_an_empty_cluster_are_empty() {
+    assert!(findings(&Snapshot::default()).is_empty());
+}
+
+#[test]
+fn findings_use_the_same_classification_as_the_controller() {
+    let found = findings(&mariadb_snapshot());
+    assert_eq!(found.len(), 1);
+    let mut expected = mariadb_finding();
+    // Only the wall-clock time differs.
+    expected.status.first_seen = found[0].status.first_seen.clone();
+    assert_eq!(found[0], expected);
+}
+
+#[test]
+fn findings_when_claims_are_forbidden_report_claim_unknown() {
+    let s = Snapshot {
+        claims: None,
+        ..mariadb_snapshot()
+    };
+    let found = findings(&s);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].status.reason, crate::crd::Reason::ClaimUnknown);
+}
+
+// ---- JSON lines ----
+
+#[test]
+fn mariadb_json_line_starts_with_the_original_tools_seven_keys() {
+    let line = json_line(&mariadb_finding());
+    assert!(
+        line.starts_with(MARIADB_PREFIX),
+        "\n got: {line}\nwant: {MARIADB_PREFIX}..."
+    );
+}
+
+#[test]
+fn mariadb_json_line_from_a_scan_starts_with_the_original_tools_seven_keys() {
+    let found = findings(&mariadb_snapshot());
+    let line = json_line(&found[0]);
+    assert!(line.starts_with(MARIADB_PREFIX), "{line}");
+}
+
+#[test]
+fn json_line_is_one_line_of_valid_json() {
+    let line = json_line(&mariadb_finding());
+    assert!(line.ends_with("}\n"), "{line:?}");
+    assert_eq!(line.matches('\n').count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&line).expect("valid JSON");
+    assert_eq!(v["reason"], "ClaimDeleted");
+    assert_eq!(v["claim_uid"], "uid-mariadb-1");
+    assert_eq!(v["claim_current_uid"], serde_json::Value::Null);
+    assert_eq!(v["storage_class_reclaim"], "Retain");
+    assert_eq!(v["phase_since"], "2026-02-27T09:15:00Z");
+    assert_eq!(v["volume_mode"], "Filesystem");
+    assert_eq!(v["source_type"], "csi");
+    assert_eq!(v["driver"], "rbd.csi.ceph.com");
+    assert_eq!(v["pool"], "replicapool");
+    assert_eq!(v["image_name"], "csi-vol-mariadb");
+    assert_eq!(v["message"], mariadb_finding().status.message.as_str());
+}
+
+#[test]
+fn json_line_puts_reason_right_after_the_original_keys() {
+    let line = json_line(&mariadb_finding());
+    let rest = line.strip_prefix(MARIADB_PREFIX).expect("prefix");
+    assert!(rest.starts_with(r#""reason": "ClaimDeleted", "#), "{rest}");
+}
+
+#[test]
+fn json_line_uses_python_separators_in_arrays_too() {
+    let p = mariadb_pv()
+        .delete()
+        .access_modes(["ReadWriteOnce", "ReadOnlyMany"]);
+    let f = super::fixtures::finding(&p, &lookup().with_class("standard", "Retain"));
+    let line = json_line(&f);
+    assert!(
+        line.contains(r#""hints": ["ReclaimPolicyDelete", "ReclaimPolicyMismatch"]"#),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#""access_modes": ["ReadWriteOnce", "ReadOnlyMany"]"#),
+        "{line}"
+    );
+}
+
+#[test]
+fn json_line_with_claims_forbidden_says_claim_missing_null() {
+    let f = super::fixtures::finding(
+        &mariadb_pv(),
+        &lookup().with_class("standard", "Retain").claims_forbidden(),
+    );
+    let line = json_line(&f);
+    assert!(
+        line.contains(r#""claim": "mariadb/mariadb", "claim_missing": null, "#),
+        "{line}"
+    );
+}
+
+#[test]
+fn json_line_of_a_recreated_claim_has_both_uids() {
+    let f = super::fixtures::finding(
+        &mariadb_pv(),
+        &lookup().with_class("standard", "Retain").with_claim(
+            "mariadb",
+            "mariadb",
+            "uid-mariadb-2",
+        ),
+    );
+    let line = json_line(&f);
+    assert!(line.contains(r#""claim_missing": true, "#), "{line}");
+    assert!(
+        line.contains(r#""claim_uid": "uid-mariadb-1", "claim_current_uid": "uid-mariadb-2""#),
+        "{line}"
+    );
+}
+
+#[test]
+fn json_line_without_claim_ref_says_no_claim_is_missing_as_the_original_tool() {
+    let f = super::fixtures::finding(&pv("bare").retain().released(), &lookup());
+    let line = json_line(&f);
+    assert!(
+        line.starts_with(
+            r#"{"name": "bare", "phase": "Released", "reclaim": "Retain", "claim": null, "claim_missing": false, "storage_class": null, "capacity": null, "reason": "ReleasedWithoutClaim", "#
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn json_report_writes_one_line_per_finding_in_order() {
+    let a = mariadb_finding();
+    let b = super::fixtures::finding(&pv("other").retain().failed(), &lookup());
+    let out = report(&[a, b], Format::Json);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with(r#"{"name": "mariadb-pv", "#));
+    assert!(lines[1].starts_with(r#"{"name": "other", "#));
+}
+
+#[test]
+fn json_report_of_no_findings_is_empty() {
+    assert_eq!(report(&[], Format::Json), "");
+}
+
+// ---- Table ----
+
+const HEADER: [&str; 8] = [
+    "NAME",
+    "REASON",
+    "PHASE",
+    "RECLAIM",
+    "CLAIM",
+    "CLAIM-MISSING",
+    "CLASS",
+    "CAPACITY",
+];
+
+#[test]
+fn table_has_a_header_and_one_row_per_finding() {
+    let a = mariadb_finding();
+    let b = super::fixtures::finding(&pv("other").retain().failed(), &lookup());
+    let out = report(&[a, b], Format::Table);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            HEADER.to_vec(),
+            vec![
+                "mariadb-pv",
+                "ClaimDeleted",
+                "Released",
+                "Retain",
+                "mariadb/mariadb",
+                "true",
+                "standard",
+                "250Mi"
+            ],
+            vec![
+                "other",
+                "ReclaimFailed",
+                "Failed",
+                "Retain",
+                "<none>",
+                "false",
+                "<none>",
+                "<none>"
+            ],
+        ]
+    );
+}
+
+#[test]
+fn table_columns_are_aligned() {
+    let a = mariadb_finding();
+    let b = super::fixtures::finding(&pv("x").retain().failed(), &lookup());
+    let out = report(&[a, b], Format::Table);
+    let lines: Vec<&str> = out.lines().collect();
+    let column = |line: &str, cell: &str| line.find(cell).expect(cell);
+    assert_eq!(column(lines[0], "REASON"), column(lines[1], "ClaimDeleted"));
+    assert_eq!(
+        column(lines[0], "REASON"),
+        column(lines[2], "ReclaimFailed")
+    );
+    assert_eq!(column(lines[0], "CAPACITY"), column(lines[1], "250Mi"));
+    assert!(
+        lines.iter().all(|l| l == &l.trim_end()),
+        "no trailing spaces"
+    );
+}
+
+#[test]
+fn table_says_unknown_when_claims_are_forbidden() {
+    let f = super::fixtures::finding(
+        &mariadb_pv(),
+        &lookup().with_class("standard", "Retain").claims_forbidden(),
+    );
+    let out = report(&[f], Format::Table);
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .expect("row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[5], "unknown");
+}
+
+#[test]
+fn table_of_no_findings_is_the_header_only() {
+    let out = report(&[], Format::Table);
+    assert_eq!(out.lines().count(), 1);
+    assert_eq!(out.split_whitespace().collect::<Vec<_>>(), HEADER.to_vec());
+}
+
+#[test]
+fn json_line_with_an_incomplete_claim_ref_prints_no_claim_string() {
+    let f = super::fixtures::finding(
+        &pv("half").retain().released().claim("", "data", "uid-1"),
+        &lookup(),
+    );
+    let line = json_line(&f);
+    assert!(
+        line.contains(r#""claim": null, "claim_missing": null, "#),
+        "{line}"
+    );
+}
