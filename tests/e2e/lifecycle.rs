@@ -16,7 +16,11 @@ async fn bound_pair(prefix: &str) -> (kube::Client, String, String, String, Pers
     let class_name = unique(&format!("{prefix}-sc"));
     let ns = unique(&format!("{prefix}-ns"));
     let pv_name = unique(&format!("{prefix}-pv"));
-    create(&Api::<StorageClass>::all(admin.clone()), &class(&class_name, "Retain")).await;
+    create(
+        &Api::<StorageClass>::all(admin.clone()),
+        &class(&class_name, "Retain"),
+    )
+    .await;
     create_ns(&admin, &ns).await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     create(&pvs, &pv(&pv_name, &class_name, "250Mi", "Retain")).await;
@@ -32,10 +36,19 @@ async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_clai
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
 
     let bound = wait_pv_phase(&pvs, &pv_name, "Bound").await;
-    let r = bound.spec.as_ref().unwrap().claim_ref.as_ref().expect("claimRef when Bound");
+    let r = bound
+        .spec
+        .as_ref()
+        .unwrap()
+        .claim_ref
+        .as_ref()
+        .expect("claimRef when Bound");
     assert_eq!(r.namespace.as_deref(), Some(ns.as_str()));
     assert_eq!(r.name.as_deref(), Some("data"));
-    assert_eq!(r.uid, claim.metadata.uid, "the claimRef carries the claim's uid");
+    assert_eq!(
+        r.uid, claim.metadata.uid,
+        "the claimRef carries the claim's uid"
+    );
     let bound_claim = claims.get("data").await.unwrap();
     assert_eq!(
         bound_claim.spec.as_ref().unwrap().volume_name.as_deref(),
@@ -44,12 +57,24 @@ async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_clai
 
     delete(&claims, "data").await;
     let released = wait_pv_phase(&pvs, &pv_name, "Released").await;
-    let r = released.spec.as_ref().unwrap().claim_ref.as_ref().expect("claimRef survives release");
+    let r = released
+        .spec
+        .as_ref()
+        .unwrap()
+        .claim_ref
+        .as_ref()
+        .expect("claimRef survives release");
     assert_eq!(r.namespace.as_deref(), Some(ns.as_str()));
     assert_eq!(r.name.as_deref(), Some("data"));
-    assert_eq!(r.uid, claim.metadata.uid, "the stale pointer still names the old uid");
+    assert_eq!(
+        r.uid, claim.metadata.uid,
+        "the stale pointer still names the old uid"
+    );
     let status = released.status.as_ref().unwrap();
-    let since = status.last_phase_transition_time.as_ref().expect("lastPhaseTransitionTime");
+    let since = status
+        .last_phase_transition_time
+        .as_ref()
+        .expect("lastPhaseTransitionTime");
     assert!(since.0 >= claim.metadata.creation_timestamp.as_ref().unwrap().0);
 
     delete(&pvs, &pv_name).await;
@@ -95,9 +120,16 @@ async fn two_control_planes_run_side_by_side_and_stop_without_leftovers() {
     let (url_a, url_b) = (a.env_value("APISERVER_URL"), b.env_value("APISERVER_URL"));
     assert_ne!(url_a, url_b, "each instance has its own ports");
     let version = a.kubectl_ok(&["version", "-o", "json"]).unwrap();
-    assert!(version.contains("\"gitVersion\": \"v1.36.3\""), "stamped version: {version}");
+    assert!(
+        version.contains("\"gitVersion\": \"v1.36.3\""),
+        "stamped version: {version}"
+    );
     let pids = a.pids();
-    assert_eq!(pids.len(), 3, "etcd, kube-apiserver, kube-controller-manager");
+    assert_eq!(
+        pids.len(),
+        3,
+        "etcd, kube-apiserver, kube-controller-manager"
+    );
     let port: u16 = url_a.rsplit(':').next().unwrap().parse().unwrap();
 
     drop(a);

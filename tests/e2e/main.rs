@@ -1,7 +1,9 @@
 //! End-to-end tests against real control planes (etcd, kube-apiserver, kube-controller-manager
-//! built from Go modules by controlplane/build.sh). One test binary, so each control plane is
-//! started once and shared.
+//! built from Go modules by controlplane/build.sh). One test binary, so each shared control
+//! plane is started once.
 
 mod lifecycle;
 mod operator;
+mod quiet;
+mod startup;
 mod support;

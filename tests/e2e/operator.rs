@@ -23,9 +23,12 @@ fn reason(o: &VolumeLeftover) -> Option<Reason> {
 fn watch_leftover_names(client: kube::Client) -> tokio::task::JoinHandle<Vec<String>> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let watch = tokio::spawn(async move {
-        let mut s = watcher(Api::<VolumeLeftover>::all(client), watcher::Config::default())
-            .applied_objects()
-            .boxed();
+        let mut s = watcher(
+            Api::<VolumeLeftover>::all(client),
+            watcher::Config::default(),
+        )
+        .applied_objects()
+        .boxed();
         while let Some(Ok(o)) = s.next().await {
             if tx.send(o.name_any()).is_err() {
                 break;
@@ -45,14 +48,18 @@ fn watch_leftover_names(client: kube::Client) -> tokio::task::JoinHandle<Vec<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_scenario_released_recreated_restarted_reused() {
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "mariadb");
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    cp.kubectl_ok(&["apply", "-f", repo().join("scripts/demo-scenario.yaml").to_str().unwrap()])
-        .unwrap();
+    cp.kubectl_ok(&[
+        "apply",
+        "-f",
+        repo().join("scripts/demo-scenario.yaml").to_str().unwrap(),
+    ])
+    .unwrap();
     wait_pv_phase(&pvs, "mariadb-pv", "Bound").await;
 
     let operator = Operator::start(cp.operator_client().await, test_settings());
@@ -90,7 +97,11 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
         pv.status.as_ref().unwrap().last_phase_transition_time,
         "phaseSince is the PV's lastPhaseTransitionTime"
     );
-    assert!(s.hints.is_empty(), "a Retain success carries no hint: {:?}", s.hints);
+    assert!(
+        s.hints.is_empty(),
+        "a Retain success carries no hint: {:?}",
+        s.hints
+    );
     assert_eq!(vl.spec.volume_uid, pv.uid().unwrap());
     let owner = &vl.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
@@ -99,32 +110,66 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     );
     assert_eq!(owner.block_owner_deletion, None);
     let labels = vl.labels();
-    assert_eq!(labels.get(MANAGED_BY).map(String::as_str), Some("volume-leftovers"));
-    assert_eq!(labels.get(LABEL_REASON).map(String::as_str), Some("ClaimDeleted"));
     assert_eq!(
-        labels.get("leftovers.dev/claim-namespace").map(String::as_str),
+        labels.get(MANAGED_BY).map(String::as_str),
+        Some("volume-leftovers")
+    );
+    assert_eq!(
+        labels.get(LABEL_REASON).map(String::as_str),
+        Some("ClaimDeleted")
+    );
+    assert_eq!(
+        labels
+            .get("leftovers.dev/claim-namespace")
+            .map(String::as_str),
         Some("mariadb")
     );
     assert_eq!(
-        labels.get("leftovers.dev/storage-class").map(String::as_str),
+        labels
+            .get("leftovers.dev/storage-class")
+            .map(String::as_str),
         Some("standard")
     );
 
     // What people type.
-    let table = cp.kubectl_ok(&["get", "volumeleftovers", "mariadb-pv"]).unwrap();
+    let table = cp
+        .kubectl_ok(&["get", "volumeleftovers", "mariadb-pv"])
+        .unwrap();
     let mut lines = table.lines();
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
-        ["NAME", "REASON", "PHASE", "RECLAIM", "CLAIM", "CLAIM-MISSING", "CLASS", "CAPACITY", "PHASE-AGE"]
+        [
+            "NAME",
+            "REASON",
+            "PHASE",
+            "RECLAIM",
+            "CLAIM",
+            "CLAIM-MISSING",
+            "CLASS",
+            "CAPACITY",
+            "PHASE-AGE"
+        ]
     );
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(
         &row[..8],
-        ["mariadb-pv", "ClaimDeleted", "Released", "Retain", "mariadb/mariadb", "True", "standard", "250Mi"]
+        [
+            "mariadb-pv",
+            "ClaimDeleted",
+            "Released",
+            "Retain",
+            "mariadb/mariadb",
+            "True",
+            "standard",
+            "250Mi"
+        ]
     );
     let short = cp.kubectl_ok(&["get", "vl", "-o", "name"]).unwrap();
-    assert!(short.contains("volumeleftover.leftovers.dev/mariadb-pv"), "{short}");
+    assert!(
+        short.contains("volumeleftover.leftovers.dev/mariadb-pv"),
+        "{short}"
+    );
 
     // The one-shot scan prints the original tool's line.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
@@ -151,7 +196,11 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     .await;
     let s2 = vl2.status.clone().unwrap();
     let c2 = s2.claim.unwrap();
-    assert_eq!(c2.uid.as_deref(), Some(old_uid.as_str()), "the old uid, from the claimRef");
+    assert_eq!(
+        c2.uid.as_deref(),
+        Some(old_uid.as_str()),
+        "the old uid, from the claimRef"
+    );
     assert_eq!(c2.current_uid, new.uid(), "the new claim's uid");
     assert_eq!(c2.missing, Tristate::True);
     assert_eq!(s2.first_seen, s.first_seen, "firstSeen is set once");
@@ -166,7 +215,11 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     operator.wait_synced().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let after = leftovers.get("mariadb-pv").await.unwrap();
-    assert_eq!(after.resource_version(), before.resource_version(), "no write after restart");
+    assert_eq!(
+        after.resource_version(),
+        before.resource_version(),
+        "no write after restart"
+    );
     assert_eq!(
         operator_writes(cp, "mariadb-pv"),
         writes_before,
@@ -208,7 +261,7 @@ fn operator_writes(cp: &ControlPlane, name: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_leftover_volume_deletes_its_volume_leftover() {
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -226,16 +279,22 @@ async fn deleting_a_leftover_volume_deletes_its_volume_leftover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_moment() {
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let class_name = unique("healthy-sc");
     let ns = unique("healthy-ns");
-    create(&Api::<StorageClass>::all(admin.clone()), &class(&class_name, "Retain")).await;
+    create(
+        &Api::<StorageClass>::all(admin.clone()),
+        &class(&class_name, "Retain"),
+    )
+    .await;
     create_ns(&admin, &ns).await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
-    let names: Vec<String> = (0..8).map(|i| format!("{}-{i}", unique("healthy-pv"))).collect();
+    let names: Vec<String> = (0..8)
+        .map(|i| format!("{}-{i}", unique("healthy-pv")))
+        .collect();
     for (i, n) in names.iter().enumerate() {
         create(&pvs, &pv(n, &class_name, "1Gi", "Retain")).await;
         create(&claims, &pvc(&ns, &format!("c{i}"), &class_name, "1Gi")).await;
@@ -253,7 +312,10 @@ async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_mo
     seen.abort();
     let seen = seen.await.unwrap_or_default();
     for n in &names {
-        assert!(!seen.contains(n), "a VolumeLeftover appeared for healthy {n}");
+        assert!(
+            !seen.contains(n),
+            "a VolumeLeftover appeared for healthy {n}"
+        );
     }
     // Every PV was evaluated: the stores hold them.
     for i in 0..names.len() {
@@ -268,7 +330,7 @@ async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_mo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let r = released_volume(&admin, "audit", "Retain").await;
@@ -288,17 +350,26 @@ async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
     let err = Api::<PersistentVolumeClaim>::namespaced(operator_client.clone(), &r.ns)
         .create(&Default::default(), &pvc(&r.ns, "sneaky", &r.class, "1Gi"))
         .await
         .unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
     let err = Api::<StorageClass>::all(operator_client.clone())
         .delete(&r.class, &Default::default())
         .await
         .unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 403), "{err}");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403),
+        "{err}"
+    );
 
     let audit = cp.audit();
     let by_operator: Vec<&serde_json::Value> = audit
@@ -308,7 +379,10 @@ async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
     let mut verbs: BTreeMap<(String, String), Vec<u64>> = BTreeMap::new();
     for e in &by_operator {
         let key = (
-            e["objectRef"]["resource"].as_str().unwrap_or("").to_string(),
+            e["objectRef"]["resource"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
             e["verb"].as_str().unwrap_or("").to_string(),
         );
         verbs
@@ -316,7 +390,11 @@ async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
             .or_default()
             .push(e["responseStatus"]["code"].as_u64().unwrap_or(0));
     }
-    for resource in ["persistentvolumes", "persistentvolumeclaims", "storageclasses"] {
+    for resource in [
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "storageclasses",
+    ] {
         assert!(
             verbs.contains_key(&(resource.to_string(), "list".to_string()))
                 && verbs.contains_key(&(resource.to_string(), "watch".to_string())),
@@ -340,7 +418,7 @@ async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -394,7 +472,11 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     let still = leftovers.get(&theirs.pv).await.unwrap();
-    assert_eq!(still.resource_version(), foreign.resource_version(), "never touched");
+    assert_eq!(
+        still.resource_version(),
+        foreign.resource_version(),
+        "never touched"
+    );
     assert!(still.status.is_none());
     operator.stop().await;
     delete(&leftovers, &theirs.pv).await;
@@ -406,12 +488,15 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
 async fn a_failed_delete_reclaim_is_reclaim_failed_with_the_delete_hint() {
     // A hostPath volume outside /tmp with reclaimPolicy Delete: the controller-manager's deleter
     // refuses it and marks the PV Failed, for real.
-    let _lock = operator_lock(Flavor::Full);
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let admin = cp.admin().await;
     let r = released_volume(&admin, "failed", "Delete").await;
     wait_for("PV Failed", Duration::from_secs(60), || async {
-        let pv = Api::<PersistentVolume>::all(admin.clone()).get(&r.pv).await.ok()?;
+        let pv = Api::<PersistentVolume>::all(admin.clone())
+            .get(&r.pv)
+            .await
+            .ok()?;
         (phase(&pv) == "Failed").then_some(())
     })
     .await;
@@ -424,8 +509,100 @@ async fn a_failed_delete_reclaim_is_reclaim_failed_with_the_delete_hint() {
     let s = vl.status.unwrap();
     assert_eq!(s.phase, "Failed");
     assert_eq!(s.reclaim_policy, "Delete");
-    assert!(s.hints.contains(&Hint::ReclaimPolicyDelete), "{:?}", s.hints);
-    assert!(s.phase_message.is_some(), "the controller's failure message is carried");
+    assert!(
+        s.hints.contains(&Hint::ReclaimPolicyDelete),
+        "{:?}",
+        s.hints
+    );
+    assert!(
+        s.phase_message.is_some(),
+        "the controller's failure message is carried"
+    );
     operator.stop().await;
     r.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_csi_volume_with_delete_policy_is_a_hung_delete_with_its_rbd_image() {
+    // A CSI volume whose provisioner never answers: the controller-manager leaves it Released,
+    // waiting for the external deleter, for real.
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let class_name = unique("csi-sc");
+    let ns = unique("csi-ns");
+    let pv_name = unique("csi-pv");
+    let mut sc = class(&class_name, "Delete");
+    sc.provisioner = "rbd.csi.ceph.com".into();
+    create(&Api::<StorageClass>::all(admin.clone()), &sc).await;
+    create_ns(&admin, &ns).await;
+    let mut volume = pv(&pv_name, &class_name, "20Gi", "Delete");
+    volume.metadata.annotations = Some(
+        [(
+            "pv.kubernetes.io/provisioned-by".to_string(),
+            "rbd.csi.ceph.com".to_string(),
+        )]
+        .into(),
+    );
+    let spec = volume.spec.as_mut().unwrap();
+    spec.host_path = None;
+    spec.csi = Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+        driver: "rbd.csi.ceph.com".into(),
+        volume_handle: "0001-0009-rook-ceph-0000000000000002-6d1f".into(),
+        volume_attributes: Some(
+            [
+                ("pool".to_string(), "k8s-rbd".to_string()),
+                ("imageName".to_string(), "csi-vol-6d1f".to_string()),
+                ("clusterID".to_string(), "rook-ceph".to_string()),
+            ]
+            .into(),
+        ),
+        ..Default::default()
+    });
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    create(&pvs, &volume).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    create(&claims, &pvc(&ns, "data", &class_name, "20Gi")).await;
+    wait_pv_phase(&pvs, &pv_name, "Bound").await;
+    delete(&claims, "data").await;
+    wait_pv_phase(&pvs, &pv_name, "Released").await;
+
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let vl = wait_leftover(&leftovers, &pv_name, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let s = vl.status.unwrap();
+    assert_eq!(
+        s.hints,
+        vec![Hint::ReclaimPolicyDelete],
+        "a hung delete, not a Retain success"
+    );
+    assert!(s.message.contains("delete hung or failed"), "{}", s.message);
+    assert_eq!(s.source.kind, "csi");
+    assert_eq!(s.source.driver.as_deref(), Some("rbd.csi.ceph.com"));
+    assert_eq!(
+        s.source.volume_handle.as_deref(),
+        Some("0001-0009-rook-ceph-0000000000000002-6d1f")
+    );
+    assert_eq!(s.source.pool.as_deref(), Some("k8s-rbd"));
+    assert_eq!(s.source.image_name.as_deref(), Some("csi-vol-6d1f"));
+    assert_eq!(s.capacity.as_deref(), Some("20Gi"));
+
+    // The class is deleted: reported, never fixed.
+    delete(&Api::<StorageClass>::all(admin.clone()), &class_name).await;
+    let vl = wait_leftover(&leftovers, &pv_name, "class missing", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.hints.contains(&Hint::StorageClassMissing))
+    })
+    .await;
+    assert_eq!(
+        vl.status.unwrap().storage_class.unwrap().missing,
+        Tristate::True
+    );
+    operator.stop().await;
+    delete(&pvs, &pv_name).await;
+    delete(&Api::<Namespace>::all(admin), &ns).await;
 }

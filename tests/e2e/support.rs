@@ -10,12 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{
-    Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeSpec, VolumeResourceRequirements,
+    Namespace, ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeSpec, VolumeResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -113,8 +113,13 @@ impl ControlPlane {
     /// Starts a control plane without the CRD and deploy/ objects (for start-up tests).
     pub fn start_bare(flavor: Flavor) -> ControlPlane {
         let cp = Self::start(flavor, true).unwrap_or_else(|e| panic!("{e}"));
-        cp.kubectl_ok(&["delete", "crd", "volumeleftovers.leftovers.dev", "--wait=true"])
-            .unwrap_or_else(|e| panic!("{e}"));
+        cp.kubectl_ok(&[
+            "delete",
+            "crd",
+            "volumeleftovers.leftovers.dev",
+            "--wait=true",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
         cp
     }
 
@@ -209,7 +214,10 @@ fn path_str(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
-fn shared(cell: &'static OnceLock<Result<ControlPlane, String>>, flavor: Flavor) -> &'static ControlPlane {
+fn shared(
+    cell: &'static OnceLock<Result<ControlPlane, String>>,
+    flavor: Flavor,
+) -> &'static ControlPlane {
     match cell.get_or_init(|| ControlPlane::start(flavor, false)) {
         Ok(cp) => cp,
         Err(e) => panic!("the control plane could not be started (tests never skip):\n{e}"),
@@ -231,14 +239,14 @@ pub fn quiet() -> &'static ControlPlane {
 /// Operators watch the whole cluster. Tests that run one on a shared control plane take its lock
 /// so that two operators with different views (say, one denied claims) never write the same
 /// objects at once.
-pub fn operator_lock(flavor: Flavor) -> MutexGuard<'static, ()> {
-    static FULL: Mutex<()> = Mutex::new(());
-    static QUIET: Mutex<()> = Mutex::new(());
-    let lock = match flavor {
-        Flavor::Full => &FULL,
-        Flavor::Quiet => &QUIET,
-    };
-    lock.lock().unwrap_or_else(|e| e.into_inner())
+/// (An async mutex: each test has its own runtime, and the guard is held across awaits.)
+pub async fn operator_lock(flavor: Flavor) -> tokio::sync::MutexGuard<'static, ()> {
+    static FULL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static QUIET: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    match flavor {
+        Flavor::Full => FULL.lock().await,
+        Flavor::Quiet => QUIET.lock().await,
+    }
 }
 
 /// A name no other test (or run) uses.
@@ -314,10 +322,19 @@ impl Operator {
     /// Waits until every store has synced (the first sweep is then queued).
     pub async fn wait_synced(&self) {
         let h = self.health.clone();
-        wait_for("the operator's stores to sync", Duration::from_secs(60), || {
-            let h = h.clone();
-            async move { Kind::ALL.iter().all(|k| h.get(*k) == StoreState::Synced).then_some(()) }
-        })
+        wait_for(
+            "the operator's stores to sync",
+            Duration::from_secs(60),
+            || {
+                let h = h.clone();
+                async move {
+                    Kind::ALL
+                        .iter()
+                        .all(|k| h.get(*k) == StoreState::Synced)
+                        .then_some(())
+                }
+            },
+        )
         .await
     }
 
@@ -452,7 +469,11 @@ pub fn phase(pv: &PersistentVolume) -> &str {
         .unwrap_or("")
 }
 
-pub async fn wait_pv_phase(api: &Api<PersistentVolume>, name: &str, want: &str) -> PersistentVolume {
+pub async fn wait_pv_phase(
+    api: &Api<PersistentVolume>,
+    name: &str,
+    want: &str,
+) -> PersistentVolume {
     wait_for(
         &format!("PV {name} to be {want}"),
         Duration::from_secs(60),
@@ -464,7 +485,12 @@ pub async fn wait_pv_phase(api: &Api<PersistentVolume>, name: &str, want: &str) 
     .await
 }
 
-pub async fn wait_leftover<F>(api: &Api<VolumeLeftover>, name: &str, what: &str, pred: F) -> VolumeLeftover
+pub async fn wait_leftover<F>(
+    api: &Api<VolumeLeftover>,
+    name: &str,
+    what: &str,
+    pred: F,
+) -> VolumeLeftover
 where
     F: Fn(&VolumeLeftover) -> bool,
 {
@@ -495,7 +521,11 @@ pub async fn released_volume(client: &Client, prefix: &str, reclaim: &str) -> Re
     let class_name = unique(&format!("{prefix}-sc"));
     let ns = unique(&format!("{prefix}-ns"));
     let pv_name = unique(&format!("{prefix}-pv"));
-    create(&Api::<StorageClass>::all(client.clone()), &class(&class_name, reclaim)).await;
+    create(
+        &Api::<StorageClass>::all(client.clone()),
+        &class(&class_name, reclaim),
+    )
+    .await;
     create_ns(client, &ns).await;
     let pvs = Api::<PersistentVolume>::all(client.clone());
     create(&pvs, &pv(&pv_name, &class_name, "1Gi", reclaim)).await;
@@ -525,4 +555,105 @@ impl Released {
         delete(&Api::<StorageClass>::all(client.clone()), &self.class).await;
         delete(&Api::<Namespace>::all(client.clone()), &self.ns).await;
     }
+}
+
+/// A TCP proxy in front of the apiserver whose connections a test can cut, to make the operator
+/// lose its watches for a while.
+pub struct Proxy {
+    pub addr: std::net::SocketAddr,
+    open: Arc<std::sync::atomic::AtomicBool>,
+    conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    pub async fn start(target: std::net::SocketAddr) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let accept = {
+            let (open, conns) = (open.clone(), conns.clone());
+            tokio::spawn(async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        continue; // dropped: connection refused in effect
+                    }
+                    let task = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    conns.lock().unwrap().push(task);
+                }
+            })
+        };
+        Proxy {
+            addr,
+            open,
+            conns,
+            accept,
+        }
+    }
+
+    /// Drops every connection and refuses new ones.
+    pub fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for t in self.conns.lock().unwrap().drain(..) {
+            t.abort();
+        }
+    }
+
+    pub fn resume(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// Sets a PV's status as an admin would (only on the quiet control plane, where no binder
+/// rewrites it).
+pub async fn set_pv_phase(api: &Api<PersistentVolume>, name: &str, phase: &str) {
+    api.patch_status(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"status": {"phase": phase}})),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("set phase of {name}: {e}"));
+}
+
+/// GET on a local HTTP endpoint: (status code, body).
+pub fn http_get(url: &str) -> Option<(u16, String)> {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code}",
+            "--max-time",
+            "2",
+            url,
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n')?;
+    Some((code.trim().parse().ok()?, body.to_string()))
+}
+
+/// A free local port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -1,0 +1,224 @@
+//! States no controller would keep, written as admin on the quiet control plane (no PV binder, no
+//! garbage collector, no watch cache), and a real 410 after an etcd compaction.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use kube::{Api, ResourceExt};
+use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
+
+use crate::support::*;
+
+fn reason(o: &VolumeLeftover) -> Option<Reason> {
+    o.status.as_ref().map(|s| s.reason)
+}
+
+/// A PV with no class whose claimRef names `ns/name` with `uid`, in `phase`.
+async fn pv_in_phase(
+    api: &Api<PersistentVolume>,
+    name: &str,
+    claim: Option<(&str, &str, &str)>,
+    phase: &str,
+) {
+    let mut p = pv(name, "", "1Gi", "Retain");
+    let spec = p.spec.as_mut().unwrap();
+    spec.storage_class_name = None;
+    spec.claim_ref = claim.map(|(ns, n, uid)| claim_ref(ns, n, uid));
+    create(api, &p).await;
+    set_pv_phase(api, name, phase).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bound_claim_missing_is_published_only_after_the_grace_period() {
+    let _lock = operator_lock(Flavor::Quiet).await;
+    let cp = quiet();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let ns = unique("bound-ns");
+    create_ns(&admin, &ns).await;
+    // A healthy pair: the claim exists with the uid the PV names.
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let present = create(&claims, &pvc(&ns, "present", "", "1Gi")).await;
+    let healthy = unique("bound-ok");
+    pv_in_phase(
+        &pvs,
+        &healthy,
+        Some((&ns, "present", &present.uid().unwrap())),
+        "Bound",
+    )
+    .await;
+    let lying = unique("bound-missing");
+    pv_in_phase(&pvs, &lying, Some((&ns, "gone", "3b1c-gone")), "Bound").await;
+
+    let settings = test_settings();
+    let grace = settings.bound_grace;
+    let operator = Operator::start(cp.operator_client().await, settings);
+    operator.wait_synced().await;
+    let synced_at = Instant::now();
+    let vl = wait_leftover(&leftovers, &lying, "BoundClaimMissing", |o| {
+        reason(o) == Some(Reason::BoundClaimMissing)
+    })
+    .await;
+    assert!(
+        synced_at.elapsed() >= grace - Duration::from_millis(500),
+        "published after {:?}, before the grace period of {grace:?}",
+        synced_at.elapsed()
+    );
+    let claim = vl.status.unwrap().claim.unwrap();
+    assert_eq!(claim.missing, Tristate::True);
+    assert_eq!(claim.uid.as_deref(), Some("3b1c-gone"));
+    assert!(
+        leftovers.get_opt(&healthy).await.unwrap().is_none(),
+        "a Bound PV whose claim exists is healthy"
+    );
+
+    // Deleting a Bound PV only marks it terminating (pv-protection keeps it while Bound): it
+    // still exists, so it is still reported.
+    delete(&pvs, &lying).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(leftovers.get_opt(&lying).await.unwrap().is_some());
+    // Once it is no longer Bound, pv-protection lets it go; GC is off here, so the operator
+    // itself deletes the finding of the deleted PV.
+    set_pv_phase(&pvs, &lying, "Available").await;
+    wait_for("the PV to be gone", Duration::from_secs(30), || async {
+        matches!(pvs.get_opt(&lying).await, Ok(None)).then_some(())
+    })
+    .await;
+    wait_leftover_gone(&leftovers, &lying).await;
+    operator.stop().await;
+    delete(&pvs, &healthy).await;
+    delete(&Api::<Namespace>::all(admin), &ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_without_claim_and_claim_still_present_are_reported() {
+    let _lock = operator_lock(Flavor::Quiet).await;
+    let cp = quiet();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let ns = unique("still-ns");
+    create_ns(&admin, &ns).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let claim = create(&claims, &pvc(&ns, "data", "", "1Gi")).await;
+    let still = unique("still");
+    pv_in_phase(
+        &pvs,
+        &still,
+        Some((&ns, "data", &claim.uid().unwrap())),
+        "Released",
+    )
+    .await;
+    let bare = unique("bare");
+    pv_in_phase(&pvs, &bare, None, "Released").await;
+
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    let vl = wait_leftover(&leftovers, &still, "ClaimStillPresent", |o| {
+        reason(o) == Some(Reason::ClaimStillPresent)
+    })
+    .await;
+    assert_eq!(vl.status.unwrap().claim.unwrap().missing, Tristate::False);
+    let vl = wait_leftover(&leftovers, &bare, "ReleasedWithoutClaim", |o| {
+        reason(o) == Some(Reason::ReleasedWithoutClaim)
+    })
+    .await;
+    assert!(vl.status.unwrap().claim.is_none());
+
+    // The claim's delete lands: the same finding becomes ClaimDeleted.
+    delete(&claims, "data").await;
+    wait_leftover(
+        &leftovers,
+        &still,
+        "ClaimDeleted after the claim is gone",
+        |o| reason(o) == Some(Reason::ClaimDeleted),
+    )
+    .await;
+    // Someone makes the bare one Available: the finding clears.
+    set_pv_phase(&pvs, &bare, "Available").await;
+    wait_leftover_gone(&leftovers, &bare).await;
+
+    // The PV is deleted: no garbage collector here, the operator deletes the finding.
+    delete(&pvs, &still).await;
+    wait_leftover_gone(&leftovers, &still).await;
+    operator.stop().await;
+    delete(&pvs, &bare).await;
+    delete(&Api::<Namespace>::all(admin), &ns).await;
+}
+
+/// Revision of etcd now, through its gRPC gateway.
+fn etcd(cp: &ControlPlane, path: &str, body: &str) -> serde_json::Value {
+    let url = format!("{}{path}", cp.env_value("ETCD_URL"));
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "-X", "POST", "-d", body, &url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "etcd {path}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap() {
+    let _lock = operator_lock(Flavor::Quiet).await;
+    let cp = quiet();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let vanishing = unique("vanish");
+    pv_in_phase(
+        &pvs,
+        &vanishing,
+        Some(("nowhere", "gone", "uid-gone")),
+        "Released",
+    )
+    .await;
+
+    let api_url = cp.env_value("APISERVER_URL");
+    let target: std::net::SocketAddr = api_url.trim_start_matches("https://").parse().unwrap();
+    let proxy = Proxy::start(target).await;
+    let mut config = cp.config("operator").await;
+    config.cluster_url = format!("https://{}", proxy.addr).parse().unwrap();
+    let operator = Operator::start(kube::Client::try_from(config).unwrap(), test_settings());
+    wait_leftover(&leftovers, &vanishing, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+
+    // The operator loses its watches; meanwhile the PV is deleted and etcd compacts past it.
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    delete(&pvs, &vanishing).await;
+    let rev = etcd(cp, "/v3/kv/range", r#"{"key":"AA=="}"#)["header"]["revision"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    etcd(
+        cp,
+        "/v3/kv/compaction",
+        &format!(r#"{{"revision":"{rev}","physical":true}}"#),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        leftovers.get_opt(&vanishing).await.unwrap().is_some(),
+        "nothing else removes it here (no garbage collector)"
+    );
+    proxy.resume();
+
+    // No Delete event can arrive for the PV: only the relist after the 410 shows it is gone.
+    wait_leftover_gone(&leftovers, &vanishing).await;
+    let metrics = operator.metrics.encode();
+    let relists = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"volume_leftovers_relists_total{resource="persistentvolumes"}"#))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(
+        relists >= 2,
+        "the PV store relisted after the gap:\n{metrics}"
+    );
+    operator.stop().await;
+}

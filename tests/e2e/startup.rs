@@ -1,0 +1,228 @@
+//! The binary as people run it: missing CRD at start-up, readiness, metrics, SIGTERM; and an
+//! identity that may not read claims.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use kube::api::ObjectMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
+use volume_leftovers::telemetry::{Kind, StoreState};
+
+use crate::support::*;
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_sigterm() {
+    let cp = ControlPlane::start_bare(Flavor::Full);
+    let port = free_port();
+    let log = cp.dir.join("operator-binary.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args(["run", "--listen", &format!("127.0.0.1:{port}")])
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    let ready = format!("http://127.0.0.1:{port}/readyz");
+
+    let (code, body) = wait_for("/readyz to answer", Duration::from_secs(30), || async {
+        http_get(&ready).filter(|(_, b)| b.contains("volumeleftovers: Pending ("))
+    })
+    .await;
+    assert_eq!(code, 503, "not ready without the CRD: {body}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        running.0.try_wait().unwrap().is_none(),
+        "no crash loop: the process keeps retrying"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("kubectl apply -f crds/volumeleftovers.yaml"),
+        "the log names the fix:\n{text}"
+    );
+    assert_eq!(
+        http_get(&format!("http://127.0.0.1:{port}/healthz"))
+            .unwrap()
+            .0,
+        200
+    );
+
+    cp.kubectl_ok(&[
+        "apply",
+        "-f",
+        repo().join("crds/volumeleftovers.yaml").to_str().unwrap(),
+    ])
+    .unwrap();
+    let (code, body) = wait_for("/readyz to turn 200", Duration::from_secs(90), || async {
+        http_get(&ready).filter(|(c, _)| *c == 200)
+    })
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (_, metrics) = http_get(&format!("http://127.0.0.1:{port}/metrics")).unwrap();
+    assert!(
+        metrics.contains(r#"volume_leftovers_store_state{resource="volumeleftovers"} 1"#),
+        "{metrics}"
+    );
+
+    // SIGTERM: a clean, prompt exit.
+    let pid = running.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = wait_for("exit after SIGTERM", Duration::from_secs(15), || {
+        let s = running.0.try_wait().unwrap();
+        async move { s }
+    })
+    .await;
+    assert!(status.success(), "exit status {status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    // Everything deploy/ grants except claims.
+    let role_name = unique("no-claims");
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    };
+    let role = ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(role_name.clone()),
+            ..ObjectMeta::default()
+        },
+        rules: Some(vec![
+            rule(&[""], &["persistentvolumes"], &["get", "list", "watch"]),
+            rule(
+                &["storage.k8s.io"],
+                &["storageclasses"],
+                &["get", "list", "watch"],
+            ),
+            rule(
+                &["leftovers.dev"],
+                &["volumeleftovers", "volumeleftovers/status"],
+                &["get", "list", "watch", "create", "patch", "delete"],
+            ),
+        ]),
+        ..ClusterRole::default()
+    };
+    create(&Api::<ClusterRole>::all(admin.clone()), &role).await;
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(role_name.clone()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: role_name.clone(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "User".into(),
+            name: RESTRICTED_USER.into(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            ..Subject::default()
+        }]),
+    };
+    create(&Api::<ClusterRoleBinding>::all(admin.clone()), &binding).await;
+
+    let r = released_volume(&admin, "denied", "Retain").await;
+    wait_pv_phase(
+        &Api::<PersistentVolume>::all(admin.clone()),
+        &r.pv,
+        "Released",
+    )
+    .await;
+
+    // Every status the object ever shows, from an admin watch.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let pv_name = r.pv.clone();
+    let watch = {
+        let admin = admin.clone();
+        tokio::spawn(async move {
+            let mut s = watcher(
+                Api::<VolumeLeftover>::all(admin),
+                watcher::Config::default(),
+            )
+            .applied_objects()
+            .boxed();
+            while let Some(Ok(o)) = s.next().await {
+                if o.name_any() == pv_name {
+                    let _ = tx.send(o);
+                }
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let operator = Operator::start(cp.client("restricted").await, test_settings());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let vl = wait_leftover(&leftovers, &r.pv, "ClaimUnknown", |o| {
+        o.status.as_ref().map(|s| s.reason) == Some(Reason::ClaimUnknown)
+    })
+    .await;
+    let claim = vl.status.unwrap().claim.unwrap();
+    assert_eq!(claim.missing, Tristate::Unknown, "a 403 is not a 404");
+    assert_eq!(claim.uid.as_deref(), Some(r.claim_uid.as_str()));
+    assert_eq!(
+        operator.health.get(Kind::persistentvolumeclaims),
+        StoreState::Forbidden
+    );
+    let (ready, report) = operator.health.report();
+    assert!(!ready, "unready while claims are forbidden");
+    assert!(
+        report.contains("persistentvolumeclaims: Forbidden"),
+        "{report}"
+    );
+
+    // The one-shot scan says the same: null, not true.
+    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .arg("scan")
+        .env("KUBECONFIG", cp.kubeconfig("restricted"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!(r#"{{"name": "{}","#, r.pv)))
+        .unwrap_or_else(|| panic!("no line for {} in\n{stdout}", r.pv));
+    assert!(line.contains(r#""claim_missing": null"#), "{line}");
+
+    operator.stop().await;
+    watch.abort();
+    while let Ok(o) = rx.try_recv() {
+        let missing = o.status.and_then(|s| s.claim).map(|c| c.missing);
+        assert_ne!(
+            missing,
+            Some(Tristate::True),
+            "claimMissing was True at some moment"
+        );
+    }
+    delete(&leftovers, &r.pv).await;
+    r.cleanup(&admin).await;
+    delete(&Api::<ClusterRoleBinding>::all(admin.clone()), &role_name).await;
+    delete(&Api::<ClusterRole>::all(admin), &role_name).await;
+}
