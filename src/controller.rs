@@ -45,7 +45,8 @@ pub struct Settings {
     pub page_size: u32,
 }
 
-type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
+/// What the operator keeps of a claim: its metadata (a metadata-only list and watch).
+pub type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
 
 /// One item of the merged watch streams (boxed: a PV event is kilobytes, a claim's a few hundred
 /// bytes).
@@ -63,19 +64,21 @@ struct Stores {
     vl: Store<VolumeLeftover>,
 }
 
-/// Claims and classes as the controller sees them; a store that is forbidden answers Unknown.
-struct StoreLookup<'a> {
-    stores: &'a Stores,
-    claims_known: bool,
-    classes_known: bool,
+/// Claims and classes as the controller sees them, from the reflector stores. A store that is
+/// forbidden (or not given) answers Unknown, never Absent.
+pub struct StoreLookup<'a> {
+    /// Claim metadata, when claims can be read.
+    pub claims: Option<&'a Store<ClaimMeta>>,
+    /// StorageClasses, when they can be read.
+    pub classes: Option<&'a Store<StorageClass>>,
 }
 
 impl Lookup for StoreLookup<'_> {
     fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
-        if !self.claims_known {
+        let Some(claims) = self.claims else {
             return Found::Unknown;
-        }
-        match self.stores.pvc.get(&ObjectRef::new(name).within(namespace)) {
+        };
+        match claims.get(&ObjectRef::new(name).within(namespace)) {
             Some(c) => Found::Yes(ClaimFacts {
                 uid: c.metadata.uid.clone().unwrap_or_default(),
                 terminating: c.metadata.deletion_timestamp.is_some(),
@@ -85,10 +88,10 @@ impl Lookup for StoreLookup<'_> {
     }
 
     fn class(&self, name: &str) -> Found<ClassFacts> {
-        if !self.classes_known {
+        let Some(classes) = self.classes else {
             return Found::Unknown;
-        }
-        match self.stores.sc.get(&ObjectRef::new(name)) {
+        };
+        match classes.get(&ObjectRef::new(name)) {
             Some(c) => Found::Yes(class_facts(&c)),
             None => Found::Absent,
         }
@@ -585,10 +588,10 @@ impl Loop {
 
     fn decide(&mut self, name: &Arc<str>) -> Action {
         let now = wall_clock();
+        let synced = |k| self.health.get(k) == StoreState::Synced;
         let lookup = StoreLookup {
-            stores: &self.stores,
-            claims_known: self.health.get(Kind::persistentvolumeclaims) == StoreState::Synced,
-            classes_known: self.health.get(Kind::storageclasses) == StoreState::Synced,
+            claims: synced(Kind::persistentvolumeclaims).then_some(&self.stores.pvc),
+            classes: synced(Kind::storageclasses).then_some(&self.stores.sc),
         };
         let pv = self.stores.pv.get(&ObjectRef::new(name));
         let existing = self.stores.vl.get(&ObjectRef::new(name));
@@ -669,7 +672,7 @@ fn error_code(e: &watcher::Error) -> Option<u16> {
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Keeps what classification and the VolumeLeftover need; the rest of a PV is memory.
-fn strip_pv(pv: &mut PersistentVolume) {
+pub fn strip_pv(pv: &mut PersistentVolume) {
     let m = &mut pv.metadata;
     m.managed_fields = None;
     m.annotations = None;
@@ -691,7 +694,8 @@ fn strip_pv(pv: &mut PersistentVolume) {
     }
 }
 
-fn strip_claim(c: &mut ClaimMeta) {
+/// Keeps a claim's identity (namespace, name, uid, deletionTimestamp).
+pub fn strip_claim(c: &mut ClaimMeta) {
     let m = &mut c.metadata;
     m.managed_fields = None;
     m.annotations = None;
@@ -700,7 +704,8 @@ fn strip_claim(c: &mut ClaimMeta) {
     m.owner_references = None;
 }
 
-fn strip_class(c: &mut StorageClass) {
+/// Keeps a class's name and reclaim policy.
+pub fn strip_class(c: &mut StorageClass) {
     c.metadata.managed_fields = None;
     c.metadata.annotations = None;
     c.metadata.labels = None;
@@ -709,7 +714,8 @@ fn strip_class(c: &mut StorageClass) {
     c.mount_options = None;
 }
 
-fn strip_leftover(o: &mut VolumeLeftover) {
+/// Drops managedFields and the last-applied annotation; labels are compared, so they stay.
+pub fn strip_leftover(o: &mut VolumeLeftover) {
     o.metadata.managed_fields = None;
     if let Some(a) = o.metadata.annotations.as_mut() {
         a.remove(LAST_APPLIED);
