@@ -25,6 +25,7 @@ use volume_leftovers::classify::{Verdict, classify};
 use volume_leftovers::controller::{ClaimMeta, StoreLookup, strip_claim, strip_class, strip_pv};
 use volume_leftovers::index::RefIndex;
 use volume_leftovers::plan::{Action, desired, plan};
+use volume_leftovers::volume::Volume;
 
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -166,13 +167,34 @@ fn main() {
         claims(n).count()
     );
 
-    // PVs into the reflector store (stripped), then the reverse index, as at InitDone.
+    // The wire form: what the watcher deserializes.
+    let wire: Vec<Vec<u8>> = (0..n)
+        .map(|i| serde_json::to_vec(&volume(i)).expect("serialize"))
+        .collect();
+
+    // For comparison: the same PVs held as k8s-openapi PersistentVolumes, metadata stripped.
     let base = live();
-    let (pv_store, mut pv_w) = reflector::store::<PersistentVolume>();
+    let (full_store, mut full_w) = reflector::store::<PersistentVolume>();
+    full_w.apply_watcher_event(&Event::Init);
+    for w in &wire {
+        let mut pv: PersistentVolume = serde_json::from_slice(w).expect("deserialize");
+        pv.metadata.managed_fields = None;
+        pv.metadata.annotations = None;
+        pv.metadata.labels = None;
+        full_w.apply_watcher_event(&Event::InitApply(pv));
+    }
+    full_w.apply_watcher_event(&Event::InitDone);
+    let full_bytes = live() - base;
+    drop((full_store, full_w));
+
+    // PVs into the operator's reflector store (lean, stripped), then the reverse index, as at
+    // InitDone.
+    let base = live();
+    let (pv_store, mut pv_w) = reflector::store::<Volume>();
     let t = Instant::now();
     pv_w.apply_watcher_event(&Event::Init);
-    for i in 0..n {
-        let mut pv = volume(i);
+    for w in &wire {
+        let mut pv: Volume = serde_json::from_slice(w).expect("deserialize");
         strip_pv(&mut pv);
         pv_w.apply_watcher_event(&Event::InitApply(pv));
     }
@@ -258,7 +280,7 @@ fn main() {
 
     let per = |d: std::time::Duration, k: usize| d.as_nanos() as f64 / k.max(1) as f64 / 1000.0;
     println!(
-        "ingest {n} PVs into the store:        {:>8.1} ms  ({:.2} µs/PV)",
+        "deserialize + ingest {n} PVs:        {:>8.1} ms  ({:.2} µs/PV)",
         ingest_pvs.as_secs_f64() * 1e3,
         per(ingest_pvs, n)
     );
@@ -286,6 +308,11 @@ fn main() {
         claim_count as u128 * n as u128
     );
     println!("findings by reason: {by_reason:?}");
+    println!(
+        "memory: the same PVs as k8s-openapi PersistentVolumes would take {:.1} MiB ({:.0} B/PV)",
+        mib(full_bytes),
+        full_bytes as f64 / n as f64
+    );
     println!(
         "memory: PV store {:.1} MiB ({:.0} B/PV), index {:.1} MiB ({:.0} B/PV), claim store {:.1} MiB ({:.0} B/claim)",
         mib(after_pvs - base),

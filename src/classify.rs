@@ -5,12 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
+use crate::volume::{Volume, VolumeSpec};
 
 /// What is known about a claim, looked up by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +75,7 @@ const FAILED: &str = "Failed";
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
 
 /// Classifies one PersistentVolume.
-pub fn classify(pv: &PersistentVolume, lookup: &impl Lookup, now: Time) -> Verdict {
+pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(name) = pv.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
         return Verdict::Skip("PersistentVolume without metadata.name".into());
     };
@@ -206,7 +206,7 @@ pub fn classify(pv: &PersistentVolume, lookup: &impl Lookup, now: Time) -> Verdi
             capacity: spec
                 .capacity
                 .as_ref()
-                .and_then(|c| c.get("storage"))
+                .and_then(|c| c.storage.as_ref())
                 .map(|q| q.0.clone()),
             access_modes: spec.access_modes.clone().unwrap_or_default(),
             volume_mode: spec
@@ -331,21 +331,16 @@ fn message(
 }
 
 /// Where the data lives. Exhaustive over the sources the API knows, so a new one is a choice.
-fn volume_source(spec: &PersistentVolumeSpec) -> VolumeSourceInfo {
+fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
     if let Some(csi) = &spec.csi {
-        let attr = |k: &str| {
-            csi.volume_attributes
-                .as_ref()
-                .and_then(|a| a.get(k))
-                .filter(|v| !v.is_empty())
-                .cloned()
-        };
+        let attrs = csi.volume_attributes.as_ref();
+        let attr = |v: Option<&String>| v.filter(|v| !v.is_empty()).cloned();
         s.kind = "csi".into();
         s.driver = Some(csi.driver.clone());
         s.volume_handle = Some(csi.volume_handle.clone());
-        s.pool = attr("pool");
-        s.image_name = attr("imageName");
+        s.pool = attr(attrs.and_then(|a| a.pool.as_ref()));
+        s.image_name = attr(attrs.and_then(|a| a.image_name.as_ref()));
     } else if let Some(rbd) = &spec.rbd {
         s.kind = "rbd".into();
         s.pool = Some(rbd.pool.clone().unwrap_or_else(|| "rbd".into()));
@@ -380,8 +375,8 @@ fn volume_source(spec: &PersistentVolumeSpec) -> VolumeSourceInfo {
     s
 }
 
-fn other_source_kind(spec: &PersistentVolumeSpec) -> &'static str {
-    let PersistentVolumeSpec {
+fn other_source_kind(spec: &VolumeSpec) -> &'static str {
+    let crate::volume::OtherSources {
         azure_file,
         cephfs,
         fc,
@@ -394,8 +389,7 @@ fn other_source_kind(spec: &PersistentVolumeSpec) -> &'static str {
         quobyte,
         scale_io,
         storageos,
-        ..
-    } = spec;
+    } = &spec.other;
     [
         (azure_file.is_some(), "azureFile"),
         (cephfs.is_some(), "cephfs"),

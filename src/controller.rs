@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, SelectAll};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
@@ -31,6 +31,7 @@ use crate::crd::{Reason, VolumeLeftover};
 use crate::index::RefIndex;
 use crate::plan::{self, Action, BoundGrace, FIELD_MANAGER, Gated};
 use crate::telemetry::{Health, Kind, Metrics, StoreState};
+use crate::volume::Volume;
 
 /// Tuning of the loop.
 #[derive(Clone, Debug)]
@@ -51,14 +52,14 @@ pub type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
 /// One item of the merged watch streams (boxed: a PV event is kilobytes, a claim's a few hundred
 /// bytes).
 enum Input {
-    Pv(Box<watcher::Result<Event<PersistentVolume>>>),
+    Pv(Box<watcher::Result<Event<Volume>>>),
     Pvc(Box<watcher::Result<Event<ClaimMeta>>>),
     Sc(Box<watcher::Result<Event<StorageClass>>>),
     Vl(Box<watcher::Result<Event<VolumeLeftover>>>),
 }
 
 struct Stores {
-    pv: Store<PersistentVolume>,
+    pv: Store<Volume>,
     pvc: Store<ClaimMeta>,
     sc: Store<StorageClass>,
     vl: Store<VolumeLeftover>,
@@ -260,7 +261,7 @@ pub async fn run(
 
     let mut inputs: SelectAll<Pin<Box<dyn Stream<Item = Input> + Send>>> = SelectAll::new();
     inputs.push(Box::pin(
-        watcher::watcher(Api::<PersistentVolume>::all(client.clone()), cfg.clone())
+        watcher::watcher(Api::<Volume>::all(client.clone()), cfg.clone())
             .default_backoff()
             .modify(strip_pv)
             .reflect(pv_w)
@@ -367,7 +368,7 @@ impl Loop {
         }
     }
 
-    fn on_pv(&mut self, ev: Event<PersistentVolume>) {
+    fn on_pv(&mut self, ev: Event<Volume>) {
         match ev {
             Event::Apply(pv) => {
                 self.index.apply(&pv);
@@ -671,27 +672,14 @@ fn error_code(e: &watcher::Error) -> Option<u16> {
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Keeps what classification and the VolumeLeftover need; the rest of a PV is memory.
-pub fn strip_pv(pv: &mut PersistentVolume) {
+/// Drops what [`Volume`] still reads but nothing uses: labels, annotations, managedFields,
+/// finalizers.
+pub fn strip_pv(pv: &mut Volume) {
     let m = &mut pv.metadata;
     m.managed_fields = None;
     m.annotations = None;
     m.labels = None;
     m.finalizers = None;
-    if let Some(s) = pv.spec.as_mut() {
-        s.node_affinity = None;
-        s.mount_options = None;
-        if let Some(csi) = s.csi.as_mut() {
-            csi.controller_expand_secret_ref = None;
-            csi.controller_publish_secret_ref = None;
-            csi.node_expand_secret_ref = None;
-            csi.node_publish_secret_ref = None;
-            csi.node_stage_secret_ref = None;
-            if let Some(a) = csi.volume_attributes.as_mut() {
-                a.retain(|k, _| k == "pool" || k == "imageName");
-            }
-        }
-    }
 }
 
 /// Keeps a claim's identity (namespace, name, uid, deletionTimestamp).

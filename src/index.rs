@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::PersistentVolume;
+use crate::volume::Volume;
 
 /// `namespace/name` of a claim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,7 +27,7 @@ struct Refs {
 }
 
 impl Refs {
-    fn of(pv: &PersistentVolume) -> Self {
+    fn of(pv: &Volume) -> Self {
         let spec = pv.spec.as_ref();
         let claim = spec.and_then(|s| s.claim_ref.as_ref()).and_then(|r| {
             Some(ClaimKey {
@@ -52,7 +52,7 @@ pub struct RefIndex {
 
 impl RefIndex {
     /// Records a PV (added or modified).
-    pub fn apply(&mut self, pv: &PersistentVolume) {
+    pub fn apply(&mut self, pv: &Volume) {
         let Some(name) = pv.metadata.name.as_deref() else {
             return;
         };
@@ -103,10 +103,7 @@ impl RefIndex {
     /// Replaces the whole state after a (re)list. Returns the names that were known before and
     /// are not in the new list: PVs deleted while the watch was down, for which no `Delete`
     /// event will ever come.
-    pub fn reset<'a>(
-        &mut self,
-        pvs: impl IntoIterator<Item = &'a PersistentVolume>,
-    ) -> Vec<String> {
+    pub fn reset<'a>(&mut self, pvs: impl IntoIterator<Item = &'a Volume>) -> Vec<String> {
         let before: HashSet<Arc<str>> = self.refs.keys().cloned().collect();
         *self = RefIndex::default();
         for pv in pvs {

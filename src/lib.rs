@@ -13,6 +13,7 @@ pub mod scan;
 pub mod telemetry;
 #[cfg(test)]
 mod tests;
+pub mod volume;
 
 use std::sync::Arc;
 

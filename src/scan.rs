@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup, Verdict, classify};
 use crate::controller::{class_facts, wall_clock};
 use crate::crd::Hint;
+use crate::volume::Volume;
 
 /// Errors of a scan, by step.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +44,7 @@ pub enum Format {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     /// PersistentVolumes.
-    pub pvs: Vec<PersistentVolume>,
+    pub pvs: Vec<Volume>,
     /// Claims by (namespace, name); `None` when claims could not be read (403).
     pub claims: Option<HashMap<(String, String), ClaimFacts>>,
     /// StorageClasses by name; `None` when classes could not be read (403).
@@ -101,7 +102,7 @@ fn forbidden(e: &ScanError) -> bool {
 
 /// Reads PVs, claim metadata and StorageClasses, page by page.
 pub async fn read(client: Client) -> Result<Snapshot, ScanError> {
-    let pv_api: Api<PersistentVolume> = Api::all(client.clone());
+    let pv_api: Api<Volume> = Api::all(client.clone());
     let pvs = list_all("persistentvolumes", |lp| {
         let api = pv_api.clone();
         async move { api.list(&lp).await }

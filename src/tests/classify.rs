@@ -9,6 +9,7 @@ use crate::classify::{Verdict, classify};
 use crate::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
+use crate::volume::Volume;
 
 /// A lookup where the claims the reason tests ask about are absent and class `standard` is
 /// Retain, so no hint interferes.
@@ -579,7 +580,7 @@ fn phase_since_is_absent_when_the_server_did_not_set_it() {
 #[test]
 fn first_seen_is_the_time_passed_in() {
     let later = now_plus(90);
-    match classify(&released("a"), &classes(), later.clone()) {
+    match classify(&Volume::from(&released("a")), &classes(), later.clone()) {
         Verdict::Leftover(f) => assert_eq!(f.status.first_seen, later),
         other => panic!("{other:?}"),
     }
@@ -850,4 +851,61 @@ fn claim_still_present_says_when_the_claim_is_terminating() {
         "{}",
         f.status.message
     );
+}
+
+#[test]
+fn a_volume_reads_the_api_json_ignoring_what_it_does_not_need() {
+    let json = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "pvc-1", "uid": "u-1", "annotations": {"a": "b"}},
+        "spec": {
+            "capacity": {"storage": "20Gi", "other": "1"},
+            "accessModes": ["ReadWriteOnce"],
+            "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "ns", "name": "c", "uid": "cu"},
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": "ceph",
+            "mountOptions": ["discard"],
+            "nodeAffinity": {"required": {"nodeSelectorTerms": []}},
+            "csi": {
+                "driver": "rbd.csi.ceph.com",
+                "volumeHandle": "h-1",
+                "fsType": "ext4",
+                "nodeStageSecretRef": {"name": "s", "namespace": "n"},
+                "volumeAttributes": {"clusterID": "c", "pool": "p", "imageName": "img"}
+            },
+            "someFutureField": {"x": 1}
+        },
+        "status": {"phase": "Released", "lastPhaseTransitionTime": "2026-01-02T03:04:05Z"}
+    });
+    let v: Volume = serde_json::from_value(json).expect("a PV's JSON reads as a Volume");
+    let f = match classify(&v, &classes(), now()) {
+        Verdict::Leftover(f) => f,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(f.status.reason, Reason::ClaimDeleted);
+    assert_eq!(f.status.capacity.as_deref(), Some("20Gi"));
+    assert_eq!(f.status.source.driver.as_deref(), Some("rbd.csi.ceph.com"));
+    assert_eq!(f.status.source.volume_handle.as_deref(), Some("h-1"));
+    assert_eq!(f.status.source.pool.as_deref(), Some("p"));
+    assert_eq!(f.status.source.image_name.as_deref(), Some("img"));
+    assert_eq!(f.status.reclaim_policy, "Delete");
+    assert_eq!(
+        f.status.phase_since,
+        Some(super::fixtures::time("2026-01-02T03:04:05Z"))
+    );
+}
+
+#[test]
+fn a_volume_with_an_in_tree_source_it_does_not_detail_still_names_it() {
+    let json = serde_json::json!({
+        "metadata": {"name": "old", "uid": "u"},
+        "spec": {"iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.x", "lun": 0}},
+        "status": {"phase": "Released"}
+    });
+    let v: Volume = serde_json::from_value(json).unwrap();
+    match classify(&v, &classes(), now()) {
+        Verdict::Leftover(f) => assert_eq!(f.status.source.kind, "iscsi"),
+        other => panic!("{other:?}"),
+    }
 }

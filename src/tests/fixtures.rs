@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup, Verdict, classify};
 use crate::crd::VolumeLeftover;
+use crate::volume::Volume;
 
 /// The fixed "now" of every test, to the second (as the API server stores times).
 pub fn now() -> Time {
@@ -383,7 +384,7 @@ impl Lookup for FakeLookup {
 
 /// Classifies at [`now()`].
 pub fn verdict(pv: &PersistentVolume, lookup: &FakeLookup) -> Verdict {
-    classify(pv, lookup, now())
+    classify(&Volume::from(pv), lookup, now())
 }
 
 /// Classifies at [`now()`] and expects a finding.

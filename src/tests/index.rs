@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
 
 use super::fixtures::{PvBuilder, pv};
 use crate::index::RefIndex;
+use crate::volume::Volume;
 
 fn claimed(name: &str, ns: &str, claim: &str, class: &str) -> PersistentVolume {
     pv(name).bound().claim(ns, claim, "uid").class(class)
@@ -33,7 +34,7 @@ fn a_new_index_is_empty() {
 #[test]
 fn apply_indexes_a_pv_by_claim_and_by_class() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     assert_eq!(i.len(), 1);
     assert!(!i.is_empty());
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
@@ -43,7 +44,7 @@ fn apply_indexes_a_pv_by_claim_and_by_class() {
 #[test]
 fn claim_lookup_needs_both_namespace_and_name_to_match() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     assert!(for_claim(&i, "other", "c").is_empty());
     assert!(for_claim(&i, "ns", "other").is_empty());
     assert!(for_class(&i, "fast").is_empty());
@@ -52,9 +53,9 @@ fn claim_lookup_needs_both_namespace_and_name_to_match() {
 #[test]
 fn several_pvs_naming_one_claim_or_class_are_listed_sorted() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("zeta", "ns", "c", "standard"));
-    i.apply(&claimed("alpha", "ns", "c", "standard"));
-    i.apply(&claimed("mid", "other", "d", "standard"));
+    i.apply(&Volume::from(&claimed("zeta", "ns", "c", "standard")));
+    i.apply(&Volume::from(&claimed("alpha", "ns", "c", "standard")));
+    i.apply(&Volume::from(&claimed("mid", "other", "d", "standard")));
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["alpha", "zeta"]));
     assert_eq!(for_claim(&i, "other", "d"), strings(&["mid"]));
     assert_eq!(
@@ -67,8 +68,8 @@ fn several_pvs_naming_one_claim_or_class_are_listed_sorted() {
 fn applying_the_same_pv_twice_is_idempotent() {
     let mut i = RefIndex::default();
     let p = claimed("a", "ns", "c", "standard");
-    i.apply(&p);
-    i.apply(&p);
+    i.apply(&Volume::from(&p));
+    i.apply(&Volume::from(&p));
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
     assert_eq!(for_class(&i, "standard"), strings(&["a"]));
@@ -77,8 +78,8 @@ fn applying_the_same_pv_twice_is_idempotent() {
 #[test]
 fn a_pv_whose_claim_ref_changes_moves_to_the_new_claim() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "old", "standard"));
-    i.apply(&claimed("a", "ns", "new", "standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "old", "standard")));
+    i.apply(&Volume::from(&claimed("a", "ns", "new", "standard")));
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "ns", "old").is_empty());
     assert_eq!(for_claim(&i, "ns", "new"), strings(&["a"]));
@@ -88,8 +89,8 @@ fn a_pv_whose_claim_ref_changes_moves_to_the_new_claim() {
 #[test]
 fn a_pv_whose_claim_ref_is_cleared_leaves_the_claim_but_keeps_its_class() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
-    i.apply(&pv("a").available().class("standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
+    i.apply(&Volume::from(&pv("a").available().class("standard")));
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "ns", "c").is_empty());
     assert_eq!(for_class(&i, "standard"), strings(&["a"]));
@@ -98,9 +99,9 @@ fn a_pv_whose_claim_ref_is_cleared_leaves_the_claim_but_keeps_its_class() {
 #[test]
 fn a_pv_whose_class_changes_moves_to_the_new_class() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
-    i.apply(&claimed("b", "ns", "d", "standard"));
-    i.apply(&claimed("a", "ns", "c", "fast"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
+    i.apply(&Volume::from(&claimed("b", "ns", "d", "standard")));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "fast")));
     assert_eq!(for_class(&i, "standard"), strings(&["b"]));
     assert_eq!(for_class(&i, "fast"), strings(&["a"]));
 }
@@ -108,8 +109,8 @@ fn a_pv_whose_class_changes_moves_to_the_new_class() {
 #[test]
 fn delete_forgets_the_pv_everywhere() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
-    i.apply(&claimed("b", "ns", "c", "standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
+    i.apply(&Volume::from(&claimed("b", "ns", "c", "standard")));
     i.delete("a");
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["b"]));
@@ -123,7 +124,7 @@ fn delete_forgets_the_pv_everywhere() {
 #[test]
 fn deleting_an_unknown_pv_changes_nothing() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     i.delete("nope");
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
@@ -133,9 +134,9 @@ fn deleting_an_unknown_pv_changes_nothing() {
 fn a_pv_can_be_indexed_again_after_delete() {
     let mut i = RefIndex::default();
     let p = claimed("a", "ns", "c", "standard");
-    i.apply(&p);
+    i.apply(&Volume::from(&p));
     i.delete("a");
-    i.apply(&p);
+    i.apply(&Volume::from(&p));
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
 }
@@ -143,7 +144,7 @@ fn a_pv_can_be_indexed_again_after_delete() {
 #[test]
 fn a_pv_without_claim_or_class_is_counted_but_not_indexed() {
     let mut i = RefIndex::default();
-    i.apply(&pv("a").available());
+    i.apply(&Volume::from(&pv("a").available()));
     assert_eq!(i.len(), 1);
     assert!(for_class(&i, "").is_empty());
     assert!(for_claim(&i, "", "").is_empty());
@@ -152,7 +153,7 @@ fn a_pv_without_claim_or_class_is_counted_but_not_indexed() {
 #[test]
 fn an_empty_class_name_is_not_indexed() {
     let mut i = RefIndex::default();
-    i.apply(&pv("a").available().class(""));
+    i.apply(&Volume::from(&pv("a").available().class("")));
     assert!(for_class(&i, "").is_empty());
 }
 
@@ -166,7 +167,7 @@ fn a_claim_ref_without_namespace_is_not_indexed_by_claim() {
             name: Some("c".into()),
             ..ObjectReference::default()
         });
-    i.apply(&p);
+    i.apply(&Volume::from(&p));
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "", "c").is_empty());
     assert_eq!(for_class(&i, "standard"), strings(&["a"]));
@@ -175,7 +176,9 @@ fn a_claim_ref_without_namespace_is_not_indexed_by_claim() {
 #[test]
 fn a_pv_without_name_is_ignored() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard").no_name());
+    i.apply(&Volume::from(
+        &claimed("a", "ns", "c", "standard").no_name(),
+    ));
     assert!(i.is_empty());
     assert!(for_claim(&i, "ns", "c").is_empty());
 }
@@ -184,24 +187,24 @@ fn a_pv_without_name_is_ignored() {
 fn reset_returns_the_names_that_vanished_sorted() {
     let mut i = RefIndex::default();
     for n in ["d", "b", "a", "c"] {
-        i.apply(&claimed(n, "ns", n, "standard"));
+        i.apply(&Volume::from(&claimed(n, "ns", n, "standard")));
     }
-    let gone = i.reset(&[
+    let gone = i.reset(&vols(&[
         claimed("a", "ns", "a", "standard"),
         claimed("e", "ns", "e", "standard"),
-    ]);
+    ]));
     assert_eq!(gone, strings(&["b", "c", "d"]));
 }
 
 #[test]
 fn reset_rebuilds_the_index_from_the_list() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
-    i.apply(&claimed("b", "ns", "c", "standard"));
-    let gone = i.reset(&[
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
+    i.apply(&Volume::from(&claimed("b", "ns", "c", "standard")));
+    let gone = i.reset(&vols(&[
         claimed("a", "ns", "moved", "fast"),
         claimed("e", "ns", "c", "standard"),
-    ]);
+    ]));
     assert_eq!(gone, strings(&["b"]));
     assert_eq!(i.len(), 2);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["e"]));
@@ -213,8 +216,8 @@ fn reset_rebuilds_the_index_from_the_list() {
 #[test]
 fn reset_with_an_empty_list_forgets_everything() {
     let mut i = RefIndex::default();
-    i.apply(&claimed("a", "ns", "c", "standard"));
-    let gone = i.reset(&[]);
+    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
+    let gone = i.reset(&vols(&[]));
     assert_eq!(gone, strings(&["a"]));
     assert!(i.is_empty());
     assert!(for_claim(&i, "ns", "c").is_empty());
@@ -224,7 +227,7 @@ fn reset_with_an_empty_list_forgets_everything() {
 #[test]
 fn reset_of_an_empty_index_reports_nothing_vanished() {
     let mut i = RefIndex::default();
-    let gone = i.reset(&[claimed("a", "ns", "c", "standard")]);
+    let gone = i.reset(&vols(&[claimed("a", "ns", "c", "standard")]));
     assert!(gone.is_empty());
     assert_eq!(i.len(), 1);
 }
@@ -236,7 +239,11 @@ fn reset_with_the_same_list_reports_nothing_vanished() {
         claimed("a", "ns", "c", "standard"),
         claimed("b", "ns", "d", "fast"),
     ];
-    i.reset(&pvs);
-    assert!(i.reset(&pvs).is_empty());
+    i.reset(&vols(&pvs));
+    assert!(i.reset(&vols(&pvs)).is_empty());
     assert_eq!(i.len(), 2);
+}
+
+fn vols(pvs: &[k8s_openapi::api::core::v1::PersistentVolume]) -> Vec<Volume> {
+    pvs.iter().map(Volume::from).collect()
 }

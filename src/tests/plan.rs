@@ -14,6 +14,7 @@ use crate::plan::{
     Action, BoundGrace, Gated, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STORAGE_CLASS,
     MANAGED_BY, MANAGED_BY_VALUE, desired, gate, is_label_value, is_managed, plan,
 };
+use crate::volume::Volume;
 
 const TWO_MINUTES: BoundGrace = BoundGrace {
     grace: Duration::from_secs(120),
@@ -322,7 +323,7 @@ fn first_seen_is_kept_from_the_published_object() {
     let first = mariadb_finding();
     let existing = published(&first);
     let later = match classify(
-        &mariadb_pv(),
+        &Volume::from(&mariadb_pv()),
         &lookup().with_class("standard", "Retain"),
         now_plus(3600),
     ) {
@@ -355,7 +356,7 @@ fn first_seen_is_kept_when_the_finding_changes() {
 /// The mariadb PV deleted and re-created under the same name, classified an hour later.
 fn mariadb_recreated_later() -> Finding {
     match classify(
-        &mariadb_pv().uid("pv-uid-new"),
+        &Volume::from(&mariadb_pv().uid("pv-uid-new")),
         &lookup().with_class("standard", "Retain"),
         now_plus(3600),
     ) {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
 use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
 use crate::scan::{Format, Snapshot, findings, write_json_line, write_report};
+use crate::volume::Volume;
 
 /// The original tool's line for the mariadb leftover, up to where the tool's keys end.
 const MARIADB_PREFIX: &str = r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": true, "storage_class": "standard", "capacity": "250Mi", "#;
@@ -57,7 +58,7 @@ fn report(found: &[Finding], format: Format) -> String {
 
 fn mariadb_snapshot() -> Snapshot {
     Snapshot {
-        pvs: vec![mariadb_pv()],
+        pvs: vec![Volume::from(&mariadb_pv())],
         claims: claims(&[]),
         classes: classes(&[("standard", "Retain")]),
     }
@@ -127,14 +128,17 @@ fn class_facts_default_an_unset_reclaim_policy_to_delete() {
 #[test]
 fn findings_are_sorted_by_name_and_leave_out_healthy_and_skipped_pvs() {
     let s = Snapshot {
-        pvs: vec![
+        pvs: [
             pv("zeta").retain().released().claim("ns", "z", "u"),
             pv("healthy").retain().bound().claim("ns", "h", "uid-h"),
             pv("alpha").retain().failed(),
             pv("odd").phase("Lost"),
             pv("available").available(),
             pv("mid").retain().released(),
-        ],
+        ]
+        .iter()
+        .map(Volume::from)
+        .collect(),
         claims: claims(&[("ns", "h", "uid-h")]),
         classes: classes(&[]),
     };
