@@ -59,8 +59,12 @@ impl ControlPlane {
     /// Starts a new control plane in a fresh run directory.
     pub fn start(flavor: Flavor, owned: bool) -> Result<ControlPlane, String> {
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("controlplane-{}-{n}", std::process::id()));
+        // Integration tests get CARGO_TARGET_TMPDIR; the benchmark examples that share this
+        // harness use the same place.
+        let tmp = option_env!("CARGO_TARGET_TMPDIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target/tmp"));
+        let dir = tmp.join(format!("controlplane-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut cmd = Command::new(repo().join("controlplane/up.sh"));
         cmd.arg(&dir)
