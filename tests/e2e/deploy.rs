@@ -130,3 +130,21 @@ fn the_cluster_role_has_a_reason_on_every_rule_and_binds_the_identity_tests_use(
         "up.sh's token for the operator names the ServiceAccount deploy/ binds"
     );
 }
+
+#[tokio::test]
+async fn kubectl_explain_shows_the_field_docs_from_the_rust_types() {
+    let cp = cp();
+    // The API server publishes a new CRD's OpenAPI a moment after it is established.
+    let out = wait_for(
+        "the CRD's OpenAPI to be published",
+        std::time::Duration::from_secs(60),
+        || async {
+            cp.kubectl_ok(&["explain", "volumeleftover.status.claim.missing"])
+                .ok()
+        },
+    )
+    .await;
+    assert!(out.contains("a 403 is not a 404"), "{out}");
+    let out = cp.kubectl_ok(&["explain", "vl.status.reason"]).unwrap();
+    assert!(out.contains("ClaimRecreated"), "{out}");
+}
