@@ -17,7 +17,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
-cargo test --all-targets --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a
 # watchdog that stops it within a second or two of its owner's exit).
@@ -31,3 +33,6 @@ if pgrep -af "$runs"; then
   exit 1
 fi
 echo "== no control-plane process left behind"
+
+# One closing line for the whole run.
+awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
