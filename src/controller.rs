@@ -219,6 +219,36 @@ impl Writer {
     }
 }
 
+type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
+
+/// One reflected watch: paginated list then watch, relisting after a 410; the default backoff on
+/// every error (one failing watch must not pause the others); unused fields stripped before the
+/// store sees them.
+fn reflected<K>(
+    api: Api<K>,
+    cfg: &watcher::Config,
+    strip: fn(&mut K),
+    writer: reflector::store::Writer<K>,
+    wrap: fn(Box<watcher::Result<Event<K>>>) -> Input,
+) -> InputStream
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    Box::pin(
+        watcher::watcher(api, cfg.clone())
+            .default_backoff()
+            .modify(strip)
+            .reflect(writer)
+            .map(move |r| wrap(Box::new(r))),
+    )
+}
+
 type WriteFuture =
     Pin<Box<dyn Future<Output = (Arc<str>, Result<&'static str, WriteError>)> + Send>>;
 
@@ -238,6 +268,8 @@ struct Loop {
     again: HashSet<Arc<str>>,
     writes: FuturesUnordered<WriteFuture>,
     delays: DelayQueue<Arc<str>>,
+    /// The pending re-check of each name in `delays` (one per name; the latest wait wins).
+    delayed: HashMap<Arc<str>, tokio_util::time::delay_queue::Key>,
     /// When this process first saw each PV in the `BoundClaimMissing` state.
     suspects: HashMap<Arc<str>, Time>,
     failures: HashMap<Arc<str>, u32>,
@@ -259,34 +291,34 @@ pub async fn run(
     let (sc_store, sc_w) = reflector::store();
     let (vl_store, vl_w) = reflector::store();
 
-    let mut inputs: SelectAll<Pin<Box<dyn Stream<Item = Input> + Send>>> = SelectAll::new();
-    inputs.push(Box::pin(
-        watcher::watcher(Api::<Volume>::all(client.clone()), cfg.clone())
-            .default_backoff()
-            .modify(strip_pv)
-            .reflect(pv_w)
-            .map(|r| Input::Pv(Box::new(r))),
+    let mut inputs: SelectAll<InputStream> = SelectAll::new();
+    inputs.push(reflected(
+        Api::all(client.clone()),
+        &cfg,
+        strip_pv,
+        pv_w,
+        Input::Pv,
     ));
-    inputs.push(Box::pin(
-        watcher::watcher(Api::<ClaimMeta>::all(client.clone()), cfg.clone())
-            .default_backoff()
-            .modify(strip_claim)
-            .reflect(pvc_w)
-            .map(|r| Input::Pvc(Box::new(r))),
+    inputs.push(reflected(
+        Api::all(client.clone()),
+        &cfg,
+        strip_claim,
+        pvc_w,
+        Input::Pvc,
     ));
-    inputs.push(Box::pin(
-        watcher::watcher(Api::<StorageClass>::all(client.clone()), cfg.clone())
-            .default_backoff()
-            .modify(strip_class)
-            .reflect(sc_w)
-            .map(|r| Input::Sc(Box::new(r))),
+    inputs.push(reflected(
+        Api::all(client.clone()),
+        &cfg,
+        strip_class,
+        sc_w,
+        Input::Sc,
     ));
-    inputs.push(Box::pin(
-        watcher::watcher(Api::<VolumeLeftover>::all(client.clone()), cfg)
-            .default_backoff()
-            .modify(strip_leftover)
-            .reflect(vl_w)
-            .map(|r| Input::Vl(Box::new(r))),
+    inputs.push(reflected(
+        Api::all(client.clone()),
+        &cfg,
+        strip_leftover,
+        vl_w,
+        Input::Vl,
     ));
 
     let mut l = Loop {
@@ -309,6 +341,7 @@ pub async fn run(
         again: HashSet::new(),
         writes: FuturesUnordered::new(),
         delays: DelayQueue::new(),
+        delayed: HashMap::new(),
         suspects: HashMap::new(),
         failures: HashMap::new(),
         foreign_logged: HashSet::new(),
@@ -324,7 +357,9 @@ pub async fn run(
             () = &mut shutdown => break,
             Some(input) = inputs.next() => l.on_input(input),
             Some(expired) = l.delays.next(), if !l.delays.is_empty() => {
-                l.mark(expired.into_inner());
+                let name = expired.into_inner();
+                l.delayed.remove(&name);
+                l.mark(name);
             }
             Some((name, result)) = l.writes.next(), if !l.writes.is_empty() => {
                 l.on_written(name, result);
@@ -628,13 +663,24 @@ impl Loop {
                     }
                     Gated::Later(wait) => {
                         tracing::info!(pv = %name, ?wait, "Bound PersistentVolume's claim looks missing; checking again after the grace period");
-                        self.delays.insert(name.clone(), wait);
+                        self.recheck_after(name, wait);
                         return Action::Nothing;
                     }
                 }
             }
         };
         plan::plan(name, verdict.as_ref(), existing.as_deref())
+    }
+
+    /// Evaluates `name` again after `wait`, replacing any re-check already pending for it.
+    fn recheck_after(&mut self, name: &Arc<str>, wait: Duration) {
+        match self.delayed.get(name) {
+            Some(key) => self.delays.reset(key, wait),
+            None => {
+                let key = self.delays.insert(name.clone(), wait);
+                self.delayed.insert(name.clone(), key);
+            }
+        }
     }
 
     fn on_written(&mut self, name: Arc<str>, result: Result<&'static str, WriteError>) {
@@ -651,7 +697,7 @@ impl Loop {
                 *n = n.saturating_add(1);
                 let wait = Duration::from_secs(1u64 << (*n).min(8)).min(Duration::from_secs(300));
                 tracing::warn!(error = %e, retry_in = ?wait, "write failed");
-                self.delays.insert(name.clone(), wait);
+                self.recheck_after(&name, wait);
             }
         }
         if self.again.remove(&name) {
