@@ -226,3 +226,32 @@ async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
     delete(&Api::<ClusterRoleBinding>::all(admin.clone()), &role_name).await;
     delete(&Api::<ClusterRole>::all(admin), &role_name).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_answers() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let api_url = cp.env_value("APISERVER_URL");
+    let target: std::net::SocketAddr = api_url.trim_start_matches("https://").parse().unwrap();
+    let proxy = Proxy::start(target).await;
+    proxy.cut();
+    let mut config = cp.config("operator").await;
+    config.cluster_url = format!("https://{}", proxy.addr).parse().unwrap();
+    let operator = Operator::start(kube::Client::try_from(config).unwrap(), test_settings());
+
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (ready, report) = operator.health.report();
+    assert!(!ready, "{report}");
+    for k in Kind::ALL {
+        assert_eq!(operator.health.get(k), StoreState::Pending, "{report}");
+    }
+    assert!(
+        report.contains("persistentvolumes: Pending ("),
+        "the error is shown: {report}"
+    );
+
+    proxy.resume();
+    operator.wait_synced().await;
+    assert!(operator.health.report().0);
+    operator.stop().await;
+}
