@@ -149,3 +149,61 @@ async fn two_control_planes_run_side_by_side_and_stop_without_leftovers() {
     // The other instance is unaffected.
     assert!(b.kubectl_ok(&["get", "--raw", "/readyz"]).is_ok());
 }
+
+#[tokio::test]
+async fn a_killed_owner_leaves_no_control_plane_behind() {
+    // The owner (a test binary, the demo) dies without cleaning up: SIGKILL, no Drop, no trap.
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("controlplane-killed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut owner = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"controlplane/up.sh "$1" --owner-pid $$ 2>/dev/null && echo up && exec sleep 600"#)
+        .arg("owner")
+        .arg(&dir)
+        .current_dir(repo())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(owner.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "up", "the control plane started");
+    let pids: Vec<u32> = std::fs::read_to_string(dir.join("pids"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3);
+    let url = std::fs::read_to_string(dir.join("env")).unwrap();
+    let port: u16 = url
+        .lines()
+        .find_map(|l| l.strip_prefix("APISERVER_URL="))
+        .and_then(|u| u.rsplit(':').next()?.parse().ok())
+        .unwrap();
+
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+            !s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    wait_for(
+        "the watchdog to stop everything",
+        Duration::from_secs(30),
+        || {
+            let gone = !pids.iter().any(alive);
+            async move { gone.then_some(()) }
+        },
+    )
+    .await;
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "port {port} is free"
+    );
+}
