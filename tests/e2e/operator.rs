@@ -208,9 +208,9 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
 
     // Restart on a converged cluster: nothing is written.
     tokio::time::sleep(Duration::from_secs(1)).await;
+    operator.stop().await;
     let before = leftovers.get("mariadb-pv").await.unwrap();
     let writes_before = operator_writes(cp, "mariadb-pv");
-    operator.stop().await;
     let operator = Operator::start(cp.operator_client().await, test_settings());
     operator.wait_synced().await;
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -27,6 +27,40 @@ impl Drop for Running {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_sigterm() {
     let cp = ControlPlane::start_bare(Flavor::Full);
+    // `scan` needs no CRD; on a cluster without leftovers it prints nothing and exits 0.
+    let scan = |format: &str| {
+        Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+            .args(["scan", "-o", format])
+            .env("KUBECONFIG", cp.kubeconfig("operator"))
+            .output()
+            .unwrap()
+    };
+    let out = scan("json");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let out = scan("table");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        [
+            "NAME",
+            "REASON",
+            "PHASE",
+            "RECLAIM",
+            "CLAIM",
+            "CLAIM-MISSING",
+            "CLASS",
+            "CAPACITY"
+        ]
+    );
+
     let port = free_port();
     let log = cp.dir.join("operator-binary.log");
     let child = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
