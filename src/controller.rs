@@ -154,6 +154,19 @@ impl WriteError {
     }
 }
 
+/// What the operator's own VolumeLeftover store will show once the watch delivers a write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Echo {
+    /// The object at this resourceVersion.
+    Version(String),
+    /// No object.
+    Gone,
+}
+
+/// How long a name waits for the watch to deliver the operator's own write before it is
+/// evaluated against whatever the store shows (the echo can be skipped by a relist).
+const ECHO_WAIT: Duration = Duration::from_secs(5);
+
 /// The only code that writes to the API server, and it writes only VolumeLeftovers.
 #[derive(Clone)]
 struct Writer {
@@ -161,26 +174,31 @@ struct Writer {
 }
 
 impl Writer {
-    async fn execute(&self, action: Action) -> Result<&'static str, WriteError> {
+    /// Performs one action; returns the operation's name and what the VolumeLeftover watch will
+    /// show once it has caught up with this write.
+    async fn execute(&self, action: Action) -> Result<(&'static str, Option<Echo>), WriteError> {
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         match action {
-            Action::Nothing | Action::Foreign { .. } => Ok("none"),
+            Action::Nothing | Action::Foreign { .. } => Ok(("none", None)),
             Action::Apply {
                 object,
                 meta,
                 status,
             } => {
                 let name = object.name_any();
+                let mut written = None;
                 if meta {
                     let mut main = (*object).clone();
                     main.status = None;
-                    self.api
+                    written = self
+                        .api
                         .patch(&name, &pp, &Patch::Apply(&main))
                         .await
                         .map_err(|source| WriteError::Apply {
                             name: name.clone(),
                             source,
-                        })?;
+                        })
+                        .map(Some)?;
                 }
                 if status {
                     let body = serde_json::json!({
@@ -189,15 +207,20 @@ impl Writer {
                         "metadata": { "name": name },
                         "status": object.status,
                     });
-                    self.api
+                    written = self
+                        .api
                         .patch_status(&name, &pp, &Patch::Apply(&body))
                         .await
                         .map_err(|source| WriteError::ApplyStatus {
                             name: name.clone(),
                             source,
-                        })?;
+                        })
+                        .map(Some)?;
                 }
-                Ok("apply")
+                let echo = written
+                    .and_then(|o| o.metadata.resource_version)
+                    .map(Echo::Version);
+                Ok(("apply", echo))
             }
             Action::Delete { name, uid } => {
                 let dp = DeleteParams {
@@ -208,10 +231,11 @@ impl Writer {
                     ..DeleteParams::default()
                 };
                 match self.api.delete(&name, &dp).await {
-                    Ok(_) => Ok("delete"),
-                    // Already gone, or replaced by a newer object (uid precondition): the watch
-                    // event for that object will bring it back here.
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok("delete"),
+                    Ok(_) => Ok(("delete", Some(Echo::Gone))),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(("delete", Some(Echo::Gone))),
+                    // Replaced by a newer object (uid precondition): the watch event for that
+                    // object will bring it back here.
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(("delete", None)),
                     Err(source) => Err(WriteError::Delete { name, source }),
                 }
             }
@@ -249,8 +273,8 @@ where
     )
 }
 
-type WriteFuture =
-    Pin<Box<dyn Future<Output = (Arc<str>, Result<&'static str, WriteError>)> + Send>>;
+type WriteResult = Result<(&'static str, Option<Echo>), WriteError>;
+type WriteFuture = Pin<Box<dyn Future<Output = (Arc<str>, WriteResult)> + Send>>;
 
 struct Loop {
     settings: Settings,
@@ -273,6 +297,9 @@ struct Loop {
     /// When this process first saw each PV in the `BoundClaimMissing` state.
     suspects: HashMap<Arc<str>, Time>,
     failures: HashMap<Arc<str>, u32>,
+    /// Writes whose watch event has not arrived yet: deciding on the stale store would send the
+    /// same write again.
+    echoes: HashMap<Arc<str>, (Echo, tokio::time::Instant)>,
     foreign_logged: HashSet<Arc<str>>,
 }
 
@@ -344,6 +371,7 @@ pub async fn run(
         delayed: HashMap::new(),
         suspects: HashMap::new(),
         failures: HashMap::new(),
+        echoes: HashMap::new(),
         foreign_logged: HashSet::new(),
         settings,
     };
@@ -631,6 +659,23 @@ impl Loop {
         };
         let pv = self.stores.pv.get(&ObjectRef::new(name));
         let existing = self.stores.vl.get(&ObjectRef::new(name));
+        if let Some((echo, at)) = self.echoes.get(name) {
+            let caught_up = match echo {
+                Echo::Version(rv) => existing
+                    .as_ref()
+                    .is_some_and(|o| o.metadata.resource_version.as_ref() == Some(rv)),
+                Echo::Gone => existing.is_none(),
+            };
+            let waited = at.elapsed();
+            if caught_up || waited >= ECHO_WAIT {
+                self.echoes.remove(name);
+            } else {
+                // The watch event of our own write will mark the name again; the re-check
+                // covers an echo that never comes.
+                self.recheck_after(name, ECHO_WAIT - waited);
+                return Action::Nothing;
+            }
+        }
         let verdict = match pv.as_deref().map(|pv| classify(pv, &lookup, now.clone())) {
             None => None,
             Some(Verdict::Skip(why)) => {
@@ -683,12 +728,16 @@ impl Loop {
         }
     }
 
-    fn on_written(&mut self, name: Arc<str>, result: Result<&'static str, WriteError>) {
+    fn on_written(&mut self, name: Arc<str>, result: WriteResult) {
         self.in_flight.remove(&name);
         match result {
-            Ok(op) => {
+            Ok((op, echo)) => {
                 self.metrics.write(op, true);
                 self.failures.remove(&name);
+                if let Some(echo) = echo {
+                    self.echoes
+                        .insert(name.clone(), (echo, tokio::time::Instant::now()));
+                }
                 tracing::debug!(%name, op, "written");
             }
             Err(e) => {

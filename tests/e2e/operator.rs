@@ -211,6 +211,10 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     operator.stop().await;
     let before = leftovers.get("mariadb-pv").await.unwrap();
     let writes_before = operator_writes(cp, "mariadb-pv");
+    assert_eq!(
+        writes_before, 4,
+        "one apply and one status apply for ClaimDeleted, the same for ClaimRecreated; nothing else"
+    );
     let operator = Operator::start(cp.operator_client().await, test_settings());
     operator.wait_synced().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
