@@ -47,6 +47,9 @@ pub enum FatalError {
     /// Scan failed.
     #[error(transparent)]
     Scan(#[from] scan::ScanError),
+    /// The CRD could not be rendered.
+    #[error("rendering the CRD as YAML: {0}")]
+    Crd(#[from] serde_saphyr::ser::Error),
 }
 
 /// Builds a client from `$KUBECONFIG`, `~/.kube/config` or the in-cluster environment.

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
+use volume_leftovers::FatalError;
 use volume_leftovers::cli::{Cli, Command, LogFormat};
 
 #[tokio::main]
@@ -21,26 +22,24 @@ async fn main() -> ExitCode {
         LogFormat::Json => builder.json().init(),
     }
     let result = match cli.command {
-        Command::Crd => match volume_leftovers::crd_yaml() {
-            Ok(y) => {
+        Command::Crd => volume_leftovers::crd_yaml()
+            .map(|y| {
                 print!("{y}");
-                Ok(ExitCode::SUCCESS)
-            }
-            Err(e) => Err(anyhow::anyhow!("rendering the CRD: {e}")),
-        },
+                ExitCode::SUCCESS
+            })
+            .map_err(FatalError::from),
         Command::Run(args) => volume_leftovers::run(args)
             .await
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(anyhow::Error::from),
+            .map(|()| ExitCode::SUCCESS),
         Command::Scan(args) => scan(args.output).await,
     };
     result.unwrap_or_else(|e| {
-        tracing::error!("{e:#}");
+        tracing::error!("{e}");
         ExitCode::FAILURE
     })
 }
 
-async fn scan(format: volume_leftovers::scan::Format) -> anyhow::Result<ExitCode> {
+async fn scan(format: volume_leftovers::scan::Format) -> Result<ExitCode, FatalError> {
     let client = volume_leftovers::client().await?;
     let mut out = std::io::stdout().lock();
     let found = volume_leftovers::scan::run(client, format, &mut out).await?;
