@@ -41,7 +41,7 @@ pub enum Format {
 }
 
 /// Everything a scan read.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     /// PersistentVolumes.
     pub pvs: Vec<Volume>,

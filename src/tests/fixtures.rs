@@ -14,8 +14,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup, Verdict, classify};
+use crate::classify::{ClaimFacts, ClassFacts, Finding, Verdict, classify};
 use crate::crd::VolumeLeftover;
+use crate::scan::Snapshot;
 use crate::volume::Volume;
 
 /// The fixed "now" of every test, to the second (as the API server stores times).
@@ -306,23 +307,21 @@ fn status(pv: &mut PersistentVolume) -> &mut PersistentVolumeStatus {
         .get_or_insert_with(PersistentVolumeStatus::default)
 }
 
-/// Claims and StorageClasses as the classifier sees them. Both kinds start readable and empty;
-/// either can be made unreadable (a 403).
-#[derive(Clone, Debug)]
-pub struct FakeLookup {
-    claims: Option<HashMap<(String, String), ClaimFacts>>,
-    classes: Option<HashMap<String, ClassFacts>>,
-}
+/// Claims and StorageClasses as the classifier sees them: `scan`'s own [`Snapshot`] (without
+/// PVs), so the tests exercise the production lookup. Both kinds start readable and empty; either
+/// can be made unreadable (a 403).
+pub type FakeLookup = Snapshot;
 
 /// A lookup where claims and classes are readable and none exists.
 pub fn lookup() -> FakeLookup {
-    FakeLookup {
+    Snapshot {
+        pvs: Vec::new(),
         claims: Some(HashMap::new()),
         classes: Some(HashMap::new()),
     }
 }
 
-impl FakeLookup {
+impl Snapshot {
     /// A claim `namespace/name` with `uid` exists.
     pub fn with_claim(self, namespace: &str, name: &str, uid: &str) -> Self {
         self.put_claim(namespace, name, uid, false)
@@ -361,24 +360,6 @@ impl FakeLookup {
             },
         );
         self
-    }
-}
-
-impl Lookup for FakeLookup {
-    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
-        match &self.claims {
-            None => Found::Unknown,
-            Some(m) => m
-                .get(&(namespace.to_string(), name.to_string()))
-                .cloned()
-                .map_or(Found::Absent, Found::Yes),
-        }
-    }
-    fn class(&self, name: &str) -> Found<ClassFacts> {
-        match &self.classes {
-            None => Found::Unknown,
-            Some(m) => m.get(name).cloned().map_or(Found::Absent, Found::Yes),
-        }
     }
 }
 
