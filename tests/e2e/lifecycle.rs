@@ -9,29 +9,15 @@ use kube::{Api, ResourceExt};
 
 use crate::support::*;
 
-/// Creates class, namespace, PV and claim, and waits for the controller-manager to bind them.
-async fn bound_pair(prefix: &str) -> (kube::Client, String, String, String, PersistentVolumeClaim) {
-    let cp = cp();
-    let admin = cp.admin().await;
-    let class_name = unique(&format!("{prefix}-sc"));
-    let ns = unique(&format!("{prefix}-ns"));
-    let pv_name = unique(&format!("{prefix}-pv"));
-    create(
-        &Api::<StorageClass>::all(admin.clone()),
-        &class(&class_name, "Retain"),
-    )
-    .await;
-    create_ns(&admin, &ns).await;
-    let pvs = Api::<PersistentVolume>::all(admin.clone());
-    create(&pvs, &pv(&pv_name, &class_name, "250Mi", "Retain")).await;
-    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
-    let claim = create(&claims, &pvc(&ns, "data", &class_name, "250Mi")).await;
-    (admin, class_name, ns, pv_name, claim)
-}
-
 #[tokio::test]
 async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_claim_ref() {
-    let (admin, class_name, ns, pv_name, claim) = bound_pair("life").await;
+    let admin = cp().admin().await;
+    let Claimed {
+        pv: pv_name,
+        ns,
+        class: class_name,
+        claim,
+    } = claimed_volume(&admin, "life", "Retain").await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
 
@@ -83,14 +69,21 @@ async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_clai
 
 #[tokio::test]
 async fn a_recreated_claim_stays_pending_while_the_released_volume_names_the_old_uid() {
-    let (admin, class_name, ns, pv_name, old) = bound_pair("recreate").await;
+    let admin = cp().admin().await;
+    let Claimed {
+        pv: pv_name,
+        ns,
+        class: class_name,
+        claim: old,
+    } = claimed_volume(&admin, "recreate", "Retain").await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
     wait_pv_phase(&pvs, &pv_name, "Bound").await;
     delete(&claims, "data").await;
     wait_pv_phase(&pvs, &pv_name, "Released").await;
 
-    let new = create(&claims, &pvc(&ns, "data", &class_name, "250Mi")).await;
+    // Same name, class and size: only the stale claimRef can stop it from binding.
+    let new = create(&claims, &pvc(&ns, "data", &class_name, "1Gi")).await;
     assert_ne!(new.uid(), old.uid(), "same name, new identity");
     // The binder resyncs every 2 s here; give it several rounds.
     tokio::time::sleep(Duration::from_secs(8)).await;

@@ -15,10 +15,6 @@ use volume_leftovers::plan::{LABEL_REASON, MANAGED_BY};
 
 use crate::support::*;
 
-fn reason(o: &VolumeLeftover) -> Option<Reason> {
-    o.status.as_ref().map(|s| s.reason)
-}
-
 /// Names of every VolumeLeftover that appears, as seen by an admin watch, until the task ends.
 fn watch_leftover_names(client: kube::Client) -> tokio::task::JoinHandle<Vec<String>> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

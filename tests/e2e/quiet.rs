@@ -9,10 +9,6 @@ use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
 
 use crate::support::*;
 
-fn reason(o: &VolumeLeftover) -> Option<Reason> {
-    o.status.as_ref().map(|s| s.reason)
-}
-
 /// A PV with no class whose claimRef names `ns/name` with `uid`, in `phase`.
 async fn pv_in_phase(
     api: &Api<PersistentVolume>,
@@ -177,12 +173,8 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap() {
     )
     .await;
 
-    let api_url = cp.env_value("APISERVER_URL");
-    let target: std::net::SocketAddr = api_url.trim_start_matches("https://").parse().unwrap();
-    let proxy = Proxy::start(target).await;
-    let mut config = cp.config("operator").await;
-    config.cluster_url = format!("https://{}", proxy.addr).parse().unwrap();
-    let operator = Operator::start(kube::Client::try_from(config).unwrap(), test_settings());
+    let proxy = proxy_to(cp).await;
+    let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());
     wait_leftover(&leftovers, &vanishing, "ClaimDeleted", |o| {
         reason(o) == Some(Reason::ClaimDeleted)
     })

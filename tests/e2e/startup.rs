@@ -265,13 +265,9 @@ async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
 async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_answers() {
     let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
-    let api_url = cp.env_value("APISERVER_URL");
-    let target: std::net::SocketAddr = api_url.trim_start_matches("https://").parse().unwrap();
-    let proxy = Proxy::start(target).await;
+    let proxy = proxy_to(cp).await;
     proxy.cut();
-    let mut config = cp.config("operator").await;
-    config.cluster_url = format!("https://{}", proxy.addr).parse().unwrap();
-    let operator = Operator::start(kube::Client::try_from(config).unwrap(), test_settings());
+    let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());
 
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (ready, report) = operator.health.report();

@@ -518,10 +518,9 @@ pub async fn wait_leftover_gone(api: &Api<VolumeLeftover>, name: &str) {
     .await
 }
 
-/// A Retain volume released for real: class, namespace, PV and claim created, bound by the
-/// controller-manager, the claim deleted, the PV `Released`. Returns (pv, namespace, class, old
-/// claim uid).
-pub async fn released_volume(client: &Client, prefix: &str, reclaim: &str) -> Released {
+/// A volume and the claim that will bind it: class (Immediate, `reclaim`), namespace, a 1Gi PV
+/// and a claim `data` for it, all created; the controller-manager binds them.
+pub async fn claimed_volume(client: &Client, prefix: &str, reclaim: &str) -> Claimed {
     let class_name = unique(&format!("{prefix}-sc"));
     let ns = unique(&format!("{prefix}-ns"));
     let pv_name = unique(&format!("{prefix}-pv"));
@@ -535,13 +534,42 @@ pub async fn released_volume(client: &Client, prefix: &str, reclaim: &str) -> Re
     create(&pvs, &pv(&pv_name, &class_name, "1Gi", reclaim)).await;
     let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), &ns);
     let claim = create(&claims, &pvc(&ns, "data", &class_name, "1Gi")).await;
-    wait_pv_phase(&pvs, &pv_name, "Bound").await;
-    delete(&claims, "data").await;
-    Released {
+    Claimed {
         pv: pv_name,
         ns,
         class: class_name,
-        claim_uid: claim.metadata.uid.unwrap_or_default(),
+        claim,
+    }
+}
+
+/// What [`claimed_volume`] made.
+pub struct Claimed {
+    pub pv: String,
+    pub ns: String,
+    pub class: String,
+    pub claim: PersistentVolumeClaim,
+}
+
+/// A volume released for real: [`claimed_volume`], bound by the controller-manager, then the
+/// claim deleted (the PV turns `Released`, or `Failed` when its delete fails).
+pub async fn released_volume(client: &Client, prefix: &str, reclaim: &str) -> Released {
+    let c = claimed_volume(client, prefix, reclaim).await;
+    wait_pv_phase(
+        &Api::<PersistentVolume>::all(client.clone()),
+        &c.pv,
+        "Bound",
+    )
+    .await;
+    delete(
+        &Api::<PersistentVolumeClaim>::namespaced(client.clone(), &c.ns),
+        "data",
+    )
+    .await;
+    Released {
+        pv: c.pv,
+        ns: c.ns,
+        class: c.class,
+        claim_uid: c.claim.metadata.uid.unwrap_or_default(),
     }
 }
 
@@ -660,4 +688,29 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The reason a VolumeLeftover reports.
+pub fn reason(o: &VolumeLeftover) -> Option<volume_leftovers::crd::Reason> {
+    o.status.as_ref().map(|s| s.reason)
+}
+
+/// A client with the operator's identity that reaches the API server through `proxy`.
+pub async fn operator_client_through(cp: &ControlPlane, proxy: &Proxy) -> Client {
+    let mut config = cp.config("operator").await;
+    config.cluster_url = format!("https://{}", proxy.addr)
+        .parse()
+        .expect("proxy url");
+    Client::try_from(config).expect("client")
+}
+
+/// A proxy in front of this control plane's API server.
+pub async fn proxy_to(cp: &ControlPlane) -> Proxy {
+    let url = cp.env_value("APISERVER_URL");
+    Proxy::start(
+        url.trim_start_matches("https://")
+            .parse()
+            .expect("host:port"),
+    )
+    .await
 }
