@@ -22,7 +22,9 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use volume_leftovers::classify::{Verdict, classify};
-use volume_leftovers::controller::{ClaimMeta, StoreLookup, strip_claim, strip_class, strip_pv};
+use volume_leftovers::controller::{
+    ClaimMeta, StoreLookup, View, strip_claim, strip_class, strip_pv,
+};
 use volume_leftovers::index::RefIndex;
 use volume_leftovers::plan::{Action, desired, plan};
 use volume_leftovers::volume::Volume;
@@ -238,8 +240,8 @@ fn main() {
 
     // A full sweep: classify every PV, plan every finding against nothing and against itself.
     let lookup = StoreLookup {
-        claims: Some(&claim_store),
-        classes: Some(&class_store),
+        claims: View::Current(&claim_store),
+        classes: View::Current(&class_store),
     };
     let now = Time(jiff::Timestamp::UNIX_EPOCH);
     let state = pv_store.state();
@@ -257,11 +259,11 @@ fn main() {
         if let Verdict::Leftover(f) = v {
             *by_reason.entry(f.status.reason.as_str()).or_default() += 1;
             let name = pv.metadata.name.as_deref().unwrap_or_default();
-            if let Action::Apply { .. } = plan(name, Some(v), None) {
+            if let Action::Create { .. } = plan(name, Some(v), None, &now) {
                 applies += 1;
             }
-            let existing = desired(f, None);
-            if let Action::Nothing = plan(name, Some(v), Some(&existing)) {
+            let existing = desired(f, None, &now);
+            if let Action::Nothing = plan(name, Some(v), Some(&existing), &now) {
                 nothing += 1;
             }
         }

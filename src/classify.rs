@@ -1,51 +1,20 @@
 //! Classification of one PersistentVolume. Pure: no client, no clock (the time is an argument).
 //!
-//! The same code serves the controller (over reflector stores) and `scan` (over paginated lists):
-//! both implement [`Lookup`].
+//! The same code serves the operator (over reflector stores) and `scan` (over paginated lists):
+//! both implement [`Lookup`]. A finding never says more than its inputs show: a claim is missing
+//! only when a healthy store or a completed list says no claim of that name exists, a 403 makes
+//! it Unknown, and an answer from a stale store makes the whole verdict [`Verdict::Undecided`].
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
+pub use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
 use crate::volume::{Volume, VolumeSpec};
-
-/// What is known about a claim, looked up by namespace and name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimFacts {
-    /// `metadata.uid`.
-    pub uid: String,
-    /// `metadata.deletionTimestamp` is set.
-    pub terminating: bool,
-}
-
-/// What is known about a StorageClass.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClassFacts {
-    /// `reclaimPolicy`, defaulted to Delete as the API server does.
-    pub reclaim_policy: String,
-}
-
-/// The answer of a lookup: a 403 is [`Found::Unknown`], never [`Found::Absent`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found<T> {
-    /// The object exists.
-    Yes(T),
-    /// The object does not exist (the store is synced and does not hold it).
-    Absent,
-    /// The objects of this kind cannot be read.
-    Unknown,
-}
-
-/// Read access to claims and StorageClasses.
-pub trait Lookup {
-    /// The claim `namespace/name`.
-    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts>;
-    /// The StorageClass `name`.
-    fn class(&self, name: &str) -> Found<ClassFacts>;
-}
 
 /// One finding: what to publish about a PersistentVolume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +23,9 @@ pub struct Finding {
     pub volume_name: String,
     /// `metadata.uid` of the PersistentVolume.
     pub volume_uid: String,
-    /// The observation; `first_seen` is `now` (the planner keeps an earlier one).
+    /// The raw `spec.storageClassName` (the original tool prints `""` as it is).
+    pub storage_class_name: Option<String>,
+    /// The observation; `first_seen` is `now` (the planner decides the published one).
     pub status: VolumeLeftoverStatus,
 }
 
@@ -65,97 +36,134 @@ pub enum Verdict {
     Healthy,
     /// A finding.
     Leftover(Box<Finding>),
-    /// The object is too odd to judge; the string says why (for a log line).
+    /// Cannot be decided now: a store it depends on is stale, or claims are forbidden for a
+    /// volume whose finding would depend on them. Whatever is published stays as it is.
+    Undecided(String),
+    /// The object is too odd to say anything sensible about; the string says why (for a log).
     Skip(String),
 }
 
 const RELEASED: &str = "Released";
 const BOUND: &str = "Bound";
 const FAILED: &str = "Failed";
+const AVAILABLE: &str = "Available";
+const PENDING: &str = "Pending";
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
+
+/// The phase, as far as classification cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Released,
+    Bound,
+    Failed,
+    /// Available or Pending: waiting to be bound.
+    Unbound,
+    /// Missing, or a value Kubernetes does not define.
+    Other,
+}
+
+impl Phase {
+    fn of(s: &str) -> Phase {
+        match s {
+            RELEASED => Phase::Released,
+            BOUND => Phase::Bound,
+            FAILED => Phase::Failed,
+            AVAILABLE | PENDING => Phase::Unbound,
+            _ => Phase::Other,
+        }
+    }
+}
 
 /// Classifies one PersistentVolume.
 pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(name) = pv.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
         return Verdict::Skip("PersistentVolume without metadata.name".into());
     };
-    let Some(spec) = pv.spec.as_ref() else {
-        return Verdict::Skip(format!("PersistentVolume {name} has no spec"));
-    };
     let Some(uid) = pv.metadata.uid.as_deref().filter(|u| !u.is_empty()) else {
         return Verdict::Skip(format!("PersistentVolume {name} has no metadata.uid"));
     };
+    let default_spec = VolumeSpec::default();
+    let spec = pv.spec.as_ref().unwrap_or(&default_spec);
     let status = pv.status.as_ref();
-    let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
-    let judged = match phase {
-        "Available" | "Pending" => return Verdict::Healthy,
-        RELEASED => Judged::Released,
-        BOUND => Judged::Bound,
-        FAILED => Judged::Failed,
-        "" => return Verdict::Skip(format!("PersistentVolume {name} has no status.phase")),
-        other => {
-            return Verdict::Skip(format!(
-                "PersistentVolume {name} has unknown phase {other:?}"
-            ));
-        }
-    };
+    let phase_str = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
+    let phase = Phase::of(phase_str);
 
-    let claim_ref = spec.claim_ref.as_ref();
-    if let Some(kind) = claim_ref.and_then(|r| r.kind.as_deref())
-        && !kind.is_empty()
-        && kind != CLAIM_KIND
-    {
-        return Verdict::Skip(format!(
-            "PersistentVolume {name} has a claimRef to kind {kind:?}, not {CLAIM_KIND}"
+    let claim = spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup));
+    if claim.as_ref().is_some_and(|c| c.stale) {
+        return Verdict::Undecided(format!(
+            "the claim store is stale; PersistentVolume {name} waits until it has resynced"
         ));
     }
-    let claim = claim_ref.map(|r| {
-        observe_claim(
-            r.namespace.as_deref(),
-            r.name.as_deref(),
-            r.uid.as_deref(),
-            lookup,
-        )
-    });
 
-    let reason = match (judged, &claim) {
-        (Judged::Failed, _) => Reason::ReclaimFailed,
-        (Judged::Released, None) => Reason::ReleasedWithoutClaim,
-        (Judged::Released, Some(c)) => match (c.info.missing, &c.existing) {
-            (Tristate::Unknown, _) => Reason::ClaimUnknown,
-            (Tristate::True, Some(_)) => Reason::ClaimRecreated,
-            (Tristate::True, None) => Reason::ClaimDeleted,
-            (Tristate::False, _) => Reason::ClaimStillPresent,
+    let reason = match (phase, &claim) {
+        (Phase::Failed, _) => Reason::ReclaimFailed,
+        (Phase::Released, None) => Reason::ReleasedWithoutClaim,
+        (Phase::Released, Some(c)) if c.incomplete || c.not_a_claim => Reason::ClaimRefInvalid,
+        (Phase::Released, Some(c)) => match &c.found {
+            Found::Yes(facts) if c.same_claim(facts) => Reason::ClaimStillPresent,
+            Found::Yes(_) => Reason::ClaimRecreated,
+            Found::Absent => Reason::ClaimDeleted,
+            Found::Unknown | Found::Stale => Reason::ClaimUnknown,
         },
-        (Judged::Bound, None) => {
+        (Phase::Bound, None) => {
             return Verdict::Skip(format!(
                 "PersistentVolume {name} is Bound but has no claimRef"
             ));
         }
-        (Judged::Bound, Some(c)) if c.incomplete => {
+        (Phase::Bound, Some(c)) if c.incomplete => {
             return Verdict::Skip(format!(
                 "PersistentVolume {name} is Bound but its claimRef lacks a namespace or name"
             ));
         }
-        (Judged::Bound, Some(c)) => match c.info.missing {
-            Tristate::True => Reason::BoundClaimMissing,
-            // Unknown: claims cannot be read, and a 403 never makes a finding of a Bound PV.
-            Tristate::False | Tristate::Unknown => return Verdict::Healthy,
+        (Phase::Bound, Some(c)) => match &c.found {
+            Found::Yes(facts) if c.same_claim(facts) => return Verdict::Healthy,
+            Found::Yes(_) | Found::Absent => Reason::BoundClaimMissing,
+            // A 403 never makes a finding of a Bound volume, nor clears one.
+            Found::Unknown | Found::Stale => {
+                return Verdict::Undecided(format!(
+                    "claims cannot be read; whether the claim of Bound PersistentVolume {name} exists is unknown"
+                ));
+            }
         },
+        (Phase::Unbound | Phase::Other, Some(c)) if !c.incomplete => match &c.found {
+            Found::Absent => Reason::PreboundClaimMissing,
+            Found::Yes(_) if phase == Phase::Unbound => return Verdict::Healthy,
+            Found::Yes(_) => {
+                return Verdict::Skip(format!(
+                    "PersistentVolume {name} has phase {phase_str:?}, which Kubernetes does not define"
+                ));
+            }
+            Found::Unknown | Found::Stale => {
+                return Verdict::Undecided(format!(
+                    "claims cannot be read; whether the claim PersistentVolume {name} is pre-bound to exists is unknown"
+                ));
+            }
+        },
+        (Phase::Unbound, _) => return Verdict::Healthy,
+        (Phase::Other, _) => {
+            return Verdict::Skip(format!(
+                "PersistentVolume {name} has phase {phase_str:?}, which Kubernetes does not define"
+            ));
+        }
     };
 
     let reclaim_policy = spec
         .persistent_volume_reclaim_policy
         .clone()
         .unwrap_or_else(|| "Retain".to_string());
-    let storage_class = spec
-        .storage_class_name
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(|c| observe_class(c, lookup));
+    let class_name = spec.storage_class_name.as_deref().filter(|c| !c.is_empty());
+    let storage_class = match class_name.map(|c| observe_class(c, lookup)) {
+        Some(None) => {
+            return Verdict::Undecided(format!(
+                "the StorageClass store is stale; PersistentVolume {name} waits until it has resynced"
+            ));
+        }
+        Some(Some(c)) => Some(c),
+        None => None,
+    };
 
     let mut hints = BTreeSet::new();
-    if reclaim_policy == "Delete" && matches!(judged, Judged::Released | Judged::Failed) {
+    if reclaim_policy == "Delete" && matches!(phase, Phase::Released | Phase::Failed) {
         hints.insert(Hint::ReclaimPolicyDelete);
     }
     if let Some(sc) = &storage_class {
@@ -176,33 +184,51 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             hints.insert(Hint::ReclaimPolicyMismatch);
         }
     }
+    if pv.metadata.deletion_timestamp.is_some() {
+        hints.insert(Hint::VolumeTerminating);
+    }
+    if let Some(c) = &claim {
+        if c.not_a_claim {
+            hints.insert(Hint::ClaimRefNotAClaim);
+        }
+        if c.incomplete {
+            hints.insert(Hint::ClaimRefIncomplete);
+        }
+    }
+    if phase == Phase::Other {
+        hints.insert(Hint::PhaseUnknown);
+    }
 
-    let terminating = claim.as_ref().is_some_and(|c| c.terminating);
-    let claim = claim.map(|c| c.info);
-    let message = message(
+    let phase_since = status.and_then(|s| s.last_phase_transition_time.clone());
+    let facts = MessageFacts {
         reason,
-        name,
-        claim.as_ref(),
-        &reclaim_policy,
-        &hints,
-        terminating,
-    );
+        pv: name,
+        phase: phase_str,
+        phase_since: phase_since.as_ref(),
+        claim: claim.as_ref(),
+        reclaim: &reclaim_policy,
+        hints: &hints,
+        deleting_since: pv.metadata.deletion_timestamp.as_ref(),
+        finalizers: pv.metadata.finalizers.as_deref().unwrap_or_default(),
+    };
+    let message = message(&facts);
     let phase_message = status
         .and_then(|s| s.message.clone())
         .filter(|m| !m.is_empty());
     Verdict::Leftover(Box::new(Finding {
         volume_name: name.to_string(),
         volume_uid: uid.to_string(),
+        storage_class_name: spec.storage_class_name.clone(),
         status: VolumeLeftoverStatus {
             reason,
             message,
             hints: hints.into_iter().collect(),
-            phase: phase.to_string(),
-            phase_since: status.and_then(|s| s.last_phase_transition_time.clone()),
+            phase: phase_str.to_string(),
+            phase_since,
             phase_message,
             reclaim_policy,
             storage_class,
-            claim,
+            claim: claim.map(|c| c.info),
             capacity: spec
                 .capacity
                 .as_ref()
@@ -219,86 +245,119 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     }))
 }
 
-/// The phases that can carry a finding.
-#[derive(Clone, Copy)]
-enum Judged {
-    Released,
-    Bound,
-    Failed,
-}
-
 struct ObservedClaim {
     info: ClaimInfo,
     /// The claimRef lacks a namespace or a name.
     incomplete: bool,
-    /// The claim exists and is being deleted.
-    terminating: bool,
-    /// A claim exists under the reference's namespace/name but with another UID.
-    existing: Option<String>,
+    /// The claimRef names a kind other than PersistentVolumeClaim.
+    not_a_claim: bool,
+    /// What the lookup answered (`Absent` when nothing was looked up: an incomplete claimRef).
+    found: Found<ClaimFacts>,
+    /// The answer came from a stale store.
+    stale: bool,
 }
 
-fn observe_claim(
-    namespace: Option<&str>,
-    name: Option<&str>,
-    uid: Option<&str>,
-    lookup: &impl Lookup,
-) -> ObservedClaim {
-    let namespace = namespace.filter(|s| !s.is_empty());
-    let name = name.filter(|s| !s.is_empty());
-    let uid = uid.filter(|s| !s.is_empty());
-    let reference = format!("{}/{}", namespace.unwrap_or(""), name.unwrap_or(""));
-    let (missing, current_uid, terminating) = match (namespace, name) {
-        (Some(ns), Some(n)) => match lookup.claim(ns, n) {
-            Found::Unknown => (Tristate::Unknown, None, false),
-            Found::Absent => (Tristate::True, None, false),
-            // A claimRef without a uid is a pre-binding by name: any claim of that name is it.
-            Found::Yes(c) if uid.is_none_or(|u| u == c.uid) => {
-                (Tristate::False, None, c.terminating)
-            }
-            Found::Yes(c) => (Tristate::True, Some(c.uid), false),
-        },
-        _ => (Tristate::Unknown, None, false),
+impl ObservedClaim {
+    /// Whether `facts` is the claim the claimRef identifies. A claimRef without a UID is a
+    /// pre-binding by name: any claim of that name is it.
+    fn same_claim(&self, facts: &ClaimFacts) -> bool {
+        self.info.uid.as_deref().is_none_or(|u| u == facts.uid)
+    }
+
+    fn terminating(&self) -> bool {
+        matches!(&self.found, Found::Yes(c) if c.terminating && self.same_claim(c))
+    }
+}
+
+fn observe_claim(r: &ObjectReference, lookup: &impl Lookup) -> ObservedClaim {
+    let non_empty = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
+    let namespace = non_empty(&r.namespace);
+    let name = non_empty(&r.name);
+    let uid = non_empty(&r.uid);
+    let not_a_claim = r
+        .kind
+        .as_deref()
+        .is_some_and(|k| !k.is_empty() && k != CLAIM_KIND);
+    let reference = format!(
+        "{}/{}",
+        namespace.as_deref().unwrap_or(""),
+        name.as_deref().unwrap_or("")
+    );
+    // The original tool's claim_missing: looked up by namespace and name (whatever the kind), and
+    // false when there is nothing to look up.
+    let (found, missing) = match (&namespace, &name) {
+        (Some(ns), Some(n)) => {
+            let found = lookup.claim(ns, n);
+            let missing = match &found {
+                Found::Yes(_) => Tristate::False,
+                Found::Absent => Tristate::True,
+                Found::Unknown | Found::Stale => Tristate::Unknown,
+            };
+            (found, missing)
+        }
+        _ => (Found::Absent, Tristate::False),
+    };
+    let current_uid = match &found {
+        Found::Yes(c) if uid.as_deref().is_some_and(|u| u != c.uid) => Some(c.uid.clone()),
+        _ => None,
     };
     ObservedClaim {
         incomplete: namespace.is_none() || name.is_none(),
-        terminating,
-        existing: current_uid.clone(),
+        not_a_claim,
+        stale: found == Found::Stale,
+        found,
         info: ClaimInfo {
             reference,
-            namespace: namespace.map(str::to_string),
-            name: name.map(str::to_string),
-            uid: uid.map(str::to_string),
+            namespace,
+            name,
+            uid,
             missing,
             current_uid,
         },
     }
 }
 
-fn observe_class(name: &str, lookup: &impl Lookup) -> StorageClassInfo {
+/// `None` when the class store is stale.
+fn observe_class(name: &str, lookup: &impl Lookup) -> Option<StorageClassInfo> {
     let (reclaim_policy, missing) = match lookup.class(name) {
         Found::Yes(c) => (Some(c.reclaim_policy), Tristate::False),
         Found::Absent => (None, Tristate::True),
         Found::Unknown => (None, Tristate::Unknown),
+        Found::Stale => return None,
     };
-    StorageClassInfo {
+    Some(StorageClassInfo {
         name: name.to_string(),
         reclaim_policy,
         missing,
-    }
+    })
 }
 
-fn message(
+/// Everything a message may say: only facts of the objects, so the same state gives the same
+/// sentence (no "for 12 minutes" that would change on every evaluation).
+struct MessageFacts<'a> {
     reason: Reason,
-    pv: &str,
-    claim: Option<&ClaimInfo>,
-    reclaim: &str,
-    hints: &BTreeSet<Hint>,
-    terminating: bool,
-) -> String {
-    let claim_ref = claim.map_or("", |c| c.reference.as_str());
-    let old_uid = claim.and_then(|c| c.uid.as_deref()).unwrap_or("?");
-    let new_uid = claim.and_then(|c| c.current_uid.as_deref()).unwrap_or("?");
-    let mut m = match reason {
+    pv: &'a str,
+    phase: &'a str,
+    phase_since: Option<&'a Time>,
+    claim: Option<&'a ObservedClaim>,
+    reclaim: &'a str,
+    hints: &'a BTreeSet<Hint>,
+    deleting_since: Option<&'a Time>,
+    finalizers: &'a [String],
+}
+
+fn timestamp(t: &Time) -> String {
+    t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn message(f: &MessageFacts<'_>) -> String {
+    let pv = f.pv;
+    let info = f.claim.map(|c| &c.info);
+    let claim_ref = info.map_or("", |c| c.reference.as_str());
+    let old_uid = info.and_then(|c| c.uid.as_deref()).unwrap_or("none");
+    let new_uid = info.and_then(|c| c.current_uid.as_deref()).unwrap_or("?");
+    let terminating = f.claim.is_some_and(ObservedClaim::terminating);
+    let mut m = match f.reason {
         Reason::ClaimDeleted => format!(
             "PersistentVolume {pv} is Released and its claim {claim_ref} (uid {old_uid}) no longer exists; the volume and its data survived the claim."
         ),
@@ -312,22 +371,89 @@ fn message(
             "PersistentVolume {pv} is Released but its claim {claim_ref} (uid {old_uid}) still exists."
         ),
         Reason::ClaimUnknown => format!(
-            "PersistentVolume {pv} is Released; whether its claim {claim_ref} still exists is unknown."
+            "PersistentVolume {pv} is Released; whether its claim {claim_ref} still exists is unknown (claims cannot be read)."
         ),
+        Reason::ClaimRefInvalid => {
+            let what = claim_ref_oddity(f.claim);
+            format!(
+                "PersistentVolume {pv} is {} and its claimRef {what}; the claim it was bound to cannot be identified.",
+                f.phase
+            )
+        }
         Reason::ReleasedWithoutClaim => {
             format!("PersistentVolume {pv} is Released but has no claimRef.")
         }
-        Reason::BoundClaimMissing => format!(
-            "PersistentVolume {pv} is Bound to claim {claim_ref} (uid {old_uid}), which does not exist."
-        ),
-        Reason::ReclaimFailed => {
-            format!("PersistentVolume {pv} is Failed: its {reclaim} reclaim did not complete.")
+        Reason::BoundClaimMissing => match info.and_then(|c| c.current_uid.as_deref()) {
+            Some(current) => format!(
+                "PersistentVolume {pv} is Bound to claim {claim_ref} uid {old_uid}, but the claim of that name has uid {current}."
+            ),
+            None => format!(
+                "PersistentVolume {pv} is Bound to claim {claim_ref} (uid {old_uid}), which does not exist."
+            ),
+        },
+        Reason::PreboundClaimMissing => {
+            let phase = if f.phase.is_empty() {
+                "without a phase".to_string()
+            } else {
+                f.phase.to_string()
+            };
+            format!(
+                "PersistentVolume {pv} is {phase} and pre-bound to claim {claim_ref}, which does not exist; it waits for that claim and no other claim can bind it."
+            )
         }
+        Reason::ReclaimFailed => format!(
+            "PersistentVolume {pv} is Failed: its {} reclaim did not complete.",
+            f.reclaim
+        ),
     };
-    if hints.contains(&Hint::ReclaimPolicyDelete) && reason != Reason::ReclaimFailed {
-        m.push_str(" Its reclaim policy is Delete: the provisioner's delete hung or failed.");
+    if f.hints.contains(&Hint::ClaimRefNotAClaim) && f.reason != Reason::ClaimRefInvalid {
+        m.push_str(&format!(" Its claimRef {}.", claim_ref_oddity(f.claim)));
+    }
+    if f.hints.contains(&Hint::ReclaimPolicyDelete) {
+        match f.phase_since {
+            Some(t) => m.push_str(&format!(
+                " Its reclaim policy is Delete and it has been {} since {}: the provisioner's delete hung or failed.",
+                f.phase,
+                timestamp(t)
+            )),
+            None => m.push_str(
+                " Its reclaim policy is Delete: the provisioner's delete hung or failed.",
+            ),
+        }
+    }
+    if let Some(t) = f.deleting_since {
+        if f.finalizers.is_empty() {
+            m.push_str(&format!(" It is being deleted since {}.", timestamp(t)));
+        } else {
+            m.push_str(&format!(
+                " It is being deleted since {}, held by finalizer {}.",
+                timestamp(t),
+                f.finalizers.join(", ")
+            ));
+        }
     }
     m
+}
+
+fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
+    let Some(c) = claim else {
+        return "is missing".into();
+    };
+    let mut odd = Vec::new();
+    if c.not_a_claim {
+        odd.push("names a kind other than PersistentVolumeClaim".to_string());
+    }
+    if c.info.namespace.is_none() {
+        odd.push("has no namespace".to_string());
+    }
+    if c.info.name.is_none() {
+        odd.push("has no name".to_string());
+    }
+    if odd.is_empty() {
+        "is valid".into()
+    } else {
+        odd.join(" and ")
+    }
 }
 
 /// Where the data lives. Exhaustive over the sources the API knows, so a new one is a choice.

@@ -1,4 +1,6 @@
-//! Command line. Pure: parsing only. Every flag has a default and an environment variable.
+//! Command line. Pure: parsing only. Every flag has a default and an environment variable, and
+//! every duration is checked against bounds (a zero resync, or a wait so long that a timer would
+//! overflow, is a usage error with a clear message, never a panic).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -30,11 +32,15 @@ pub enum Command {
     /// finding (needs the CRD).
     Run(RunArgs),
     /// Read the cluster once and print the leftovers (read-only; no CRD needed). Exit code 0: none
-    /// found; 3: leftovers found; 1: error.
+    /// found; 3: leftovers found; 4: the census is incomplete (claims or classes could not be
+    /// read; the rows say null); 1: error; 2: usage.
     Scan(ScanArgs),
     /// Print the VolumeLeftover CustomResourceDefinition as YAML.
     Crd,
 }
+
+/// The longest wait any flag may ask for (timers overflow somewhere past two years).
+pub const MAX_WAIT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// Flags of `run`.
 #[derive(Debug, Args)]
@@ -45,13 +51,29 @@ pub struct RunArgs {
     /// VolumeLeftover writes in flight at most (kube-rs has no client-side rate limit).
     #[arg(long, env = "VL_CONCURRENCY", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
-    /// Period of the full re-evaluation of every PV and VolumeLeftover (e.g. 5m, 30s).
-    #[arg(long, env = "VL_RESYNC", default_value = "5m", value_parser = parse_duration)]
+    /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
+    #[arg(long, env = "VL_RESYNC", default_value = "5m", value_parser = resync)]
     pub resync: Duration,
-    /// How long a Bound PV's claim must stay missing before BoundClaimMissing is published.
-    #[arg(long, env = "VL_BOUND_GRACE", default_value = "2m", value_parser = parse_duration)]
-    pub bound_grace: Duration,
-    /// Page size of the initial lists.
+    /// How long a state that is normally only passing through must last before it is published:
+    /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing.
+    #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = "2m", value_parser = wait)]
+    pub grace: Duration,
+    /// How long a Released or Failed volume with reclaim policy Delete must stay so before it is
+    /// published (the provisioner is normally deleting it).
+    #[arg(long, env = "VL_DELETE_GRACE", default_value = "10m", value_parser = wait)]
+    pub delete_grace: Duration,
+    /// A store whose watch has been failing for longer than this is stale: nothing is concluded
+    /// from it, and /readyz turns 503.
+    #[arg(long, env = "VL_STALE_AFTER", default_value = "15s", value_parser = wait)]
+    pub stale_after: Duration,
+    /// Each write request is abandoned (and retried with backoff) after this long (1s to 10m).
+    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
+    pub request_timeout: Duration,
+    /// Server-side timeout of each watch request; a watch silent for this long plus 5 s is
+    /// reconnected (10s to 1h).
+    #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "290s", value_parser = watch_timeout)]
+    pub watch_timeout: Duration,
+    /// Page size of the lists.
     #[arg(long, env = "VL_PAGE_SIZE", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub page_size: u32,
 }
@@ -62,6 +84,9 @@ pub struct ScanArgs {
     /// Output format.
     #[arg(short = 'o', long, env = "VL_OUTPUT", value_enum, default_value_t = Format::Json)]
     pub output: Format,
+    /// Each list request is abandoned after this long (1s to 10m).
+    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
+    pub request_timeout: Duration,
 }
 
 /// Log format.
@@ -79,4 +104,43 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|e| format!("not a duration ({e}); examples: 30s, 5m, 1h"))?;
     Duration::try_from(d).map_err(|_| "durations must not be negative".to_string())
+}
+
+/// Parses a duration and checks it lies within `[min, max]`.
+pub fn parse_duration_within(s: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < min {
+        return Err(format!("must be at least {}", human(min)));
+    }
+    if d > max {
+        return Err(format!("must be at most {}", human(max)));
+    }
+    Ok(d)
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => "0s".into(),
+        s if s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+fn resync(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, Duration::from_secs(1), Duration::from_secs(24 * 3600))
+}
+
+fn wait(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, Duration::ZERO, MAX_WAIT)
+}
+
+fn request_timeout(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, Duration::from_secs(1), Duration::from_secs(600))
+}
+
+fn watch_timeout(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, Duration::from_secs(10), Duration::from_secs(3600))
 }

@@ -1,13 +1,17 @@
-//! The controller loop: reflectors in, decisions out, one writer. I/O.
+//! The operator's loop: four feeds in, decisions out, one writer. I/O.
 //!
-//! One task owns all state. It reads four reflected watch streams (PVs, claim metadata,
-//! StorageClasses and its own VolumeLeftovers), keeps the reverse index, and queues PV names to
-//! re-evaluate. Nothing is decided before every store it depends on has synced: an empty claim
-//! cache at start-up would otherwise turn every Released PV into "claim deleted". Decisions are
-//! pure ([`crate::classify`], [`crate::plan`]); this module only schedules them and performs the
-//! writes, with bounded concurrency and at most one write in flight per name.
+//! One task owns all state. It reads four feeds (PVs, claim metadata, StorageClasses and its own
+//! VolumeLeftovers; see [`crate::feed`]), keeps the reverse index and the health of each store,
+//! and hands PV names to the [`Scheduler`], which says when each may be decided and which writes
+//! may start. Decisions are pure ([`crate::classify`], [`crate::plan`]); this module only gathers
+//! their inputs, keeps the books (metrics, logs once per change) and runs the writes
+//! ([`crate::writer`]).
+//!
+//! Nothing is decided before every store it depends on has listed: an empty claim cache at
+//! start-up would otherwise turn every Released PV into "claim deleted". A store whose watch has
+//! been failing for longer than `stale_after` answers nothing: decisions that need it wait, and
+//! nothing published is changed or deleted on its account.
 
-use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,21 +21,25 @@ use futures::stream::{FuturesUnordered, SelectAll};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::PartialObjectMeta;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource, ResourceExt};
-use tokio_util::time::DelayQueue;
+use kube::runtime::watcher;
+use kube::{Api, Client, ResourceExt};
+use tokio::time::Instant;
 
-use crate::classify::{ClaimFacts, ClassFacts, Found, Lookup, Verdict, classify};
+use crate::backoff::seed;
+use crate::category::Category;
+use crate::classify::{Verdict, classify};
+use crate::clock::wall_clock;
 use crate::crd::{Reason, VolumeLeftover};
+use crate::feed::{FeedItem, FeedTiming, feed};
 use crate::index::RefIndex;
-use crate::plan::{self, Action, BoundGrace, FIELD_MANAGER, Gated};
-use crate::telemetry::{Health, Kind, Metrics, StoreState};
+use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
+use crate::plan::{self, Action, Gated, Graces};
+use crate::schedule::{Condition, Decision, Echo, Held, Limits, Memo, Scheduler, WriteEnd};
+use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::volume::Volume;
+use crate::writer::{WriteError, Writer, Written};
 
 /// Tuning of the loop.
 #[derive(Clone, Debug)]
@@ -40,23 +48,111 @@ pub struct Settings {
     pub concurrency: usize,
     /// Period of the full sweep that re-evaluates every PV and VolumeLeftover.
     pub resync: Duration,
-    /// How long `BoundClaimMissing` must persist before it is published.
-    pub bound_grace: Duration,
-    /// Page size of the initial lists.
+    /// Grace periods of states that are normally only passing through.
+    pub graces: Graces,
+    /// Page size of the lists.
     pub page_size: u32,
+    /// Server-side timeout of each watch request, in seconds.
+    pub watch_timeout: u32,
+    /// Each write request is abandoned after this long.
+    pub request_timeout: Duration,
+    /// Retry and list-page bounds of the feeds.
+    pub feed: FeedTiming,
+    /// How long the operator's own write may take to come back through its watch before the
+    /// name is decided on whatever the store shows.
+    pub echo_wait: Duration,
+    /// How long a shutdown waits for writes in flight before abandoning them.
+    pub shutdown_grace: Duration,
+    /// How often a problem that lasts (a store not synced, writes blocked) is logged again.
+    pub reminder: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            concurrency: 4,
+            resync: Duration::from_secs(300),
+            graces: Graces {
+                grace: Duration::from_secs(120),
+                delete_grace: Duration::from_secs(600),
+            },
+            page_size: 500,
+            watch_timeout: 290,
+            request_timeout: Duration::from_secs(30),
+            feed: FeedTiming::default(),
+            echo_wait: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(5),
+            reminder: Duration::from_secs(300),
+        }
+    }
 }
 
 /// What the operator keeps of a claim: its metadata (a metadata-only list and watch).
 pub type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
 
-/// One item of the merged watch streams (boxed: a PV event is kilobytes, a claim's a few hundred
-/// bytes).
-enum Input {
-    Pv(Box<watcher::Result<Event<Volume>>>),
-    Pvc(Box<watcher::Result<Event<ClaimMeta>>>),
-    Sc(Box<watcher::Result<Event<StorageClass>>>),
-    Vl(Box<watcher::Result<Event<VolumeLeftover>>>),
+/// A store as a lookup sees it.
+pub enum View<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> {
+    /// Trusted.
+    Current(&'a Store<K>),
+    /// Forbidden: answers are Unknown.
+    Forbidden,
+    /// Stale or not listed: nothing may be concluded.
+    Stale,
 }
+
+impl<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> View<'a, K> {
+    /// The view of `store` given its trust.
+    pub fn new(store: &'a Store<K>, trust: Trust) -> Self {
+        match trust {
+            Trust::Current => View::Current(store),
+            Trust::Forbidden => View::Forbidden,
+            Trust::Stale | Trust::Pending => View::Stale,
+        }
+    }
+}
+
+/// Claims and classes as the operator sees them, from the reflector stores.
+pub struct StoreLookup<'a> {
+    /// Claim metadata.
+    pub claims: View<'a, ClaimMeta>,
+    /// StorageClasses.
+    pub classes: View<'a, StorageClass>,
+}
+
+impl Lookup for StoreLookup<'_> {
+    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
+        match &self.claims {
+            View::Current(s) => match s.get(&ObjectRef::new(name).within(namespace)) {
+                Some(c) => Found::Yes(claim_facts(&c.metadata)),
+                None => Found::Absent,
+            },
+            View::Forbidden => Found::Unknown,
+            View::Stale => Found::Stale,
+        }
+    }
+
+    fn class(&self, name: &str) -> Found<ClassFacts> {
+        match &self.classes {
+            View::Current(s) => match s.get(&ObjectRef::new(name)) {
+                Some(c) => Found::Yes(class_facts(&c)),
+                None => Found::Absent,
+            },
+            View::Forbidden => Found::Unknown,
+            View::Stale => Found::Stale,
+        }
+    }
+}
+
+/// One item of the merged feeds (boxed: a PV is a few hundred bytes to kilobytes).
+enum Input {
+    Pv(Box<FeedItem<Volume>>),
+    Pvc(Box<FeedItem<ClaimMeta>>),
+    Sc(Box<FeedItem<StorageClass>>),
+    Vl(Box<FeedItem<VolumeLeftover>>),
+}
+
+type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
+type WriteFuture = Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>)> + Send>>;
 
 struct Stores {
     pv: Store<Volume>,
@@ -65,217 +161,6 @@ struct Stores {
     vl: Store<VolumeLeftover>,
 }
 
-/// Claims and classes as the controller sees them, from the reflector stores. A store that is
-/// forbidden (or not given) answers Unknown, never Absent.
-pub struct StoreLookup<'a> {
-    /// Claim metadata, when claims can be read.
-    pub claims: Option<&'a Store<ClaimMeta>>,
-    /// StorageClasses, when they can be read.
-    pub classes: Option<&'a Store<StorageClass>>,
-}
-
-impl Lookup for StoreLookup<'_> {
-    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
-        let Some(claims) = self.claims else {
-            return Found::Unknown;
-        };
-        match claims.get(&ObjectRef::new(name).within(namespace)) {
-            Some(c) => Found::Yes(ClaimFacts {
-                uid: c.metadata.uid.clone().unwrap_or_default(),
-                terminating: c.metadata.deletion_timestamp.is_some(),
-            }),
-            None => Found::Absent,
-        }
-    }
-
-    fn class(&self, name: &str) -> Found<ClassFacts> {
-        let Some(classes) = self.classes else {
-            return Found::Unknown;
-        };
-        match classes.get(&ObjectRef::new(name)) {
-            Some(c) => Found::Yes(class_facts(&c)),
-            None => Found::Absent,
-        }
-    }
-}
-
-/// The facts classification needs from a StorageClass.
-pub fn class_facts(c: &StorageClass) -> ClassFacts {
-    ClassFacts {
-        // The API server defaults an unset reclaimPolicy to Delete.
-        reclaim_policy: c.reclaim_policy.clone().unwrap_or_else(|| "Delete".into()),
-    }
-}
-
-/// The wall clock, to the second: `Time` serialises to seconds, and a finer `firstSeen` would
-/// never compare equal to what the API server gives back.
-pub fn wall_clock() -> Time {
-    let s = jiff::Timestamp::now().as_second();
-    Time(jiff::Timestamp::from_second(s).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
-}
-
-/// Errors of one write, with the step that failed.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// Applying labels, ownerReferences and spec failed.
-    #[error("applying VolumeLeftover {name}: {source}")]
-    Apply {
-        /// Object name.
-        name: String,
-        /// Cause.
-        source: kube::Error,
-    },
-    /// Applying the status failed.
-    #[error("applying status of VolumeLeftover {name}: {source}")]
-    ApplyStatus {
-        /// Object name.
-        name: String,
-        /// Cause.
-        source: kube::Error,
-    },
-    /// Deleting failed.
-    #[error("deleting VolumeLeftover {name}: {source}")]
-    Delete {
-        /// Object name.
-        name: String,
-        /// Cause.
-        source: kube::Error,
-    },
-}
-
-impl WriteError {
-    /// Stable short name, for metrics.
-    pub fn op(&self) -> &'static str {
-        match self {
-            WriteError::Apply { .. } => "apply",
-            WriteError::ApplyStatus { .. } => "apply_status",
-            WriteError::Delete { .. } => "delete",
-        }
-    }
-}
-
-/// What the operator's own VolumeLeftover store will show once the watch delivers a write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Echo {
-    /// The object at this resourceVersion.
-    Version(String),
-    /// No object.
-    Gone,
-}
-
-/// How long a name waits for the watch to deliver the operator's own write before it is
-/// evaluated against whatever the store shows (the echo can be skipped by a relist).
-const ECHO_WAIT: Duration = Duration::from_secs(5);
-
-/// The only code that writes to the API server, and it writes only VolumeLeftovers.
-#[derive(Clone)]
-struct Writer {
-    api: Api<VolumeLeftover>,
-}
-
-impl Writer {
-    /// Performs one action; returns the operation's name and what the VolumeLeftover watch will
-    /// show once it has caught up with this write.
-    async fn execute(&self, action: Action) -> Result<(&'static str, Option<Echo>), WriteError> {
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
-        match action {
-            Action::Nothing | Action::Foreign { .. } => Ok(("none", None)),
-            Action::Apply {
-                object,
-                meta,
-                status,
-            } => {
-                let name = object.name_any();
-                let mut written = None;
-                if meta {
-                    let mut main = (*object).clone();
-                    main.status = None;
-                    written = self
-                        .api
-                        .patch(&name, &pp, &Patch::Apply(&main))
-                        .await
-                        .map_err(|source| WriteError::Apply {
-                            name: name.clone(),
-                            source,
-                        })
-                        .map(Some)?;
-                }
-                if status {
-                    let body = serde_json::json!({
-                        "apiVersion": VolumeLeftover::api_version(&()),
-                        "kind": VolumeLeftover::kind(&()),
-                        "metadata": { "name": name },
-                        "status": object.status,
-                    });
-                    written = self
-                        .api
-                        .patch_status(&name, &pp, &Patch::Apply(&body))
-                        .await
-                        .map_err(|source| WriteError::ApplyStatus {
-                            name: name.clone(),
-                            source,
-                        })
-                        .map(Some)?;
-                }
-                let echo = written
-                    .and_then(|o| o.metadata.resource_version)
-                    .map(Echo::Version);
-                Ok(("apply", echo))
-            }
-            Action::Delete { name, uid } => {
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid,
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match self.api.delete(&name, &dp).await {
-                    Ok(_) => Ok(("delete", Some(Echo::Gone))),
-                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(("delete", Some(Echo::Gone))),
-                    // Replaced by a newer object (uid precondition): the watch event for that
-                    // object will bring it back here.
-                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(("delete", None)),
-                    Err(source) => Err(WriteError::Delete { name, source }),
-                }
-            }
-        }
-    }
-}
-
-type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
-
-/// One reflected watch: paginated list then watch, relisting after a 410; the default backoff on
-/// every error (one failing watch must not pause the others); unused fields stripped before the
-/// store sees them.
-fn reflected<K>(
-    api: Api<K>,
-    cfg: &watcher::Config,
-    strip: fn(&mut K),
-    writer: reflector::store::Writer<K>,
-    wrap: fn(Box<watcher::Result<Event<K>>>) -> Input,
-) -> InputStream
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    Box::pin(
-        watcher::watcher(api, cfg.clone())
-            .default_backoff()
-            .modify(strip)
-            .reflect(writer)
-            .map(move |r| wrap(Box::new(r))),
-    )
-}
-
-type WriteResult = Result<(&'static str, Option<Echo>), WriteError>;
-type WriteFuture = Pin<Box<dyn Future<Output = (Arc<str>, WriteResult)> + Send>>;
-
 struct Loop {
     settings: Settings,
     stores: Stores,
@@ -283,28 +168,12 @@ struct Loop {
     metrics: Arc<Metrics>,
     writer: Writer,
     index: RefIndex,
-    /// All stores synced once: from then on events are acted upon.
-    started: bool,
-    queue: VecDeque<Arc<str>>,
-    queued: HashSet<Arc<str>>,
-    in_flight: HashSet<Arc<str>>,
-    /// Marked again while a write was in flight: re-evaluate when it completes.
-    again: HashSet<Arc<str>>,
+    scheduler: Scheduler,
     writes: FuturesUnordered<WriteFuture>,
-    delays: DelayQueue<Arc<str>>,
-    /// The pending re-check of each name in `delays` (one per name; the latest wait wins).
-    delayed: HashMap<Arc<str>, tokio_util::time::delay_queue::Key>,
-    /// When this process first saw each PV in the `BoundClaimMissing` state.
-    suspects: HashMap<Arc<str>, Time>,
-    failures: HashMap<Arc<str>, u32>,
-    /// Writes whose watch event has not arrived yet: deciding on the stale store would send the
-    /// same write again.
-    echoes: HashMap<Arc<str>, (Echo, tokio::time::Instant)>,
-    foreign_logged: HashSet<Arc<str>>,
 }
 
 /// Runs the controller until `shutdown` resolves. Returns only then: every error on the way
-/// (API outage, missing CRD, 403) is logged, counted and retried.
+/// (API outage, missing CRD, 403) is logged once per change, counted and retried with backoff.
 pub async fn run(
     client: Client,
     settings: Settings,
@@ -312,42 +181,48 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let cfg = watcher::Config::default().page_size(settings.page_size);
+    let cfg = watcher::Config::default()
+        .page_size(settings.page_size)
+        .timeout(settings.watch_timeout);
     let (pv_store, pv_w) = reflector::store();
     let (pvc_store, pvc_w) = reflector::store();
     let (sc_store, sc_w) = reflector::store();
     let (vl_store, vl_w) = reflector::store();
+    let timing = settings.feed;
 
     let mut inputs: SelectAll<InputStream> = SelectAll::new();
-    inputs.push(reflected(
-        Api::all(client.clone()),
-        &cfg,
-        strip_pv,
-        pv_w,
-        Input::Pv,
+    let pv_api: Api<Volume> = Api::all(client.clone());
+    inputs.push(Box::pin(
+        feed(pv_api, cfg.clone(), strip_pv, pv_w, timing, seed("pv"))
+            .map(|i| Input::Pv(Box::new(i))),
     ));
-    inputs.push(reflected(
-        Api::all(client.clone()),
-        &cfg,
-        strip_claim,
-        pvc_w,
-        Input::Pvc,
+    let pvc_api: Api<ClaimMeta> = Api::all(client.clone());
+    inputs.push(Box::pin(
+        feed(
+            pvc_api,
+            cfg.clone(),
+            strip_claim,
+            pvc_w,
+            timing,
+            seed("pvc"),
+        )
+        .map(|i| Input::Pvc(Box::new(i))),
     ));
-    inputs.push(reflected(
-        Api::all(client.clone()),
-        &cfg,
-        strip_class,
-        sc_w,
-        Input::Sc,
+    let sc_api: Api<StorageClass> = Api::all(client.clone());
+    inputs.push(Box::pin(
+        feed(sc_api, cfg.clone(), strip_class, sc_w, timing, seed("sc"))
+            .map(|i| Input::Sc(Box::new(i))),
     ));
-    inputs.push(reflected(
-        Api::all(client.clone()),
-        &cfg,
-        strip_leftover,
-        vl_w,
-        Input::Vl,
+    let vl_api: Api<VolumeLeftover> = Api::all(client.clone());
+    inputs.push(Box::pin(
+        feed(vl_api, cfg, strip_leftover, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));
 
+    metrics.init_reasons();
+    let limits = Limits {
+        concurrency: settings.concurrency,
+        ..Limits::default()
+    };
     let mut l = Loop {
         stores: Stores {
             pv: pv_store,
@@ -355,56 +230,56 @@ pub async fn run(
             sc: sc_store,
             vl: vl_store,
         },
-        writer: Writer {
-            api: Api::all(client),
-        },
+        writer: Writer::new(Api::all(client), settings.request_timeout),
         health,
         metrics,
         index: RefIndex::default(),
-        started: false,
-        queue: VecDeque::new(),
-        queued: HashSet::new(),
-        in_flight: HashSet::new(),
-        again: HashSet::new(),
+        scheduler: Scheduler::new(limits, seed("scheduler")),
         writes: FuturesUnordered::new(),
-        delays: DelayQueue::new(),
-        delayed: HashMap::new(),
-        suspects: HashMap::new(),
-        failures: HashMap::new(),
-        echoes: HashMap::new(),
-        foreign_logged: HashSet::new(),
         settings,
     };
     let mut resync = tokio::time::interval(l.settings.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     resync.tick().await;
+    let mut reminder = tokio::time::interval(l.settings.reminder);
+    reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    reminder.tick().await;
     tokio::pin!(shutdown);
 
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             Some(input) = inputs.next() => l.on_input(input),
-            Some(expired) = l.delays.next(), if !l.delays.is_empty() => {
-                let name = expired.into_inner();
-                l.delayed.remove(&name);
-                l.mark(name);
-            }
+            _ = l.scheduler.next_wake() => {}
             Some((name, result)) = l.writes.next(), if !l.writes.is_empty() => {
-                l.on_written(name, result);
+                l.on_written(&name, result);
             }
             _ = resync.tick() => {
-                if l.started {
+                if l.scheduler.is_active() {
                     tracing::debug!("periodic sweep");
                     l.sweep();
                 }
             }
+            _ = reminder.tick() => l.remind(),
         }
         l.dispatch();
     }
     l.health.shutting_down();
-    // Let writes in flight finish (they are short); new ones are not started.
-    while let Some((name, result)) = l.writes.next().await {
-        l.on_written(name, result);
+    drop(inputs);
+    // Let writes in flight finish, within a bound; new ones are not started.
+    let pending = l.writes.len();
+    let drained = tokio::time::timeout(l.settings.shutdown_grace, async {
+        while let Some((name, result)) = l.writes.next().await {
+            l.on_written(&name, result);
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            abandoned = l.writes.len(),
+            of = pending,
+            "writes still in flight after the shutdown grace period were abandoned"
+        );
     }
     tracing::info!("controller stopped");
 }
@@ -412,369 +287,525 @@ pub async fn run(
 impl Loop {
     fn on_input(&mut self, input: Input) {
         match input {
-            Input::Pv(r) => match *r {
-                Ok(ev) => self.on_pv(ev),
-                Err(e) => self.watch_error(Kind::persistentvolumes, &e),
-            },
-            Input::Pvc(r) => match *r {
-                Ok(ev) => self.on_claim(ev),
-                Err(e) => self.watch_error(Kind::persistentvolumeclaims, &e),
-            },
-            Input::Sc(r) => match *r {
-                Ok(ev) => self.on_class(ev),
-                Err(e) => self.watch_error(Kind::storageclasses, &e),
-            },
-            Input::Vl(r) => match *r {
-                Ok(ev) => self.on_leftover(ev),
-                Err(e) => self.watch_error(Kind::volumeleftovers, &e),
-            },
-        }
-    }
-
-    fn on_pv(&mut self, ev: Event<Volume>) {
-        match ev {
-            Event::Apply(pv) => {
-                self.index.apply(&pv);
-                self.mark(Arc::from(pv.name_any()));
-            }
-            Event::Delete(pv) => {
-                let name = pv.name_any();
-                self.index.delete(&name);
-                self.suspects.remove(name.as_str());
-                self.mark(Arc::from(name));
-            }
-            Event::Init | Event::InitApply(_) => {}
-            Event::InitDone => {
-                let state = self.stores.pv.state();
-                let gone = self.index.reset(state.iter().map(|p| p.as_ref()));
-                if !gone.is_empty() {
-                    tracing::info!(
-                        count = gone.len(),
-                        "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
-                    );
+            Input::Pv(item) => match *item {
+                FeedItem::Applied(pv) => {
+                    self.index.apply(&pv);
+                    self.scheduler.mark(&pv.name_any());
                 }
-                self.synced(Kind::persistentvolumes);
-            }
+                FeedItem::Deleted(pv) => {
+                    let name = pv.name_any();
+                    self.index.delete(&name);
+                    self.scheduler.mark(&name);
+                }
+                FeedItem::Listed => {
+                    let state = self.stores.pv.state();
+                    let gone = self.index.reset(state.iter().map(|p| p.as_ref()));
+                    if !gone.is_empty() {
+                        tracing::info!(
+                            count = gone.len(),
+                            "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
+                        );
+                    }
+                    self.listed(Kind::persistentvolumes);
+                }
+                FeedItem::Failed {
+                    category,
+                    error,
+                    retry_in,
+                } => self.failed(Kind::persistentvolumes, category, error, retry_in),
+            },
+            Input::Pvc(item) => match *item {
+                FeedItem::Applied(c) | FeedItem::Deleted(c) => {
+                    let (ns, name) = (c.namespace().unwrap_or_default(), c.name_any());
+                    let pvs: Vec<Arc<str>> = self
+                        .index
+                        .pvs_for_claim(&ns, &name)
+                        .map(Arc::from)
+                        .collect();
+                    pvs.iter().for_each(|n| self.scheduler.mark(n));
+                }
+                FeedItem::Listed => self.listed(Kind::persistentvolumeclaims),
+                FeedItem::Failed {
+                    category,
+                    error,
+                    retry_in,
+                } => self.failed(Kind::persistentvolumeclaims, category, error, retry_in),
+            },
+            Input::Sc(item) => match *item {
+                FeedItem::Applied(c) | FeedItem::Deleted(c) => {
+                    let pvs: Vec<Arc<str>> = self
+                        .index
+                        .pvs_for_class(&c.name_any())
+                        .map(Arc::from)
+                        .collect();
+                    pvs.iter().for_each(|n| self.scheduler.mark(n));
+                }
+                FeedItem::Listed => self.listed(Kind::storageclasses),
+                FeedItem::Failed {
+                    category,
+                    error,
+                    retry_in,
+                } => self.failed(Kind::storageclasses, category, error, retry_in),
+            },
+            Input::Vl(item) => match *item {
+                // Our own writes come back here and compare equal; hand edits do not.
+                FeedItem::Applied(o) => {
+                    let name = o.name_any();
+                    self.set_published(&name, published_reason(&o));
+                    self.scheduler.mark(&name);
+                }
+                FeedItem::Deleted(o) => {
+                    let name = o.name_any();
+                    self.set_published(&name, None);
+                    self.scheduler.mark(&name);
+                }
+                FeedItem::Listed => {
+                    self.recount_published();
+                    self.listed(Kind::volumeleftovers);
+                }
+                FeedItem::Failed {
+                    category,
+                    error,
+                    retry_in,
+                } => self.failed(Kind::volumeleftovers, category, error, retry_in),
+            },
         }
     }
 
-    fn on_claim(&mut self, ev: Event<ClaimMeta>) {
-        match ev {
-            Event::Apply(c) | Event::Delete(c) => {
-                let (ns, name) = (c.namespace().unwrap_or_default(), c.name_any());
-                let pvs: Vec<Arc<str>> = self
-                    .index
-                    .pvs_for_claim(&ns, &name)
-                    .map(Arc::from)
-                    .collect();
-                pvs.into_iter().for_each(|n| self.mark(n));
-            }
-            Event::Init | Event::InitApply(_) => {}
-            Event::InitDone => self.synced(Kind::persistentvolumeclaims),
-        }
-    }
-
-    fn on_class(&mut self, ev: Event<StorageClass>) {
-        match ev {
-            Event::Apply(c) | Event::Delete(c) => {
-                let pvs: Vec<Arc<str>> = self
-                    .index
-                    .pvs_for_class(&c.name_any())
-                    .map(Arc::from)
-                    .collect();
-                pvs.into_iter().for_each(|n| self.mark(n));
-            }
-            Event::Init | Event::InitApply(_) => {}
-            Event::InitDone => self.synced(Kind::storageclasses),
-        }
-    }
-
-    fn on_leftover(&mut self, ev: Event<VolumeLeftover>) {
-        match ev {
-            // Our own writes come back here and compare equal; hand edits do not.
-            Event::Apply(o) | Event::Delete(o) => self.mark(Arc::from(o.name_any())),
-            Event::Init | Event::InitApply(_) => {}
-            Event::InitDone => self.synced(Kind::volumeleftovers),
-        }
-    }
-
-    /// A list completed (initial, or a relist after a 410 or an outage). The store has been
-    /// swapped to the new list: objects that vanished in the gap are simply absent, so every
-    /// PV and VolumeLeftover is re-evaluated.
-    fn synced(&mut self, kind: Kind) {
-        let before = self.health.get(kind);
-        self.health.set(kind, StoreState::Synced);
+    /// A list completed (initial, or a relist after a 410 or a failure). The store has been
+    /// swapped to the new list: objects that vanished in the gap are simply absent, so every PV
+    /// and VolumeLeftover is re-evaluated.
+    fn listed(&mut self, kind: Kind) {
+        let before = self.health.store(kind);
+        self.health.set_store(
+            kind,
+            StoreHealth {
+                state: StoreState::Synced,
+                ..StoreHealth::default()
+            },
+        );
         self.metrics.store_state(kind, StoreState::Synced);
         self.metrics.relisted(kind);
-        if before != StoreState::Synced {
-            tracing::info!(resource = kind.as_str(), "store synced");
+        match (before.state, before.since) {
+            (StoreState::Synced, _) => {}
+            (StoreState::Pending, None) => {
+                tracing::info!(resource = kind.as_str(), "store synced")
+            }
+            (_, since) => tracing::info!(
+                resource = kind.as_str(),
+                after_s = since.map(|t| t.elapsed().as_secs()),
+                "store synced again"
+            ),
         }
-        if !self.started && self.all_synced() {
-            self.started = true;
+        self.maybe_start();
+        if self.scheduler.is_active() {
+            self.sweep();
+        }
+    }
+
+    fn failed(&mut self, kind: Kind, category: Category, error: String, retry_in: Duration) {
+        self.metrics.watch_error(kind, category);
+        let before = self.health.store(kind);
+        let state = match (category, before.state) {
+            (Category::Forbidden, _) => StoreState::Forbidden,
+            (_, StoreState::Pending) => StoreState::Pending,
+            (_, StoreState::Forbidden) => StoreState::Forbidden,
+            (_, StoreState::Synced | StoreState::Degraded) => StoreState::Degraded,
+        };
+        let since = if before.state == state && before.since.is_some() {
+            before.since
+        } else {
+            Some(Instant::now())
+        };
+        let changed = before.state != state || before.category != Some(category);
+        self.health.set_store(
+            kind,
+            StoreHealth {
+                state,
+                since,
+                error: Some(error.clone()),
+                category: Some(category),
+            },
+        );
+        self.metrics.store_state(kind, state);
+        let retry = format!("{:.1}s", retry_in.as_secs_f32());
+        if !changed {
+            tracing::debug!(resource = kind.as_str(), %error, retry_in = %retry, "still failing");
+        } else if category == Category::Expired {
+            tracing::info!(
+                resource = kind.as_str(),
+                "watch expired (410 Gone); relisting"
+            );
+        } else if kind == Kind::volumeleftovers && category == Category::NotFound {
+            tracing::error!(resource = kind.as_str(), %error, retry_in = %retry, "{CRD_FIX}; retrying");
+        } else if category == Category::Forbidden {
+            tracing::error!(
+                resource = kind.as_str(),
+                %error,
+                "the operator's identity may not list/watch {}: check its ClusterRole (deploy/ or the chart); retrying",
+                kind.as_str()
+            );
+            if kind == Kind::persistentvolumeclaims {
+                tracing::error!(
+                    "claims cannot be read: findings report claim.missing Unknown, never True"
+                );
+            }
+        } else {
+            tracing::warn!(
+                resource = kind.as_str(),
+                category = category.as_str(),
+                %error,
+                retry_in = %retry,
+                "list/watch failing; retrying with backoff (its answers are not used after {}s)",
+                self.health.stale_after().as_secs()
+            );
+        }
+        if state == StoreState::Forbidden && before.state != StoreState::Forbidden {
+            // Answers from this store are now Unknown: every verdict may change.
+            self.maybe_start();
+            if self.scheduler.is_active() {
+                self.sweep();
+            }
+        }
+    }
+
+    /// Logs again what still is wrong (a rate-limited reminder, not one line per attempt).
+    fn remind(&self) {
+        for kind in Kind::ALL {
+            let s = self.health.store(kind);
+            if s.state != StoreState::Synced {
+                tracing::warn!(
+                    resource = kind.as_str(),
+                    state = ?s.state,
+                    for_s = s.since.map(|t| t.elapsed().as_secs()),
+                    error = s.error.as_deref().unwrap_or(""),
+                    "store still not synced"
+                );
+            }
+        }
+        if let Some(b) = self.scheduler.blocked() {
+            tracing::warn!(
+                for_s = b.since.elapsed().as_secs(),
+                category = b.category.as_str(),
+                error = %b.error,
+                "writes to VolumeLeftovers still failing"
+            );
+        }
+    }
+
+    /// PVs and VolumeLeftovers must have listed; claims and classes listed or be forbidden
+    /// (then their answers are Unknown, never Absent).
+    fn maybe_start(&mut self) {
+        if self.scheduler.is_active() {
+            return;
+        }
+        let h = &self.health;
+        let listed = |k| matches!(h.get(k), StoreState::Synced | StoreState::Degraded);
+        let usable = |k| listed(k) || h.get(k) == StoreState::Forbidden;
+        if listed(Kind::persistentvolumes)
+            && listed(Kind::volumeleftovers)
+            && usable(Kind::persistentvolumeclaims)
+            && usable(Kind::storageclasses)
+        {
+            self.scheduler.activate();
             tracing::info!(
                 pvs = self.stores.pv.len(),
                 claims = self.stores.pvc.len(),
                 classes = self.stores.sc.len(),
                 leftovers = self.stores.vl.len(),
-                claims_readable =
-                    self.health.get(Kind::persistentvolumeclaims) == StoreState::Synced,
-                "all stores synced; evaluating every PersistentVolume"
+                claims_readable = h.get(Kind::persistentvolumeclaims) != StoreState::Forbidden,
+                "all stores listed; evaluating every PersistentVolume"
             );
         }
-        if self.started {
-            self.sweep();
-        }
-    }
-
-    /// PVs and VolumeLeftovers must be listed; claims and classes listed or forbidden (then
-    /// their answers are Unknown, never Absent).
-    fn all_synced(&self) -> bool {
-        let h = &self.health;
-        let usable = |k| matches!(h.get(k), StoreState::Synced | StoreState::Forbidden);
-        h.get(Kind::persistentvolumes) == StoreState::Synced
-            && h.get(Kind::volumeleftovers) == StoreState::Synced
-            && usable(Kind::persistentvolumeclaims)
-            && usable(Kind::storageclasses)
-    }
-
-    fn watch_error(&mut self, kind: Kind, e: &watcher::Error) {
-        self.metrics.watch_error(kind);
-        let code = error_code(e);
-        let msg = e.to_string();
-        match code {
-            Some(410) => {
-                tracing::info!(
-                    resource = kind.as_str(),
-                    "watch expired (410 Gone); relisting"
-                );
-                return;
-            }
-            Some(403) => {
-                let fix = format!(
-                    "the operator's identity may not list/watch {}: check the ClusterRole in deploy/",
-                    kind.as_str()
-                );
-                tracing::error!(resource = kind.as_str(), error = %msg, "{fix}");
-                if kind == Kind::persistentvolumeclaims {
-                    tracing::error!(
-                        "claims cannot be read: findings report claimMissing Unknown, never True"
-                    );
-                }
-                let before = self.health.get(kind);
-                self.health.set(kind, StoreState::Forbidden);
-                self.metrics.store_state(kind, StoreState::Forbidden);
-                if before != StoreState::Forbidden {
-                    if !self.started && self.all_synced() {
-                        self.started = true;
-                    }
-                    if self.started {
-                        self.sweep();
-                    }
-                }
-            }
-            Some(404) if kind == Kind::volumeleftovers => {
-                tracing::error!(
-                    error = %msg,
-                    "the VolumeLeftover CRD is not installed: kubectl apply -f crds/volumeleftovers.yaml (retrying)"
-                );
-            }
-            _ => {
-                tracing::warn!(resource = kind.as_str(), error = %msg, "watch failed; retrying with backoff")
-            }
-        }
-        self.health.set_error(kind, Some(msg));
     }
 
     /// Queues every PV and every VolumeLeftover.
     fn sweep(&mut self) {
-        let mut counts: HashMap<Reason, i64> = HashMap::new();
         for o in self.stores.vl.state() {
-            if plan::is_managed(&o)
-                && let Some(s) = &o.status
-            {
-                *counts.entry(s.reason).or_default() += 1;
-            }
-            self.mark(Arc::from(o.name_any()));
+            self.scheduler.mark(&o.name_any());
         }
         for pv in self.stores.pv.state() {
-            self.mark(Arc::from(pv.name_any()));
+            self.scheduler.mark(&pv.name_any());
         }
-        let counts: Vec<(Reason, i64)> = Reason::ALL
-            .iter()
-            .map(|r| (*r, counts.get(r).copied().unwrap_or(0)))
-            .collect();
-        self.metrics.findings(&counts);
     }
 
-    fn mark(&mut self, name: Arc<str>) {
-        if !self.started {
-            // The first sweep, when every store has synced, covers it.
+    fn set_published(&mut self, name: &str, reason: Option<Reason>) {
+        let memo = self.scheduler.memo(name);
+        let before = std::mem::replace(&mut memo.published, reason);
+        if before != reason {
+            if let Some(r) = before {
+                self.metrics.finding(r, -1);
+            }
+            if let Some(r) = reason {
+                self.metrics.finding(r, 1);
+            }
+        }
+        self.scheduler.settle(name);
+    }
+
+    /// After a relist of VolumeLeftovers: objects deleted during the gap get no Delete event.
+    fn recount_published(&mut self) {
+        let state = self.stores.vl.state();
+        let now: std::collections::HashMap<String, Reason> = state
+            .iter()
+            .filter_map(|o| Some((o.name_any(), published_reason(o)?)))
+            .collect();
+        let stale = self.scheduler.names_where(|s| s.memo.published.is_some());
+        for name in stale {
+            if !now.contains_key(name.as_ref()) {
+                self.set_published(&name, None);
+            }
+        }
+        for (name, reason) in &now {
+            self.set_published(name, Some(*reason));
+        }
+    }
+
+    fn dispatch(&mut self) {
+        if !self.scheduler.is_active() {
             return;
         }
-        if self.in_flight.contains(&name) {
-            self.again.insert(name);
-        } else if self.queued.insert(name.clone()) {
-            self.queue.push_back(name);
-        }
-    }
-
-    /// Decides queued names and starts writes, up to the concurrency bound.
-    fn dispatch(&mut self) {
-        while self.writes.len() < self.settings.concurrency {
-            let Some(name) = self.queue.pop_front() else {
-                break;
-            };
-            self.queued.remove(&name);
-            let action = self.decide(&name);
-            match action {
-                Action::Nothing => {
-                    self.failures.remove(&name);
-                }
-                Action::Foreign { name: n } => {
-                    if self.foreign_logged.insert(name.clone()) {
-                        tracing::warn!(
-                            name = %n,
-                            "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published"
-                        );
-                    }
-                }
-                action => {
-                    self.in_flight.insert(name.clone());
-                    let writer = self.writer.clone();
-                    self.writes.push(Box::pin(async move {
-                        let r = writer.execute(action).await;
-                        (name, r)
-                    }));
-                }
-            }
-        }
-    }
-
-    fn decide(&mut self, name: &Arc<str>) -> Action {
-        let now = wall_clock();
-        let synced = |k| self.health.get(k) == StoreState::Synced;
-        let lookup = StoreLookup {
-            claims: synced(Kind::persistentvolumeclaims).then_some(&self.stores.pvc),
-            classes: synced(Kind::storageclasses).then_some(&self.stores.sc),
+        let ctx = Ctx {
+            stores: &self.stores,
+            health: &self.health,
+            metrics: &self.metrics,
+            settings: &self.settings,
         };
-        let pv = self.stores.pv.get(&ObjectRef::new(name));
-        let existing = self.stores.vl.get(&ObjectRef::new(name));
-        if let Some((echo, at)) = self.echoes.get(name) {
-            let caught_up = match echo {
-                Echo::Version(rv) => existing
-                    .as_ref()
-                    .is_some_and(|o| o.metadata.resource_version.as_ref() == Some(rv)),
-                Echo::Gone => existing.is_none(),
-            };
-            let waited = at.elapsed();
-            if caught_up || waited >= ECHO_WAIT {
-                self.echoes.remove(name);
-            } else {
-                // The watch event of our own write will mark the name again; the re-check
-                // covers an echo that never comes.
-                self.recheck_after(name, ECHO_WAIT - waited);
-                return Action::Nothing;
-            }
+        let writes = self.scheduler.run(|name, memo| ctx.decide(name, memo));
+        for (name, action) in writes {
+            let writer = self.writer.clone();
+            self.writes.push(Box::pin(async move {
+                let r = writer.execute(action).await;
+                (name, r)
+            }));
         }
-        let verdict = match pv.as_deref().map(|pv| classify(pv, &lookup, now.clone())) {
-            None => None,
-            Some(Verdict::Skip(why)) => {
-                self.metrics.skipped();
-                tracing::warn!(pv = %name, "skipped: {why}");
-                Some(Verdict::Skip(why))
-            }
-            Some(v) => {
-                let suspect = matches!(&v, Verdict::Leftover(f) if f.status.reason == Reason::BoundClaimMissing);
-                let since = if suspect {
-                    Some(
-                        self.suspects
-                            .entry(name.clone())
-                            .or_insert_with(|| now.clone())
-                            .clone(),
-                    )
+    }
+
+    fn on_written(&mut self, name: &str, result: Result<Written, WriteError>) {
+        let end = match result {
+            Ok(w) => {
+                let result = if w.end == WriteEnd::Done {
+                    "ok"
                 } else {
-                    self.suspects.remove(name);
-                    None
+                    "outdated"
                 };
-                let grace = BoundGrace {
-                    grace: self.settings.bound_grace,
-                };
-                match plan::gate(v, existing.as_deref(), since, &now, grace) {
-                    Gated::Now(v) => {
-                        if suspect {
-                            tracing::warn!(pv = %name, "Bound PersistentVolume's claim is missing beyond the grace period");
-                        }
-                        Some(v)
-                    }
-                    Gated::Later(wait) => {
-                        tracing::info!(pv = %name, ?wait, "Bound PersistentVolume's claim looks missing; checking again after the grace period");
-                        self.recheck_after(name, wait);
-                        return Action::Nothing;
-                    }
+                self.metrics.write(w.op, result, w.requests);
+                if let Some(echo) = w.echo {
+                    self.scheduler.memo(name).echo =
+                        Some((echo, Instant::now() + self.settings.echo_wait));
                 }
-            }
-        };
-        plan::plan(name, verdict.as_ref(), existing.as_deref())
-    }
-
-    /// Evaluates `name` again after `wait`, replacing any re-check already pending for it.
-    fn recheck_after(&mut self, name: &Arc<str>, wait: Duration) {
-        match self.delayed.get(name) {
-            Some(key) => self.delays.reset(key, wait),
-            None => {
-                let key = self.delays.insert(name.clone(), wait);
-                self.delayed.insert(name.clone(), key);
-            }
-        }
-    }
-
-    fn on_written(&mut self, name: Arc<str>, result: WriteResult) {
-        self.in_flight.remove(&name);
-        match result {
-            Ok((op, echo)) => {
-                self.metrics.write(op, true);
-                self.failures.remove(&name);
-                if let Some(echo) = echo {
-                    self.echoes
-                        .insert(name.clone(), (echo, tokio::time::Instant::now()));
-                }
-                tracing::debug!(%name, op, "written");
+                tracing::debug!(%name, op = w.op, result, "written");
+                w.end
             }
             Err(e) => {
-                self.metrics.write(e.op(), false);
-                let n = self.failures.entry(name.clone()).or_default();
-                *n = n.saturating_add(1);
-                let wait = Duration::from_secs(1u64 << (*n).min(8)).min(Duration::from_secs(300));
-                tracing::warn!(error = %e, retry_in = ?wait, "write failed");
-                self.recheck_after(&name, wait);
+                self.metrics.write(e.op(), e.category().as_str(), 1);
+                let first = self.scheduler.get(name).is_none_or(|s| s.failures() == 0);
+                if first && self.scheduler.blocked().is_none() {
+                    tracing::warn!(error = %e, "write failed; retrying with backoff");
+                } else {
+                    tracing::debug!(error = %e, "write failed again");
+                }
+                WriteEnd::Failed {
+                    category: e.category(),
+                    write_wide: e.write_wide(),
+                    error: e.to_string(),
+                }
             }
-        }
-        if self.again.remove(&name) {
-            self.mark(name);
+        };
+        match self.scheduler.end_write(name, end) {
+            Some(Condition::Blocked { category, error }) => {
+                let fix = if category == Category::NotFound {
+                    format!("; {CRD_FIX}")
+                } else {
+                    String::new()
+                };
+                tracing::error!(
+                    category = category.as_str(),
+                    %error,
+                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{fix}"
+                );
+                self.health
+                    .set_writes_blocked(Some(format!("{}: {error}{fix}", category.as_str())));
+                self.metrics.writes_blocked(true);
+            }
+            Some(Condition::Unblocked) => {
+                tracing::info!("writes to VolumeLeftovers work again");
+                self.health.set_writes_blocked(None);
+                self.metrics.writes_blocked(false);
+            }
+            None => {}
         }
     }
 }
 
-fn error_code(e: &watcher::Error) -> Option<u16> {
-    match e {
-        watcher::Error::InitialListFailed(kube::Error::Api(s))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
-        watcher::Error::WatchError(s) => Some(s.code),
-        _ => None,
+/// What a decision may read.
+struct Ctx<'a> {
+    stores: &'a Stores,
+    health: &'a Health,
+    metrics: &'a Metrics,
+    settings: &'a Settings,
+}
+
+impl Ctx<'_> {
+    fn decide(&self, name: &str, memo: &mut Memo) -> Decision<Action> {
+        self.metrics.decided();
+        let now_i = Instant::now();
+        // The subject and the operator's own objects must be current, or nothing is decided;
+        // the sweep after their next list brings every name back.
+        for kind in [Kind::persistentvolumes, Kind::volumeleftovers] {
+            if self.health.trust(kind, now_i) != Trust::Current {
+                self.hold(memo, Some(Held::Undecided));
+                return Decision::Idle;
+            }
+        }
+        let existing = self.stores.vl.get(&ObjectRef::new(name));
+        if let Some((echo, deadline)) = &memo.echo {
+            if caught_up(echo, existing.as_deref()) || now_i >= *deadline {
+                memo.echo = None;
+            } else {
+                // The watch event of our own write will mark the name again; the wake-up
+                // covers an echo that never comes.
+                return Decision::WaitFor(deadline.saturating_duration_since(now_i));
+            }
+        }
+        let now = wall_clock();
+        let lookup = StoreLookup {
+            claims: View::new(
+                &self.stores.pvc,
+                self.health.trust(Kind::persistentvolumeclaims, now_i),
+            ),
+            classes: View::new(
+                &self.stores.sc,
+                self.health.trust(Kind::storageclasses, now_i),
+            ),
+        };
+        let pv = self.stores.pv.get(&ObjectRef::new(name));
+        let verdict = pv.as_deref().map(|pv| classify(pv, &lookup, now.clone()));
+        let (action, held) = match verdict {
+            None => {
+                memo.observed = None;
+                (plan::plan(name, None, existing.as_deref(), &now), None)
+            }
+            Some(v) => {
+                let held = match &v {
+                    Verdict::Skip(why) => {
+                        self.log_once(memo, name, why, true);
+                        Some(Held::Skipped)
+                    }
+                    Verdict::Undecided(why) => {
+                        tracing::debug!(pv = %name, "undecided: {why}");
+                        Some(Held::Undecided)
+                    }
+                    Verdict::Healthy | Verdict::Leftover(_) => None,
+                };
+                let reason = match &v {
+                    Verdict::Leftover(f) => Some(f.status.reason),
+                    _ => None,
+                };
+                let graces = self.settings.graces;
+                match plan::gate(v, existing.as_deref(), &mut memo.observed, &now, graces) {
+                    Gated::Later(wait) => {
+                        self.hold(memo, reason.map(Held::Pending));
+                        tracing::debug!(pv = %name, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends");
+                        return Decision::WaitFor(wait);
+                    }
+                    Gated::Now {
+                        verdict,
+                        first_seen,
+                    } => (
+                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen),
+                        held,
+                    ),
+                }
+            }
+        };
+        self.hold(memo, held);
+        match action {
+            Action::Nothing => {
+                if held != Some(Held::Skipped) {
+                    memo.logged = None;
+                }
+                Decision::Idle
+            }
+            Action::Foreign { name: n } => {
+                self.log_once(
+                    memo,
+                    &n,
+                    "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published",
+                    true,
+                );
+                Decision::Idle
+            }
+            write => Decision::Write(write),
+        }
+    }
+
+    /// Records why a name is held, keeping the gauges current.
+    fn hold(&self, memo: &mut Memo, held: Option<Held>) {
+        let before = std::mem::replace(&mut memo.held, held);
+        if before == held {
+            return;
+        }
+        for (h, delta) in [(before, -1), (held, 1)] {
+            match h {
+                Some(Held::Pending(r)) => self.metrics.pending(r, delta),
+                Some(Held::Undecided) => self.metrics.undecided(delta),
+                Some(Held::Skipped) => self.metrics.skipped(delta),
+                None => {}
+            }
+        }
+    }
+
+    /// Logs `line` about `name` once per change.
+    fn log_once(&self, memo: &mut Memo, name: &str, line: &str, warn: bool) {
+        if memo.logged.as_deref() == Some(line) {
+            return;
+        }
+        if warn {
+            tracing::warn!(pv = %name, "{line}");
+        } else {
+            tracing::info!(pv = %name, "{line}");
+        }
+        memo.logged = Some(line.to_string());
+    }
+}
+
+/// The reason a managed VolumeLeftover publishes.
+fn published_reason(o: &VolumeLeftover) -> Option<Reason> {
+    plan::is_managed(o)
+        .then_some(o.status.as_ref().map(|s| s.reason))
+        .flatten()
+}
+
+/// Whether the store shows what the operator's write left behind.
+fn caught_up(echo: &Echo, existing: Option<&VolumeLeftover>) -> bool {
+    match echo {
+        Echo::Version(rv) => existing
+            .and_then(|o| o.metadata.resource_version.as_deref())
+            .is_some_and(|have| at_least(have, rv)),
+        Echo::Gone => existing.is_none(),
+        Echo::Exists => existing.is_some(),
+    }
+}
+
+/// `have` is `want` or later. resourceVersions are etcd revisions in practice; when they do not
+/// parse as numbers, only equality counts.
+fn at_least(have: &str, want: &str) -> bool {
+    match (have.parse::<u64>(), want.parse::<u64>()) {
+        (Ok(h), Ok(w)) => h >= w,
+        _ => have == want,
     }
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Drops what [`Volume`] still reads but nothing uses: labels, annotations, managedFields,
-/// finalizers.
+/// Drops what [`Volume`] still reads but nothing uses: labels, annotations, managedFields.
+/// Finalizers stay: a terminating volume's message names what holds it.
 pub fn strip_pv(pv: &mut Volume) {
     let m = &mut pv.metadata;
     m.managed_fields = None;
     m.annotations = None;
     m.labels = None;
-    m.finalizers = None;
 }
 
 /// Keeps a claim's identity (namespace, name, uid, deletionTimestamp).

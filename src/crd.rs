@@ -68,6 +68,7 @@ pub struct VolumeLeftoverSpec {
     pub volume_name: String,
     /// UID of that PersistentVolume. A PV deleted and re-created under the same name is a
     /// different volume with a different UID.
+    #[serde(rename = "volumeUID")]
     pub volume_uid: String,
 }
 
@@ -122,37 +123,50 @@ pub struct VolumeLeftoverStatus {
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
 )]
 pub enum Reason {
-    /// Released; the claim its claimRef names no longer exists and no claim of that name does.
-    /// The volume that survived the claim: expected after deleting a claim of a Retain volume.
+    /// Released; no claim of the claimRef's namespace and name exists. The volume that survived
+    /// the claim: expected after deleting the claim of a Retain volume.
     ClaimDeleted,
-    /// Released; a claim with the claimRef's namespace and name exists but has a different UID.
-    /// Names are not identities: the new claim cannot bind this volume while the claimRef names
-    /// the old UID.
+    /// Released; a claim with the claimRef's namespace and name exists but has another UID (see
+    /// `claim.currentUID`). Names are not identities: that new claim cannot bind this volume
+    /// while the claimRef names the old UID.
     ClaimRecreated,
     /// Released, yet the claim with the claimRef's UID still exists (its deletion has not
-    /// completed, for example it is terminating).
+    /// completed, for example it is terminating). Published only after the grace period: the PV
+    /// controller releases a volume only once its claim is gone, so this is normally a moment
+    /// between two watch streams.
     ClaimStillPresent,
-    /// Released, but whether its claim still exists cannot be told: claims could not be read
-    /// (forbidden), or the claimRef lacks a namespace or name.
+    /// Released, but claims cannot be read (forbidden): whether its claim still exists is
+    /// unknown. A 403 is not a 404.
     ClaimUnknown,
-    /// Released with no claimRef at all (half-patched by hand).
+    /// Released or Failed with a claimRef that does not identify a claim: it lacks a namespace or
+    /// a name, or names a kind other than PersistentVolumeClaim (see the hints).
+    ClaimRefInvalid,
+    /// Released with no claimRef at all: half-patched by hand. Published only after the grace
+    /// period, because clearing the claimRef is also the documented way to reuse a volume, which
+    /// makes it Released without a claimRef for the moment before it turns Available.
     ReleasedWithoutClaim,
     /// Bound, but the claim it names is gone or has another UID, for longer than the grace
     /// period. Should never last: a controller is stuck or the volume was tampered with.
     BoundClaimMissing,
+    /// Available (or Pending, or in a phase Kubernetes does not define) with a claimRef naming a
+    /// claim that does not exist, for longer than the grace period: typically pre-bound by the
+    /// "reuse" patch for a claim that never came. The volume waits for it forever.
+    PreboundClaimMissing,
     /// Phase Failed: the reclaim (recycle or delete) of the volume failed.
     ReclaimFailed,
 }
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 9] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
         Reason::ClaimUnknown,
+        Reason::ClaimRefInvalid,
         Reason::ReleasedWithoutClaim,
         Reason::BoundClaimMissing,
+        Reason::PreboundClaimMissing,
         Reason::ReclaimFailed,
     ];
 
@@ -163,8 +177,10 @@ impl Reason {
             Reason::ClaimRecreated => "ClaimRecreated",
             Reason::ClaimStillPresent => "ClaimStillPresent",
             Reason::ClaimUnknown => "ClaimUnknown",
+            Reason::ClaimRefInvalid => "ClaimRefInvalid",
             Reason::ReleasedWithoutClaim => "ReleasedWithoutClaim",
             Reason::BoundClaimMissing => "BoundClaimMissing",
+            Reason::PreboundClaimMissing => "PreboundClaimMissing",
             Reason::ReclaimFailed => "ReclaimFailed",
         }
     }
@@ -175,8 +191,9 @@ impl Reason {
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
 )]
 pub enum Hint {
-    /// The volume's reclaim policy is Delete, yet it is Released or Failed: the provisioner's
-    /// delete hung or failed. Not a Retain success; the backend disk may be half-deleted.
+    /// The volume's reclaim policy is Delete, yet it has stayed Released or Failed for longer
+    /// than the grace period: the provisioner's delete hung or failed. Not a Retain success; the
+    /// backend disk may be half-deleted.
     ReclaimPolicyDelete,
     /// The volume's reclaim policy differs from its StorageClass's: one of them was changed
     /// after provisioning. Both are reported; neither is fixed.
@@ -185,6 +202,30 @@ pub enum Hint {
     StorageClassMissing,
     /// StorageClasses could not be read (forbidden): the class's policy and existence are unknown.
     StorageClassUnknown,
+    /// The PersistentVolume is being deleted (deletionTimestamp set) and is held by finalizers.
+    VolumeTerminating,
+    /// The claimRef names a kind other than PersistentVolumeClaim.
+    ClaimRefNotAClaim,
+    /// The claimRef lacks a namespace or a name, so no claim can be looked up.
+    ClaimRefIncomplete,
+    /// The volume's phase is missing or not one Kubernetes defines.
+    PhaseUnknown,
+}
+
+impl Hint {
+    /// The hint as written in the object.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hint::ReclaimPolicyDelete => "ReclaimPolicyDelete",
+            Hint::ReclaimPolicyMismatch => "ReclaimPolicyMismatch",
+            Hint::StorageClassMissing => "StorageClassMissing",
+            Hint::StorageClassUnknown => "StorageClassUnknown",
+            Hint::VolumeTerminating => "VolumeTerminating",
+            Hint::ClaimRefNotAClaim => "ClaimRefNotAClaim",
+            Hint::ClaimRefIncomplete => "ClaimRefIncomplete",
+            Hint::PhaseUnknown => "PhaseUnknown",
+        }
+    }
 }
 
 /// A three-valued answer: a 403 on claims makes "is the claim missing?" Unknown, never True.
@@ -247,13 +288,19 @@ pub struct ClaimInfo {
     /// `spec.claimRef.uid`: the identity of the claim the volume was bound to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
-    /// Whether the claim the claimRef identifies (namespace, name and, when set, UID) is gone.
-    /// True also when a claim of the same name exists with another UID (see `currentUid`).
-    /// Unknown when claims could not be read: a 403 is not a 404.
+    /// Whether no claim of the claimRef's namespace and name exists: the original tool's
+    /// `claim_missing`, with the same meaning everywhere. False when one exists, even with
+    /// another UID (then `reason` and `currentUID` say so), and when the claimRef lacks a
+    /// namespace or name (nothing to look up). Unknown when claims could not be read: a 403 is
+    /// not a 404.
     pub missing: Tristate,
     /// UID of the claim that now exists under the claimRef's namespace and name, when it is not
     /// the claim the volume names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "currentUID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub current_uid: Option<String>,
 }
 

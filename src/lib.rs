@@ -1,19 +1,30 @@
 //! volume-leftovers: reports PersistentVolumes that survived their claims.
 //!
-//! Pure modules ([`classify`], [`plan`], [`index`], [`crd`]) decide; [`controller`] and [`scan`]
-//! do the I/O. Only [`controller`]'s writer writes, and only VolumeLeftovers.
+//! Pure modules ([`classify`], [`plan`], [`index`], [`lookup`], [`category`], [`backoff`],
+//! [`crd`], [`cli`]) decide; [`schedule`] is the loop's state machine (no I/O, tokio's clock);
+//! [`feed`], [`controller`] and [`scan`] do the I/O. Only [`writer`] writes, and only
+//! VolumeLeftovers.
 
+pub mod backoff;
+pub mod category;
 pub mod classify;
 pub mod cli;
+pub mod clock;
 pub mod controller;
 pub mod crd;
+pub mod feed;
 pub mod index;
+pub mod lookup;
 pub mod plan;
 pub mod scan;
+pub mod schedule;
 pub mod telemetry;
 #[cfg(test)]
 mod tests;
 pub mod volume;
+pub mod writer;
+
+use std::time::Duration;
 
 use std::sync::Arc;
 
@@ -32,7 +43,10 @@ pub fn crd_yaml() -> Result<String, serde_saphyr::ser::Error> {
 pub enum FatalError {
     /// No usable kubeconfig or in-cluster configuration.
     #[error("no Kubernetes client configuration (set KUBECONFIG, or run in a pod): {0}")]
-    Client(#[source] kube::Error),
+    Config(String),
+    /// The client could not be built from the configuration.
+    #[error("building the Kubernetes client: {0}")]
+    Client(String),
     /// The health endpoint could not listen.
     #[error("serving /healthz, /readyz and /metrics on {addr}: {source}")]
     Listen {
@@ -52,17 +66,51 @@ pub enum FatalError {
     Crd(#[from] serde_saphyr::ser::Error),
 }
 
-/// Builds a client from `$KUBECONFIG`, `~/.kube/config` or the in-cluster environment.
-pub async fn client() -> Result<kube::Client, FatalError> {
-    kube::Client::try_default()
+/// Bounds every request of a client: connecting, reading (a little longer than the server's
+/// watch timeout, so a healthy quiet watch never trips it, while a request that hangs does), and
+/// turns off kube's built-in retry of 429/503/504 (up to 15 retries with delays of up to 1,000 s:
+/// a hang in practice), because every caller here retries with its own backoff.
+pub fn tune(config: &mut kube::Config, watch_timeout: Duration) {
+    config.connect_timeout = Some(Duration::from_secs(10));
+    config.read_timeout = Some(watch_timeout + Duration::from_secs(15));
+    config.reset_reader_on_write = true;
+    config.write_timeout = Some(Duration::from_secs(30));
+    config.default_retry = false;
+}
+
+/// Builds a client from `$KUBECONFIG`, `~/.kube/config` or the in-cluster environment, tuned
+/// with [`tune`]. Returns the API server's URL too, for messages.
+pub async fn client(watch_timeout: Duration) -> Result<(kube::Client, String), FatalError> {
+    let mut config = kube::Config::infer()
         .await
-        .map_err(FatalError::Client)
+        .map_err(|e| FatalError::Config(e.to_string()))?;
+    tune(&mut config, watch_timeout);
+    let server = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).map_err(|e| FatalError::Client(e.to_string()))?;
+    Ok((client, server.trim_end_matches('/').to_string()))
+}
+
+/// The loop's settings from the flags of `run`.
+pub fn settings(args: &RunArgs) -> controller::Settings {
+    controller::Settings {
+        concurrency: usize::from(args.concurrency),
+        resync: args.resync,
+        graces: plan::Graces {
+            grace: args.grace,
+            delete_grace: args.delete_grace,
+        },
+        page_size: args.page_size,
+        watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(290),
+        request_timeout: args.request_timeout,
+        ..controller::Settings::default()
+    }
 }
 
 /// Runs the operator until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), FatalError> {
-    let client = client().await?;
-    let health = Arc::new(Health::default());
+    let (client, server) = client(args.watch_timeout).await?;
+    tracing::info!(%server, "starting");
+    let health = Arc::new(Health::new(args.stale_after));
     let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signals = shutdown_signal().map_err(FatalError::Signal)?;
@@ -84,12 +132,7 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
             },
         ))
     };
-    let settings = controller::Settings {
-        concurrency: usize::from(args.concurrency),
-        resync: args.resync,
-        bound_grace: args.bound_grace,
-        page_size: args.page_size,
-    };
+    let settings = settings(&args);
     let mut rx = stop_rx;
     let controller = controller::run(client, settings, health, metrics, async move {
         let _ = rx.wait_for(|s| *s).await;

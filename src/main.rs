@@ -1,5 +1,6 @@
 //! Entry point: parse flags, set up logging, dispatch. Exit codes: 0 ok (scan: no leftovers),
-//! 1 error, 2 usage error, 3 scan found leftovers.
+//! 1 error, 2 usage error, 3 scan found leftovers, 4 scan incomplete (claims or classes could not
+//! be read).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -7,7 +8,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use volume_leftovers::FatalError;
-use volume_leftovers::cli::{Cli, Command, LogFormat};
+use volume_leftovers::cli::{Cli, Command, LogFormat, ScanArgs};
+use volume_leftovers::scan::Outcome;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -21,31 +23,46 @@ async fn main() -> ExitCode {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
-    let result = match cli.command {
-        Command::Crd => volume_leftovers::crd_yaml()
-            .map(|y| {
+    match cli.command {
+        Command::Crd => match volume_leftovers::crd_yaml() {
+            Ok(y) => {
                 print!("{y}");
                 ExitCode::SUCCESS
-            })
-            .map_err(FatalError::from),
-        Command::Run(args) => volume_leftovers::run(args)
-            .await
-            .map(|()| ExitCode::SUCCESS),
-        Command::Scan(args) => scan(args.output).await,
-    };
-    result.unwrap_or_else(|e| {
-        tracing::error!("{e}");
-        ExitCode::FAILURE
-    })
+            }
+            Err(e) => fatal("crd", &FatalError::from(e)),
+        },
+        Command::Run(args) => match volume_leftovers::run(args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fatal("run", &e),
+        },
+        Command::Scan(args) => scan(args).await,
+    }
 }
 
-async fn scan(format: volume_leftovers::scan::Format) -> Result<ExitCode, FatalError> {
-    let client = volume_leftovers::client().await?;
+/// One line on stderr, naming the command and the cause.
+fn fatal(command: &str, e: &FatalError) -> ExitCode {
+    eprintln!("volume-leftovers {command}: {e}");
+    ExitCode::FAILURE
+}
+
+async fn scan(args: ScanArgs) -> ExitCode {
+    let (client, server) = match volume_leftovers::client(args.request_timeout).await {
+        Ok(c) => c,
+        Err(e) => return fatal("scan", &e),
+    };
     let mut out = std::io::stdout().lock();
-    let found = volume_leftovers::scan::run(client, format, &mut out).await?;
-    Ok(if found == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    })
+    match volume_leftovers::scan::run(client, &server, args.request_timeout, args.output, &mut out)
+        .await
+    {
+        Ok((_, Outcome::Clean)) => ExitCode::SUCCESS,
+        Ok((_, Outcome::Found)) => ExitCode::from(3),
+        Ok((report, Outcome::Incomplete)) => {
+            eprintln!(
+                "volume-leftovers scan: the census is incomplete: the identity may not {} on {server}; rows say null where they depend on it",
+                report.missing.join(" or ")
+            );
+            ExitCode::from(4)
+        }
+        Err(e) => fatal("scan", &FatalError::from(e)),
+    }
 }

@@ -1,8 +1,11 @@
-//! What to write for one PersistentVolume name. Pure: no client, no clock.
+//! What to write for one PersistentVolume name. Pure: no client, no clock (the time is an
+//! argument).
 //!
 //! Given the verdict, the VolumeLeftover that exists now (from the operator's own reflector) and
-//! the time, decides whether to apply, delete or leave alone. Nothing is written when the object
-//! already says the same, so a converged cluster sees no writes, even after a restart.
+//! the time, decides whether to create, apply, delete or leave alone, and holds back states that
+//! are normally only passing through until they have lasted their grace period. Nothing is
+//! written when the object already says the same, so a converged cluster sees no writes, even
+//! after a restart.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,11 +23,14 @@ pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "volume-leftovers";
 /// Label with the finding's reason.
 pub const LABEL_REASON: &str = "leftovers.dev/reason";
-/// Label with the claim's namespace.
+/// Label with the claim's namespace (empty when the claimRef names none).
 pub const LABEL_CLAIM_NAMESPACE: &str = "leftovers.dev/claim-namespace";
-/// Label with the StorageClass name.
+/// Label with the StorageClass name (empty when there is none, or it is not a valid label value).
 pub const LABEL_STORAGE_CLASS: &str = "leftovers.dev/storage-class";
 /// Every label this operator writes; any other label on a VolumeLeftover belongs to someone else.
+/// Every one of them is always written (empty when there is nothing to say), so the set of
+/// fields the operator owns never shrinks: a field left out of a server-side apply after a
+/// create would stay behind, owned by nobody who would remove it.
 pub const OWN_LABELS: [&str; 4] = [
     MANAGED_BY,
     LABEL_REASON,
@@ -35,9 +41,16 @@ pub const OWN_LABELS: [&str; 4] = [
 /// The decision for one name.
 #[derive(Clone, Debug)]
 pub enum Action {
-    /// The object already says what it should (or there is nothing to say).
+    /// The object already says what it should (or there is nothing to say, or nothing may be
+    /// said yet).
     Nothing,
-    /// Server-side apply the object; `meta` and `status` say which of the two parts differ.
+    /// No object of this name is known: create it (a create request, so that an object someone
+    /// else made under this name is never taken over), then apply its status.
+    Create {
+        /// The complete desired object.
+        object: Box<VolumeLeftover>,
+    },
+    /// The operator's own object differs: server-side apply the parts that differ.
     Apply {
         /// The complete desired object.
         object: Box<VolumeLeftover>,
@@ -45,6 +58,9 @@ pub enum Action {
         meta: bool,
         /// Status differs.
         status: bool,
+        /// The resourceVersion the decision was made on: the apply is refused if the object
+        /// changed (or was deleted and re-made by someone else) since.
+        resource_version: Option<String>,
     },
     /// Delete the managed object with this UID (precondition, so a newer object survives).
     Delete {
@@ -60,55 +76,147 @@ pub enum Action {
     },
 }
 
-/// Grace for `BoundClaimMissing`, which real clusters show transiently.
-#[derive(Clone, Copy, Debug)]
-pub struct BoundGrace {
-    /// How long the state must persist before it is published.
+/// How long states that are normally only passing through must last before they are published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Graces {
+    /// For races between watches and hand-made half states: `ClaimStillPresent`,
+    /// `ReleasedWithoutClaim`, `BoundClaimMissing`, `PreboundClaimMissing`.
     pub grace: Duration,
+    /// For a Released or Failed volume whose reclaim policy is Delete: the provisioner is
+    /// normally deleting it.
+    pub delete_grace: Duration,
+}
+
+/// Where a state's grace clock starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockStart {
+    /// At the volume's `status.lastPhaseTransitionTime`: the phase alone defines the state (a
+    /// Delete-policy volume Released or Failed; a Released volume whose claim is still present),
+    /// so the state began exactly then, and an operator restart does not restart the clock.
+    Phase,
+    /// At the first time this process saw the state: it depends on something the phase does not
+    /// date (a claim that vanished, a claimRef cleared or set by hand long after the phase
+    /// changed), so the phase's time would start the clock too early.
+    Observed,
+}
+
+/// The grace a finding's state needs, and where its clock starts. Zero: publish at once.
+pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
+    let s = &f.status;
+    let (base, clock) = match s.reason {
+        Reason::ClaimStillPresent => (graces.grace, ClockStart::Phase),
+        Reason::ReleasedWithoutClaim | Reason::BoundClaimMissing | Reason::PreboundClaimMissing => {
+            (graces.grace, ClockStart::Observed)
+        }
+        Reason::ClaimDeleted
+        | Reason::ClaimRecreated
+        | Reason::ClaimUnknown
+        | Reason::ClaimRefInvalid
+        | Reason::ReclaimFailed => (Duration::ZERO, ClockStart::Phase),
+    };
+    let deleting =
+        s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed");
+    let grace = if deleting {
+        base.max(graces.delete_grace)
+    } else {
+        base
+    };
+    let clock = if s.phase_since.is_none() {
+        // Old API servers (before lastPhaseTransitionTime) and hand-written statuses.
+        ClockStart::Observed
+    } else {
+        clock
+    };
+    (grace, clock)
+}
+
+/// The grace clock of one name, kept by the caller across evaluations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    /// The volume the clock is about.
+    pub volume_uid: String,
+    /// The reason the clock is about.
+    pub reason: Reason,
+    /// When this process first saw that state.
+    pub since: Time,
 }
 
 /// Result of applying the grace rule.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Gated {
-    /// Publish this verdict.
-    Now(Verdict),
-    /// Not yet: look again after this long (the suspicion started at `since`).
+    /// Publish this verdict; a new object gets this `firstSeen`.
+    Now {
+        /// The verdict.
+        verdict: Verdict,
+        /// When the finding began to hold (for a new object).
+        first_seen: Time,
+    },
+    /// Not yet: keep what is published (if anything) and look again after this long.
     Later(Duration),
 }
 
-/// Holds back a `BoundClaimMissing` finding until it has persisted for the grace period, unless
-/// it is already published (a restart does not retract a published finding).
+/// Holds back states that are normally only passing through until they have lasted their grace
+/// period, and dates the finding for `firstSeen`.
 ///
-/// `suspect_since` is when this process first saw the PV in that state, if it has; the caller
-/// keeps it. `now` and `suspect_since` are wall-clock times.
+/// `observed` is the caller's clock for this name: updated here (started when the state is new,
+/// cleared when there is no held state). A finding that is already published with the same
+/// reason for the same volume is published again at once: a restart never retracts it.
 pub fn gate(
     verdict: Verdict,
     existing: Option<&VolumeLeftover>,
-    suspect_since: Option<Time>,
+    observed: &mut Option<Observed>,
     now: &Time,
-    grace: BoundGrace,
+    graces: Graces,
 ) -> Gated {
     let Verdict::Leftover(f) = &verdict else {
-        return Gated::Now(verdict);
+        *observed = None;
+        return Gated::Now {
+            verdict,
+            first_seen: now.clone(),
+        };
     };
-    if f.status.reason != Reason::BoundClaimMissing {
-        return Gated::Now(verdict);
+    let (grace, clock) = grace_of(f, graces);
+    let reason = f.status.reason;
+    let same = |o: &Observed| o.volume_uid == f.volume_uid && o.reason == reason;
+    if !observed.as_ref().is_some_and(same) {
+        *observed = Some(Observed {
+            volume_uid: f.volume_uid.clone(),
+            reason,
+            since: now.clone(),
+        });
     }
+    let start = match (clock, &f.status.phase_since) {
+        (ClockStart::Phase, Some(t)) => t.clone(),
+        _ => observed
+            .as_ref()
+            .map_or_else(|| now.clone(), |o| o.since.clone()),
+    };
+    let first_seen = match clock {
+        ClockStart::Phase => add(&start, grace),
+        ClockStart::Observed => now.clone(),
+    };
     let published = existing
         .filter(|o| is_managed(o) && o.spec.volume_uid == f.volume_uid)
         .and_then(|o| o.status.as_ref())
-        .is_some_and(|s| s.reason == Reason::BoundClaimMissing);
-    if published {
-        return Gated::Now(verdict);
-    }
-    let since = suspect_since.unwrap_or_else(|| now.clone());
-    let elapsed = now.0.duration_since(since.0);
-    let elapsed = Duration::try_from(elapsed).unwrap_or(Duration::ZERO);
-    if elapsed >= grace.grace {
-        Gated::Now(verdict)
+        .is_some_and(|s| s.reason == reason);
+    let elapsed = Duration::try_from(now.0.duration_since(start.0)).unwrap_or(Duration::ZERO);
+    if grace.is_zero() || published || elapsed >= grace {
+        Gated::Now {
+            verdict,
+            first_seen,
+        }
     } else {
-        Gated::Later(grace.grace - elapsed)
+        Gated::Later(grace - elapsed)
     }
+}
+
+/// `t + d`, to the second; `t` itself if the sum is out of range.
+fn add(t: &Time, d: Duration) -> Time {
+    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    Time(
+        t.0.checked_add(jiff::SignedDuration::from_secs(secs))
+            .unwrap_or(t.0),
+    )
 }
 
 /// Whether the object carries the operator's managed-by label.
@@ -123,7 +231,13 @@ pub fn is_managed(o: &VolumeLeftover) -> bool {
 /// Decides what to write for one PV name.
 ///
 /// `verdict` is `None` when the PV does not exist. `existing` is the VolumeLeftover of that name.
-pub fn plan(name: &str, verdict: Option<&Verdict>, existing: Option<&VolumeLeftover>) -> Action {
+/// `first_seen` dates a finding that has no object yet.
+pub fn plan(
+    name: &str,
+    verdict: Option<&Verdict>,
+    existing: Option<&VolumeLeftover>,
+    first_seen: &Time,
+) -> Action {
     if existing.is_some_and(|o| !is_managed(o)) {
         // Someone else's object under our name: never touched, never deleted.
         return match verdict {
@@ -135,23 +249,30 @@ pub fn plan(name: &str, verdict: Option<&Verdict>, existing: Option<&VolumeLefto
     }
     match verdict {
         Some(Verdict::Leftover(f)) => {
-            let object = desired(f, existing);
-            let (meta, status) = match existing {
-                None => (true, true),
-                Some(e) => (!same_meta(e, &object), e.status != object.status),
-            };
-            if meta || status {
-                Action::Apply {
+            let object = desired(f, existing, first_seen);
+            match existing {
+                None => Action::Create {
                     object: Box::new(object),
-                    meta,
-                    status,
+                },
+                Some(e) => {
+                    let meta = !same_meta(e, &object);
+                    let status = e.status != object.status;
+                    if meta || status {
+                        Action::Apply {
+                            object: Box::new(object),
+                            meta,
+                            status,
+                            resource_version: e.metadata.resource_version.clone(),
+                        }
+                    } else {
+                        Action::Nothing
+                    }
                 }
-            } else {
-                Action::Nothing
             }
         }
-        // A skipped PV keeps whatever was published: the odd object is logged, not un-reported.
-        Some(Verdict::Skip(_)) => Action::Nothing,
+        // A skipped or undecided PV keeps whatever was published: the odd object is logged, and
+        // nothing is concluded from an unknown.
+        Some(Verdict::Skip(_) | Verdict::Undecided(_)) => Action::Nothing,
         Some(Verdict::Healthy) | None => match existing {
             Some(e) => Action::Delete {
                 name: name.to_string(),
@@ -163,17 +284,18 @@ pub fn plan(name: &str, verdict: Option<&Verdict>, existing: Option<&VolumeLefto
 }
 
 /// The complete object for a finding. `firstSeen` is kept from the existing object when it is
-/// about the same volume (uid).
-pub fn desired(f: &Finding, existing: Option<&VolumeLeftover>) -> VolumeLeftover {
+/// about the same volume (uid); otherwise it is `first_seen`.
+pub fn desired(
+    f: &Finding,
+    existing: Option<&VolumeLeftover>,
+    first_seen: &Time,
+) -> VolumeLeftover {
     let mut status = f.status.clone();
-    // Only for the same volume: a PV re-created under the same name is a new finding.
-    if let Some(seen) = existing
+    status.first_seen = existing
+        // Only for the same volume: a PV re-created under the same name is a new finding.
         .filter(|e| e.spec.volume_uid == f.volume_uid)
         .and_then(|e| e.status.as_ref())
-        .map(|s| s.first_seen.clone())
-    {
-        status.first_seen = seen;
-    }
+        .map_or_else(|| first_seen.clone(), |s| s.first_seen.clone());
     let mut o = VolumeLeftover::new(
         &f.volume_name,
         VolumeLeftoverSpec {
@@ -201,33 +323,29 @@ pub fn desired(f: &Finding, existing: Option<&VolumeLeftover>) -> VolumeLeftover
 }
 
 fn labels(f: &Finding) -> BTreeMap<String, String> {
-    let mut l = BTreeMap::new();
-    l.insert(MANAGED_BY.into(), MANAGED_BY_VALUE.into());
-    l.insert(LABEL_REASON.into(), f.status.reason.as_str().into());
-    if let Some(ns) = f
-        .status
-        .claim
-        .as_ref()
-        .and_then(|c| c.namespace.as_deref())
-        .filter(|v| is_label_value(v))
-    {
-        l.insert(LABEL_CLAIM_NAMESPACE.into(), ns.into());
-    }
-    if let Some(class) = f
-        .status
-        .storage_class
-        .as_ref()
-        .map(|c| c.name.as_str())
-        .filter(|v| is_label_value(v))
-    {
-        l.insert(LABEL_STORAGE_CLASS.into(), class.into());
-    }
-    l
+    let value = |v: Option<&str>| {
+        v.filter(|v| is_label_value(v))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let s = &f.status;
+    BTreeMap::from([
+        (MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
+        (LABEL_REASON.to_string(), s.reason.as_str().to_string()),
+        (
+            LABEL_CLAIM_NAMESPACE.to_string(),
+            value(s.claim.as_ref().and_then(|c| c.namespace.as_deref())),
+        ),
+        (
+            LABEL_STORAGE_CLASS.to_string(),
+            value(s.storage_class.as_ref().map(|c| c.name.as_str())),
+        ),
+    ])
 }
 
-/// A label value: at most 63 characters, alphanumerics and `-_.` inside, alphanumeric at both
-/// ends. StorageClass names may be up to 253 characters: those get no label rather than a
-/// rejected write.
+/// A non-empty label value: at most 63 characters, alphanumerics and `-_.` inside, alphanumeric
+/// at both ends. StorageClass names may be up to 253 characters: those get an empty label rather
+/// than a rejected write.
 pub fn is_label_value(v: &str) -> bool {
     let b = v.as_bytes();
     !b.is_empty()

@@ -1,8 +1,15 @@
 //! `volume-leftovers scan`: one read of the cluster, the same classification, a report.
-//! I/O: paginated lists only (never one unbounded list, never one GET per PV); writes nothing.
+//! I/O: paginated lists (never one unbounded list, never one GET per PV); writes nothing.
+//!
+//! Claims and classes are listed first and folded into compact facts; then PVs are listed page
+//! by page, each page classified and dropped, so only the findings and the facts stay in memory.
+//! Because the claims were listed before the PVs, a claim created in between would look missing:
+//! the few findings that rest on a claim being absent from a Bound or pre-bound volume are
+//! checked again with one GET each before they are printed.
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -10,21 +17,29 @@ use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
-use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup, Verdict, classify};
-use crate::controller::{class_facts, wall_clock};
-use crate::crd::Hint;
+use crate::category::{Category, describe};
+use crate::classify::{Finding, Verdict, classify};
+use crate::clock::wall_clock;
+use crate::crd::{Hint, Reason};
+use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::volume::Volume;
 
 /// Errors of a scan, by step.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
-    /// Listing a kind failed for another reason than 403 on claims or classes.
-    #[error("listing {resource}: {source}")]
-    List {
+    /// Listing or reading a kind failed (other than 403 on claims or classes).
+    #[error("cannot {verb} {resource} from {server}: {message}")]
+    Read {
+        /// The verb.
+        verb: &'static str,
         /// The resource.
         resource: &'static str,
-        /// Cause.
-        source: kube::Error,
+        /// The API server.
+        server: String,
+        /// Category.
+        category: Category,
+        /// Cause, in one line.
+        message: String,
     },
     /// Writing the report failed.
     #[error("writing the report: {0}")]
@@ -40,18 +55,16 @@ pub enum Format {
     Table,
 }
 
-/// Everything a scan read.
+/// Claims and classes as a scan read them: compact facts, no objects.
 #[derive(Clone, Debug, Default)]
-pub struct Snapshot {
-    /// PersistentVolumes.
-    pub pvs: Vec<Volume>,
+pub struct Facts {
     /// Claims by (namespace, name); `None` when claims could not be read (403).
     pub claims: Option<HashMap<(String, String), ClaimFacts>>,
     /// StorageClasses by name; `None` when classes could not be read (403).
     pub classes: Option<HashMap<String, ClassFacts>>,
 }
 
-impl Lookup for Snapshot {
+impl Lookup for Facts {
     fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
         match &self.claims {
             None => Found::Unknown,
@@ -70,107 +83,213 @@ impl Lookup for Snapshot {
     }
 }
 
-async fn list_all<K, F, Fut>(resource: &'static str, mut page: F) -> Result<Vec<K>, ScanError>
-where
-    F: FnMut(ListParams) -> Fut,
-    Fut: std::future::Future<Output = kube::Result<ObjectList<K>>>,
-    K: Clone,
-{
-    let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(PAGE);
-        if let Some(t) = token.take() {
-            lp = lp.continue_token(&t);
-        }
-        let list = page(lp)
-            .await
-            .map_err(|source| ScanError::List { resource, source })?;
-        out.extend(list.items);
-        match list.metadata.continue_ {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok(out),
-        }
-    }
+/// What a scan found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Findings, sorted by PV name.
+    pub findings: Vec<Finding>,
+    /// Permissions that were missing (`list persistentvolumeclaims`, ...): the census is
+    /// incomplete and its rows say null where they depend on them.
+    pub missing: Vec<String>,
 }
 
 const PAGE: u32 = 500;
 
-fn forbidden(e: &ScanError) -> bool {
-    matches!(e, ScanError::List { source: kube::Error::Api(s), .. } if s.code == 403)
+struct Reader {
+    client: Client,
+    server: String,
+    timeout: Duration,
 }
 
-/// Reads PVs, claim metadata and StorageClasses, page by page.
-pub async fn read(client: Client) -> Result<Snapshot, ScanError> {
-    let pv_api: Api<Volume> = Api::all(client.clone());
-    let pvs = list_all("persistentvolumes", |lp| {
-        let api = pv_api.clone();
-        async move { api.list(&lp).await }
-    })
+impl Reader {
+    fn error(&self, verb: &'static str, resource: &'static str, e: &kube::Error) -> ScanError {
+        ScanError::Read {
+            verb,
+            resource,
+            server: self.server.clone(),
+            category: Category::of(e),
+            message: describe(e),
+        }
+    }
+
+    /// Lists `resource` page by page, folding each page with `fold`.
+    async fn pages<K, F, Fut>(
+        &self,
+        resource: &'static str,
+        mut page: F,
+        mut fold: impl FnMut(Vec<K>),
+    ) -> Result<(), ScanError>
+    where
+        F: FnMut(ListParams) -> Fut,
+        Fut: std::future::Future<Output = kube::Result<ObjectList<K>>>,
+        K: Clone,
+    {
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(PAGE);
+            if let Some(t) = token.take() {
+                lp = lp.continue_token(&t);
+            }
+            let list = match tokio::time::timeout(self.timeout, page(lp)).await {
+                Ok(Ok(list)) => list,
+                Ok(Err(e)) => return Err(self.error("list", resource, &e)),
+                Err(_) => {
+                    return Err(ScanError::Read {
+                        verb: "list",
+                        resource,
+                        server: self.server.clone(),
+                        category: Category::Timeout,
+                        message: format!("no answer within {}s", self.timeout.as_secs()),
+                    });
+                }
+            };
+            let next = list.metadata.continue_.clone().filter(|t| !t.is_empty());
+            fold(list.items);
+            match next {
+                Some(t) => token = Some(t),
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
+fn forbidden(e: &ScanError) -> bool {
+    matches!(
+        e,
+        ScanError::Read {
+            category: Category::Forbidden,
+            ..
+        }
+    )
+}
+
+/// Reads claims and classes (compact), then PVs page by page, and classifies them.
+pub async fn read(client: Client, server: &str, timeout: Duration) -> Result<Report, ScanError> {
+    let r = Reader {
+        client,
+        server: server.to_string(),
+        timeout,
+    };
+    let mut facts = Facts::default();
+    let mut missing = Vec::new();
+
+    let pvc_api: Api<PersistentVolumeClaim> = Api::all(r.client.clone());
+    let mut claims = HashMap::new();
+    let listed = r
+        .pages(
+            "persistentvolumeclaims",
+            |lp| {
+                let api = pvc_api.clone();
+                async move { api.list_metadata(&lp).await }
+            },
+            |items| {
+                for c in items {
+                    let key = (c.namespace().unwrap_or_default(), c.name_any());
+                    claims.insert(key, claim_facts(&c.metadata));
+                }
+            },
+        )
+        .await;
+    match listed {
+        Ok(()) => facts.claims = Some(claims),
+        Err(e) if forbidden(&e) => missing.push("list persistentvolumeclaims".to_string()),
+        Err(e) => return Err(e),
+    }
+
+    let sc_api: Api<StorageClass> = Api::all(r.client.clone());
+    let mut classes = HashMap::new();
+    let listed = r
+        .pages(
+            "storageclasses",
+            |lp| {
+                let api = sc_api.clone();
+                async move { api.list(&lp).await }
+            },
+            |items| {
+                for c in items {
+                    classes.insert(c.name_any(), class_facts(&c));
+                }
+            },
+        )
+        .await;
+    match listed {
+        Ok(()) => facts.classes = Some(classes),
+        Err(e) if forbidden(&e) => missing.push("list storageclasses".to_string()),
+        Err(e) => return Err(e),
+    }
+
+    let now = wall_clock();
+    let pv_api: Api<Volume> = Api::all(r.client.clone());
+    let mut findings = Vec::new();
+    let mut recheck = Vec::new();
+    r.pages(
+        "persistentvolumes",
+        |lp| {
+            let api = pv_api.clone();
+            async move { api.list(&lp).await }
+        },
+        |items| {
+            for pv in items {
+                match classify(&pv, &facts, now.clone()) {
+                    Verdict::Leftover(f) => {
+                        if rests_on_absence(&f) {
+                            recheck.push(pv);
+                        } else {
+                            findings.push(*f);
+                        }
+                    }
+                    Verdict::Healthy | Verdict::Undecided(_) => {}
+                    Verdict::Skip(why) => tracing::warn!("skipped: {why}"),
+                }
+            }
+        },
+    )
     .await?;
 
-    let pvc_api: Api<PersistentVolumeClaim> = Api::all(client.clone());
-    let claims = match list_all("persistentvolumeclaims", |lp| {
-        let api = pvc_api.clone();
-        async move { api.list_metadata(&lp).await }
-    })
-    .await
-    {
-        Ok(items) => Some(
-            items
-                .into_iter()
-                .map(|c| {
-                    let key = (c.namespace().unwrap_or_default(), c.name_any());
-                    let facts = ClaimFacts {
-                        uid: c.metadata.uid.clone().unwrap_or_default(),
-                        terminating: c.metadata.deletion_timestamp.is_some(),
-                    };
-                    (key, facts)
-                })
-                .collect(),
-        ),
-        Err(e) if forbidden(&e) => {
-            tracing::error!(error = %e, "claims cannot be read: claim_missing is reported as null (unknown), never true");
-            None
+    // Claims were listed before the PVs: a claim created in between looks missing. Ask again.
+    for pv in recheck {
+        let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+        let (Some(ns), Some(name)) = (
+            spec.and_then(|r| r.namespace.as_deref()),
+            spec.and_then(|r| r.name.as_deref()),
+        ) else {
+            continue;
+        };
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(r.client.clone(), ns);
+        let now_there = match tokio::time::timeout(r.timeout, api.get_metadata_opt(name)).await {
+            Ok(Ok(c)) => c.map(|c| claim_facts(&c.metadata)),
+            Ok(Err(e)) if Category::of(&e) == Category::Forbidden => continue,
+            Ok(Err(e)) => return Err(r.error("get", "persistentvolumeclaims", &e)),
+            Err(_) => continue,
+        };
+        let mut one = facts.clone();
+        if let (Some(claims), Some(c)) = (one.claims.as_mut(), now_there) {
+            claims.insert((ns.to_string(), name.to_string()), c);
         }
-        Err(e) => return Err(e),
-    };
-
-    let sc_api: Api<StorageClass> = Api::all(client);
-    let classes = match list_all("storageclasses", |lp| {
-        let api = sc_api.clone();
-        async move { api.list(&lp).await }
-    })
-    .await
-    {
-        Ok(items) => Some(
-            items
-                .iter()
-                .map(|c| (c.name_any(), class_facts(c)))
-                .collect(),
-        ),
-        Err(e) if forbidden(&e) => {
-            tracing::error!(error = %e, "StorageClasses cannot be read: their policies are reported as unknown");
-            None
+        if let Verdict::Leftover(f) = classify(&pv, &one, now.clone()) {
+            findings.push(*f);
         }
-        Err(e) => return Err(e),
-    };
-    Ok(Snapshot {
-        pvs,
-        claims,
-        classes,
-    })
+    }
+    findings.sort_by(|a, b| a.volume_name.cmp(&b.volume_name));
+    Ok(Report { findings, missing })
 }
 
-/// Classifies every PV of the snapshot; findings sorted by PV name. Skipped PVs are logged.
-pub fn findings(snapshot: &Snapshot) -> Vec<Finding> {
+/// Findings that say a claim of a Bound or pre-bound volume does not exist.
+fn rests_on_absence(f: &Finding) -> bool {
+    matches!(
+        f.status.reason,
+        Reason::BoundClaimMissing | Reason::PreboundClaimMissing
+    )
+}
+
+/// Classifies `pvs` against `facts`; findings sorted by PV name. Skipped PVs are logged.
+pub fn findings<'a>(pvs: impl IntoIterator<Item = &'a Volume>, facts: &Facts) -> Vec<Finding> {
     let now = wall_clock();
-    let mut out: Vec<Finding> = snapshot
-        .pvs
-        .iter()
-        .filter_map(|pv| match classify(pv, snapshot, now.clone()) {
+    let mut out: Vec<Finding> = pvs
+        .into_iter()
+        .filter_map(|pv| match classify(pv, facts, now.clone()) {
             Verdict::Leftover(f) => Some(*f),
-            Verdict::Healthy => None,
+            Verdict::Healthy | Verdict::Undecided(_) => None,
             Verdict::Skip(why) => {
                 tracing::warn!("skipped: {why}");
                 None
@@ -182,7 +301,7 @@ pub fn findings(snapshot: &Snapshot) -> Vec<Finding> {
 }
 
 /// One line of the JSON report. The first seven keys are those of the original tool, in its
-/// order; the rest follow.
+/// order and with its meaning; the rest follow.
 #[derive(Serialize)]
 struct Line<'a> {
     name: &'a str,
@@ -196,7 +315,7 @@ struct Line<'a> {
     claim_uid: Option<&'a str>,
     claim_current_uid: Option<&'a str>,
     storage_class_reclaim: Option<&'a str>,
-    hints: Vec<Hint>,
+    hints: &'a [Hint],
     phase_since: Option<String>,
     access_modes: &'a [String],
     volume_mode: &'a str,
@@ -208,6 +327,39 @@ struct Line<'a> {
     disk_name: Option<&'a str>,
     path: Option<&'a str>,
     message: &'a str,
+}
+
+/// The original tool's seven keys of a finding, as it prints them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SevenKeys {
+    /// `name`.
+    pub name: String,
+    /// `phase`.
+    pub phase: String,
+    /// `reclaim`.
+    pub reclaim: String,
+    /// `claim`: `namespace/name` when the claimRef has both.
+    pub claim: Option<String>,
+    /// `claim_missing`: no claim of that name exists; `null` when claims cannot be read.
+    pub claim_missing: Option<bool>,
+    /// `storage_class`, as written in the PV (`""` stays `""`).
+    pub storage_class: Option<String>,
+    /// `capacity`.
+    pub capacity: Option<String>,
+}
+
+/// The seven keys of a finding.
+pub fn seven_keys(f: &Finding) -> SevenKeys {
+    let l = line(f);
+    SevenKeys {
+        name: l.name.into(),
+        phase: l.phase.into(),
+        reclaim: l.reclaim.into(),
+        claim: l.claim.map(Into::into),
+        claim_missing: l.claim_missing,
+        storage_class: l.storage_class.map(Into::into),
+        capacity: l.capacity.map(Into::into),
+    }
 }
 
 fn line(f: &Finding) -> Line<'_> {
@@ -224,19 +376,17 @@ fn line(f: &Finding) -> Line<'_> {
             .filter(|c| c.namespace.is_some() && c.name.is_some())
             .map(|c| c.reference.as_str()),
         claim_missing: claim.map_or(Some(false), |c| c.missing.known()),
-        storage_class: class.map(|c| c.name.as_str()),
+        storage_class: f.storage_class_name.as_deref(),
         capacity: s.capacity.as_deref(),
         reason: s.reason.as_str(),
         claim_uid: claim.and_then(|c| c.uid.as_deref()),
         claim_current_uid: claim.and_then(|c| c.current_uid.as_deref()),
         storage_class_reclaim: class.and_then(|c| c.reclaim_policy.as_deref()),
-        hints: s.hints.clone(),
-        phase_since: s.phase_since.as_ref().map(|t| {
-            serde_json::to_value(t)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        }),
+        hints: &s.hints,
+        phase_since: s
+            .phase_since
+            .as_ref()
+            .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
         access_modes: &s.access_modes,
         volume_mode: &s.volume_mode,
         source_type: &s.source.kind,
@@ -315,7 +465,10 @@ pub fn write_report(
                         l.reclaim.to_string(),
                         l.claim.unwrap_or("<none>").to_string(),
                         l.claim_missing.map_or("unknown".into(), |b| b.to_string()),
-                        l.storage_class.unwrap_or("<none>").to_string(),
+                        l.storage_class
+                            .filter(|c| !c.is_empty())
+                            .unwrap_or("<none>")
+                            .to_string(),
                         l.capacity.unwrap_or("<none>").to_string(),
                     ]
                 })
@@ -347,11 +500,34 @@ pub fn write_report(
     Ok(())
 }
 
-/// Reads the cluster and writes the report; returns the number of findings.
-pub async fn run(client: Client, format: Format, out: &mut impl Write) -> Result<usize, ScanError> {
-    let snapshot = read(client).await?;
-    let found = findings(&snapshot);
-    write_report(out, &found, format)?;
+/// How a scan ended, for the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// No leftovers (exit 0).
+    Clean,
+    /// Leftovers found (exit 3).
+    Found,
+    /// Claims or classes could not be read: the census is incomplete (exit 4).
+    Incomplete,
+}
+
+/// Reads the cluster and writes the report.
+pub async fn run(
+    client: Client,
+    server: &str,
+    timeout: Duration,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<(Report, Outcome), ScanError> {
+    let report = read(client, server, timeout).await?;
+    write_report(out, &report.findings, format)?;
     out.flush()?;
-    Ok(found.len())
+    let outcome = if !report.missing.is_empty() {
+        Outcome::Incomplete
+    } else if report.findings.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Found
+    };
+    Ok((report, outcome))
 }

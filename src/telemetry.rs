@@ -2,8 +2,8 @@
 //! I/O: serves HTTP; never talks to the API server.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,7 +14,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use tokio::time::Instant;
 
+use crate::category::Category;
 use crate::crd::Reason;
 
 /// The four watched kinds.
@@ -59,72 +61,194 @@ impl Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum StoreState {
-    /// The initial list has not completed.
+    /// The first list has not completed.
     Pending = 0,
-    /// Listed and watching.
+    /// Listed, and the watch is healthy.
     Synced = 1,
     /// The API answered 403: objects of this kind cannot be read.
     Forbidden = 2,
+    /// Listed once, but the watch or a relist is failing: the store may be out of date.
+    Degraded = 3,
+}
+
+/// How far a store's answers may be trusted now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// Current (synced, or degraded for less than the bound).
+    Current,
+    /// Never listed yet.
+    Pending,
+    /// Forbidden: answers are Unknown.
+    Forbidden,
+    /// Degraded for longer than the bound: nothing may be concluded from it.
+    Stale,
+}
+
+/// The health of one store.
+#[derive(Clone, Debug)]
+pub struct StoreHealth {
+    /// State.
+    pub state: StoreState,
+    /// Since when it has been degraded (or pending with errors, or forbidden).
+    pub since: Option<Instant>,
+    /// The last error, while not synced.
+    pub error: Option<String>,
+    /// Its category.
+    pub category: Option<Category>,
+}
+
+impl Default for StoreHealth {
+    fn default() -> Self {
+        StoreHealth {
+            state: StoreState::Pending,
+            since: None,
+            error: None,
+            category: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    stores: [StoreHealth; 4],
+    writes_blocked: Option<String>,
+    shutting_down: bool,
 }
 
 /// Shared readiness state, written by the controller loop, read by `/readyz` and `/metrics`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Health {
-    stores: [AtomicU8; 4],
-    last_error: [Mutex<Option<String>>; 4],
-    shutting_down: AtomicBool,
+    inner: Mutex<Inner>,
+    stale_after: Duration,
 }
 
+impl Default for Health {
+    fn default() -> Self {
+        Health::new(Duration::from_secs(15))
+    }
+}
+
+/// The fix for the most common start-up problem.
+pub const CRD_FIX: &str = "the VolumeLeftover CRD is not installed: kubectl apply -f crds/volumeleftovers.yaml (or install the chart)";
+
 impl Health {
-    /// Records a store state.
-    pub fn set(&self, kind: Kind, state: StoreState) {
-        self.stores[kind.idx()].store(state as u8, Ordering::Relaxed);
-        if state == StoreState::Synced {
-            self.set_error(kind, None);
+    /// A store degraded for longer than `stale_after` is stale: its answers are not used.
+    pub fn new(stale_after: Duration) -> Health {
+        Health {
+            inner: Mutex::new(Inner::default()),
+            stale_after,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent (plain assignments).
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The health of a store.
+    pub fn store(&self, kind: Kind) -> StoreHealth {
+        self.lock().stores[kind.idx()].clone()
     }
 
     /// The state of a store.
     pub fn get(&self, kind: Kind) -> StoreState {
-        match self.stores[kind.idx()].load(Ordering::Relaxed) {
-            1 => StoreState::Synced,
-            2 => StoreState::Forbidden,
-            _ => StoreState::Pending,
+        self.lock().stores[kind.idx()].state
+    }
+
+    /// Records a store's health.
+    pub fn set_store(&self, kind: Kind, health: StoreHealth) {
+        self.lock().stores[kind.idx()] = health;
+    }
+
+    /// How far the answers of a store may be trusted at `now`.
+    pub fn trust(&self, kind: Kind, now: Instant) -> Trust {
+        let s = &self.lock().stores[kind.idx()];
+        match s.state {
+            StoreState::Synced => Trust::Current,
+            StoreState::Pending => Trust::Pending,
+            StoreState::Forbidden => Trust::Forbidden,
+            StoreState::Degraded => {
+                let since = s.since.unwrap_or(now);
+                if now.saturating_duration_since(since) > self.stale_after {
+                    Trust::Stale
+                } else {
+                    Trust::Current
+                }
+            }
         }
     }
 
-    /// Records the last error of a watch, shown by `/readyz`.
-    pub fn set_error(&self, kind: Kind, err: Option<String>) {
-        if let Ok(mut e) = self.last_error[kind.idx()].lock() {
-            *e = err;
-        }
+    /// The bound after which a degraded store is stale.
+    pub fn stale_after(&self) -> Duration {
+        self.stale_after
+    }
+
+    /// Records whether writes are blocked as a whole, and why.
+    pub fn set_writes_blocked(&self, why: Option<String>) {
+        self.lock().writes_blocked = why;
     }
 
     /// Marks the process as stopping (readiness goes false).
     pub fn shutting_down(&self) {
-        self.shutting_down.store(true, Ordering::Relaxed);
+        self.lock().shutting_down = true;
     }
 
-    /// Ready when every store is synced. A forbidden claim or class store keeps the operator
-    /// unready on purpose: findings are still published, with `claimMissing: Unknown`, but the
-    /// Deployment shows that something is wrong.
+    /// Ready when every store is synced (or degraded for less than the bound) and writes are not
+    /// blocked. A forbidden claim or class store keeps the operator unready on purpose: findings
+    /// are still published, with `claim.missing: Unknown`, but the Deployment shows that
+    /// something is wrong.
     pub fn report(&self) -> (bool, String) {
-        let mut ok = !self.shutting_down.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let inner = self.lock();
+        let mut ok = !inner.shutting_down;
         let mut body = String::new();
-        if !ok {
+        if inner.shutting_down {
             body.push_str("shutting down\n");
         }
         for k in Kind::ALL {
-            let state = self.get(k);
-            ok &= state == StoreState::Synced;
-            let _ = write!(body, "{}: {:?}", k.as_str(), state);
-            if state != StoreState::Synced
-                && let Ok(e) = self.last_error[k.idx()].lock()
-                && let Some(e) = e.as_deref()
+            let s = &inner.stores[k.idx()];
+            let age = |since: Option<Instant>| {
+                since.map_or(String::new(), |t| {
+                    format!(" for {}s", now.saturating_duration_since(t).as_secs())
+                })
+            };
+            let line = match s.state {
+                StoreState::Synced => "Synced".to_string(),
+                StoreState::Pending => format!("Pending{}", age(s.since)),
+                StoreState::Forbidden => format!("Forbidden{}", age(s.since)),
+                StoreState::Degraded => {
+                    let stale = s
+                        .since
+                        .is_some_and(|t| now.saturating_duration_since(t) > self.stale_after);
+                    if stale {
+                        ok = false;
+                        format!("Degraded{} (stale: its answers are not used)", age(s.since))
+                    } else {
+                        format!("Degraded{}", age(s.since))
+                    }
+                }
+            };
+            ok &= matches!(s.state, StoreState::Synced | StoreState::Degraded);
+            let _ = write!(body, "{}: {line}", k.as_str());
+            if s.state != StoreState::Synced
+                && let Some(e) = s.error.as_deref()
             {
                 let _ = write!(body, " ({e})");
             }
+            if k == Kind::volumeleftovers
+                && s.state != StoreState::Synced
+                && s.category == Some(Category::NotFound)
+            {
+                let _ = write!(body, "; {CRD_FIX}");
+            }
             body.push('\n');
+        }
+        match &inner.writes_blocked {
+            Some(why) => {
+                ok = false;
+                let _ = writeln!(body, "writes: blocked ({why})");
+            }
+            None => body.push_str("writes: ok\n"),
         }
         (ok, body)
     }
@@ -133,6 +257,12 @@ impl Health {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct KindLabel {
     resource: Kind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KindCategoryLabel {
+    resource: Kind,
+    category: &'static str,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -150,52 +280,87 @@ struct ReasonLabel {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    watch_errors: Family<KindLabel, Counter>,
+    watch_errors: Family<KindCategoryLabel, Counter>,
     relists: Family<KindLabel, Counter>,
     store_state: Family<KindLabel, Gauge>,
     writes: Family<WriteLabel, Counter>,
+    write_requests: Counter,
+    writes_blocked: Gauge,
     findings: Family<ReasonLabel, Gauge>,
-    skipped: Counter,
+    pending: Family<ReasonLabel, Gauge>,
+    undecided: Gauge,
+    skipped: Gauge,
+    decisions: Counter,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("volume_leftovers");
-        let watch_errors = Family::<KindLabel, Counter>::default();
+        let watch_errors = Family::<KindCategoryLabel, Counter>::default();
         registry.register(
             "watch_errors",
-            "Errors from the watches (410 Gone, 403, outages)",
+            "Failed lists and watches, by resource and category (each is retried with backoff)",
             watch_errors.clone(),
         );
         let relists = Family::<KindLabel, Counter>::default();
         registry.register(
             "relists",
-            "Completed lists (initial and after a 410)",
+            "Completed lists (initial, and after a 410 or a failure)",
             relists.clone(),
         );
         let store_state = Family::<KindLabel, Gauge>::default();
         registry.register(
             "store_state",
-            "0 pending, 1 synced, 2 forbidden (403)",
+            "0 pending, 1 synced, 2 forbidden (403), 3 degraded (watch failing)",
             store_state.clone(),
         );
         let writes = Family::<WriteLabel, Counter>::default();
         registry.register(
             "writes",
-            "Writes to VolumeLeftovers by operation and result",
+            "Writes to VolumeLeftovers by operation and result (ok, outdated, or the error category)",
             writes.clone(),
+        );
+        let write_requests = Counter::default();
+        registry.register(
+            "write_requests",
+            "HTTP requests sent to write VolumeLeftovers",
+            write_requests.clone(),
+        );
+        let writes_blocked = Gauge::default();
+        registry.register(
+            "writes_blocked",
+            "1 while writes fail as a whole (403 or missing CRD on VolumeLeftovers, or failures on several findings in a row)",
+            writes_blocked.clone(),
         );
         let findings = Family::<ReasonLabel, Gauge>::default();
         registry.register(
             "findings",
-            "Published findings by reason, as last computed by a sweep",
+            "Published findings (VolumeLeftovers managed by the operator) by reason",
             findings.clone(),
         );
-        let skipped = Counter::default();
+        let pending = Family::<ReasonLabel, Gauge>::default();
+        registry.register(
+            "pending_findings",
+            "Findings waiting for their grace period, by reason",
+            pending.clone(),
+        );
+        let undecided = Gauge::default();
+        registry.register(
+            "undecided_volumes",
+            "PersistentVolumes that cannot be decided now (a store they depend on is stale, or claims are forbidden)",
+            undecided.clone(),
+        );
+        let skipped = Gauge::default();
         registry.register(
             "skipped_volumes",
-            "PersistentVolumes too odd to classify (logged)",
+            "PersistentVolumes too odd to classify (each logged once)",
             skipped.clone(),
+        );
+        let decisions = Counter::default();
+        registry.register(
+            "decisions",
+            "Evaluations of a PersistentVolume name",
+            decisions.clone(),
         );
         Metrics {
             registry,
@@ -203,17 +368,25 @@ impl Default for Metrics {
             relists,
             store_state,
             writes,
+            write_requests,
+            writes_blocked,
             findings,
+            pending,
+            undecided,
             skipped,
+            decisions,
         }
     }
 }
 
 impl Metrics {
-    /// Counts a watch error.
-    pub fn watch_error(&self, kind: Kind) {
+    /// Counts a failed list or watch.
+    pub fn watch_error(&self, kind: Kind, category: Category) {
         self.watch_errors
-            .get_or_create(&KindLabel { resource: kind })
+            .get_or_create(&KindCategoryLabel {
+                resource: kind,
+                category: category.as_str(),
+            })
             .inc();
     }
 
@@ -231,14 +404,28 @@ impl Metrics {
             .set(state as i64);
     }
 
-    /// Counts a write.
-    pub fn write(&self, op: &'static str, ok: bool) {
-        let result = if ok { "ok" } else { "error" };
+    /// Counts a write: `result` is `ok`, `outdated` or an error category.
+    pub fn write(&self, op: &'static str, result: &'static str, requests: u32) {
         self.writes.get_or_create(&WriteLabel { op, result }).inc();
+        self.write_requests.inc_by(u64::from(requests));
     }
 
-    /// Sets the number of findings per reason.
-    pub fn findings(&self, counts: &[(Reason, i64)]) {
+    /// Exposes the write-wide condition.
+    pub fn writes_blocked(&self, blocked: bool) {
+        self.writes_blocked.set(i64::from(blocked));
+    }
+
+    /// Adds `delta` to the published findings of `reason`.
+    pub fn finding(&self, reason: Reason, delta: i64) {
+        self.findings
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
+            })
+            .inc_by(delta);
+    }
+
+    /// Sets the published findings of every reason (after a relist).
+    pub fn set_findings(&self, counts: &[(Reason, i64)]) {
         for (reason, n) in counts {
             self.findings
                 .get_or_create(&ReasonLabel {
@@ -248,9 +435,36 @@ impl Metrics {
         }
     }
 
-    /// Counts a skipped volume.
-    pub fn skipped(&self) {
-        self.skipped.inc();
+    /// Adds `delta` to the findings of `reason` waiting for their grace period.
+    pub fn pending(&self, reason: Reason, delta: i64) {
+        self.pending
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str(),
+            })
+            .inc_by(delta);
+    }
+
+    /// Adds `delta` to the undecided volumes.
+    pub fn undecided(&self, delta: i64) {
+        self.undecided.inc_by(delta);
+    }
+
+    /// Adds `delta` to the skipped volumes.
+    pub fn skipped(&self, delta: i64) {
+        self.skipped.inc_by(delta);
+    }
+
+    /// Counts an evaluation.
+    pub fn decided(&self) {
+        self.decisions.inc();
+    }
+
+    /// Makes every reason appear (at 0) in the exposition.
+    pub fn init_reasons(&self) {
+        for r in Reason::ALL {
+            self.finding(r, 0);
+            self.pending(r, 0);
+        }
     }
 
     /// The metrics in the text exposition format.

@@ -3,7 +3,8 @@
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
 
 use super::fixtures::{
-    FakeLookup, PvBuilder, finding, lookup, mariadb_pv, now, now_plus, pv, released_at, verdict,
+    FakeLookup, PvBuilder, StaleLookup, finding, lookup, mariadb_pv, now, now_plus, pv,
+    released_at, verdict,
 };
 use crate::classify::{Verdict, classify};
 use crate::crd::{
@@ -71,7 +72,9 @@ fn released_with_a_new_claim_of_that_name_is_claim_recreated_with_both_uids() {
     let claim = f.status.claim.expect("claim info");
     assert_eq!(claim.uid.as_deref(), Some("uid-1"));
     assert_eq!(claim.current_uid.as_deref(), Some("uid-2"));
-    assert_eq!(claim.missing, Tristate::True);
+    // The original tool's claim_missing: a claim of that name exists. Not a bug: the new claim
+    // exists; the reason and the two uids say what happened.
+    assert_eq!(claim.missing, Tristate::False);
     assert!(
         f.status.message.contains("uid-1") && f.status.message.contains("uid-2"),
         "message names both uids: {}",
@@ -102,7 +105,7 @@ fn released_when_claims_are_forbidden_is_claim_unknown() {
 }
 
 #[test]
-fn released_with_claim_ref_without_namespace_is_claim_unknown() {
+fn released_with_claim_ref_without_namespace_is_claim_ref_invalid() {
     let p = released("a").claim_ref(ObjectReference {
         kind: Some("PersistentVolumeClaim".into()),
         name: Some("c".into()),
@@ -110,15 +113,22 @@ fn released_with_claim_ref_without_namespace_is_claim_unknown() {
         ..ObjectReference::default()
     });
     let f = finding(&p, &classes());
-    assert_eq!(f.status.reason, Reason::ClaimUnknown);
+    assert_eq!(f.status.reason, Reason::ClaimRefInvalid);
+    assert_eq!(f.status.hints, vec![Hint::ClaimRefIncomplete]);
     let claim = f.status.claim.expect("claim info");
-    assert_eq!(claim.missing, Tristate::Unknown);
+    // Nothing to look up: the original tool says false.
+    assert_eq!(claim.missing, Tristate::False);
     assert_eq!(claim.namespace, None);
     assert_eq!(claim.reference, "/c");
+    assert!(
+        f.status.message.contains("has no namespace"),
+        "{}",
+        f.status.message
+    );
 }
 
 #[test]
-fn released_with_claim_ref_without_name_is_claim_unknown() {
+fn released_with_claim_ref_without_name_is_claim_ref_invalid() {
     let p = released("a").claim_ref(ObjectReference {
         namespace: Some("ns".into()),
         name: Some(String::new()),
@@ -126,10 +136,15 @@ fn released_with_claim_ref_without_name_is_claim_unknown() {
         ..ObjectReference::default()
     });
     let f = finding(&p, &classes());
-    assert_eq!(f.status.reason, Reason::ClaimUnknown);
+    assert_eq!(f.status.reason, Reason::ClaimRefInvalid);
     let claim = f.status.claim.expect("claim info");
-    assert_eq!(claim.missing, Tristate::Unknown);
+    assert_eq!(claim.missing, Tristate::False);
     assert_eq!(claim.name, None, "an empty name is no name");
+    assert!(
+        f.status.message.contains("has no name"),
+        "{}",
+        f.status.message
+    );
 }
 
 #[test]
@@ -154,9 +169,18 @@ fn bound_to_a_claim_name_that_now_has_another_uid_is_bound_claim_missing() {
     let f = finding(&bound("a"), &classes().with_claim("ns", "c", "uid-2"));
     assert_eq!(f.status.reason, Reason::BoundClaimMissing);
     let claim = f.status.claim.expect("claim info");
-    assert_eq!(claim.missing, Tristate::True);
+    assert_eq!(
+        claim.missing,
+        Tristate::False,
+        "a claim of that name exists"
+    );
     assert_eq!(claim.uid.as_deref(), Some("uid-1"));
     assert_eq!(claim.current_uid.as_deref(), Some("uid-2"));
+    assert!(
+        f.status.message.contains("has uid uid-2"),
+        "{}",
+        f.status.message
+    );
 }
 
 #[test]
@@ -205,10 +229,40 @@ fn available_is_healthy() {
 }
 
 #[test]
-fn available_with_a_dangling_claim_ref_is_still_healthy() {
-    // A claimRef on an Available PV is a pre-binding the controller will act on.
-    let p = pv("a").retain().available().claim("ns", "gone", "uid-9");
-    assert_eq!(verdict(&p, &lookup()), Verdict::Healthy);
+fn available_pre_bound_to_a_claim_that_does_not_exist_is_prebound_claim_missing() {
+    // What the usual "reuse" patch leaves when the new claim never comes: it waits forever.
+    let p = pv("a").retain().available().claim_by_name("ns", "gone");
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.reason, Reason::PreboundClaimMissing);
+    assert_eq!(f.status.claim.expect("claim info").missing, Tristate::True);
+    assert!(f.status.hints.is_empty(), "{:?}", f.status.hints);
+}
+
+#[test]
+fn available_pre_bound_to_an_existing_claim_is_healthy() {
+    let p = pv("a").retain().available().claim_by_name("ns", "c");
+    assert_eq!(
+        verdict(&p, &lookup().with_claim("ns", "c", "uid-1")),
+        Verdict::Healthy
+    );
+}
+
+#[test]
+fn available_pre_bound_when_claims_are_forbidden_is_undecided() {
+    let p = pv("a").retain().available().claim_by_name("ns", "c");
+    assert!(matches!(
+        verdict(&p, &lookup().claims_forbidden()),
+        Verdict::Undecided(_)
+    ));
+}
+
+#[test]
+fn pending_pre_bound_to_a_claim_that_does_not_exist_is_prebound_claim_missing() {
+    let p = pv("a").pending().claim_by_name("ns", "gone");
+    assert_eq!(
+        finding(&p, &lookup()).status.reason,
+        Reason::PreboundClaimMissing
+    );
 }
 
 #[test]
@@ -223,9 +277,10 @@ fn bound_to_its_claim_is_healthy() {
 }
 
 #[test]
-fn bound_when_claims_are_forbidden_is_healthy_because_a_403_is_not_a_404() {
+fn bound_when_claims_are_forbidden_is_undecided_because_a_403_is_not_a_404() {
+    // Not Healthy either: that would delete a published BoundClaimMissing on a 403.
     let l = classes().claims_forbidden();
-    assert_eq!(verdict(&bound("a"), &l), Verdict::Healthy);
+    assert!(matches!(verdict(&bound("a"), &l), Verdict::Undecided(_)));
 }
 
 #[test]
@@ -286,20 +341,37 @@ fn pv_without_uid_is_skipped() {
 }
 
 #[test]
-fn pv_without_spec_is_skipped() {
+fn pv_without_spec_reads_as_an_empty_spec() {
     let p = pv("a").no_spec().released();
-    assert_skip(verdict(&p, &lookup()), "no spec");
+    assert_eq!(
+        finding(&p, &lookup()).status.reason,
+        Reason::ReleasedWithoutClaim
+    );
 }
 
 #[test]
-fn pv_without_status_is_skipped() {
+fn pv_without_status_and_a_claim_that_does_not_exist_is_reported_as_the_original_tool_does() {
+    // The original tool prints any PV whose claim is missing, whatever its phase.
     let p = pv("a").retain().claim("ns", "c", "uid-1").no_status();
-    assert_skip(verdict(&p, &lookup()), "status.phase");
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.reason, Reason::PreboundClaimMissing);
+    assert_eq!(f.status.phase, "");
+    assert_eq!(f.status.hints, vec![Hint::PhaseUnknown]);
+    assert!(
+        f.status.message.contains("without a phase"),
+        "{}",
+        f.status.message
+    );
+}
+
+#[test]
+fn pv_without_status_or_claim_ref_is_skipped() {
+    assert_skip(verdict(&pv("a").no_status(), &lookup()), "phase \"\"");
 }
 
 #[test]
 fn pv_with_empty_phase_is_skipped() {
-    assert_skip(verdict(&pv("a").phase(""), &lookup()), "status.phase");
+    assert_skip(verdict(&pv("a").phase(""), &lookup()), "does not define");
 }
 
 #[test]
@@ -311,7 +383,25 @@ fn pv_with_unknown_phase_is_skipped() {
 fn phase_is_case_sensitive() {
     assert_skip(
         verdict(&pv("a").phase("released"), &lookup()),
-        "unknown phase",
+        "does not define",
+    );
+}
+
+#[test]
+fn unknown_phase_with_a_claim_that_does_not_exist_is_reported_with_a_hint() {
+    let p = pv("a").phase("Lost").claim("ns", "c", "uid-1");
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.reason, Reason::PreboundClaimMissing);
+    assert_eq!(f.status.phase, "Lost");
+    assert_eq!(f.status.hints, vec![Hint::PhaseUnknown]);
+}
+
+#[test]
+fn unknown_phase_with_an_existing_claim_is_skipped() {
+    let p = pv("a").phase("Lost").claim("ns", "c", "uid-1");
+    assert_skip(
+        verdict(&p, &lookup().with_claim("ns", "c", "uid-1")),
+        "\"Lost\"",
     );
 }
 
@@ -322,15 +412,44 @@ fn bound_without_claim_ref_is_skipped() {
 }
 
 #[test]
-fn claim_ref_to_another_kind_is_skipped() {
+fn released_with_a_claim_ref_to_another_kind_is_claim_ref_invalid() {
     let p = released("a").claim_kind("ConfigMap");
-    assert_skip(verdict(&p, &classes()), "\"ConfigMap\"");
+    let f = finding(&p, &classes());
+    assert_eq!(f.status.reason, Reason::ClaimRefInvalid);
+    assert_eq!(f.status.hints, vec![Hint::ClaimRefNotAClaim]);
+    // Looked up by namespace and name, as the original tool does: no claim ns/c exists.
+    assert_eq!(f.status.claim.expect("claim info").missing, Tristate::True);
+    assert!(
+        f.status
+            .message
+            .contains("names a kind other than PersistentVolumeClaim"),
+        "{}",
+        f.status.message
+    );
 }
 
 #[test]
-fn claim_ref_to_another_kind_is_skipped_even_when_bound() {
+fn bound_with_a_claim_ref_to_another_kind_and_no_claim_of_that_name_is_bound_claim_missing() {
     let p = bound("a").claim_kind("Pod");
-    assert_skip(verdict(&p, &classes()), "\"Pod\"");
+    let f = finding(&p, &classes());
+    assert_eq!(f.status.reason, Reason::BoundClaimMissing);
+    assert_eq!(f.status.hints, vec![Hint::ClaimRefNotAClaim]);
+    assert!(
+        f.status.message.contains("names a kind other than"),
+        "{}",
+        f.status.message
+    );
+}
+
+#[test]
+fn failed_with_an_incomplete_claim_ref_is_reclaim_failed_with_the_hint() {
+    let p = pv("a").retain().failed().claim_ref(ObjectReference {
+        name: Some("c".into()),
+        ..ObjectReference::default()
+    });
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.reason, Reason::ReclaimFailed);
+    assert_eq!(f.status.hints, vec![Hint::ClaimRefIncomplete]);
 }
 
 // ---- Claims unknown: never True ----
@@ -346,7 +465,7 @@ fn claims_unknown_never_make_claim_missing_true_in_any_phase() {
                 Tristate::Unknown,
                 "phase {phase}"
             ),
-            Verdict::Healthy => {}
+            Verdict::Healthy | Verdict::Undecided(_) => {}
             Verdict::Skip(why) => panic!("phase {phase} skipped: {why}"),
         }
     }
@@ -908,4 +1027,116 @@ fn a_volume_with_an_in_tree_source_it_does_not_detail_still_names_it() {
         Verdict::Leftover(f) => assert_eq!(f.status.source.kind, "iscsi"),
         other => panic!("{other:?}"),
     }
+}
+
+// ---- Stale stores: nothing is concluded ----
+
+#[test]
+fn a_stale_claim_store_leaves_every_volume_with_a_claim_ref_undecided() {
+    let stale = StaleLookup {
+        inner: classes(),
+        claims: true,
+        classes: false,
+    };
+    for phase in [
+        "Released",
+        "Bound",
+        "Failed",
+        "Available",
+        "Pending",
+        "Lost",
+    ] {
+        let p = pv("a")
+            .retain()
+            .phase(phase)
+            .class("standard")
+            .claim("ns", "c", "uid-1");
+        assert!(
+            matches!(
+                classify(&Volume::from(&p), &stale, now()),
+                Verdict::Undecided(_)
+            ),
+            "phase {phase}"
+        );
+    }
+}
+
+#[test]
+fn a_stale_claim_store_does_not_hold_back_a_volume_without_a_claim_ref() {
+    let stale = StaleLookup {
+        inner: classes(),
+        claims: true,
+        classes: false,
+    };
+    let p = pv("a").retain().released().class("standard");
+    match classify(&Volume::from(&p), &stale, now()) {
+        Verdict::Leftover(f) => assert_eq!(f.status.reason, Reason::ReleasedWithoutClaim),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_stale_class_store_leaves_a_volume_with_a_class_undecided() {
+    let stale = StaleLookup {
+        inner: classes(),
+        claims: false,
+        classes: true,
+    };
+    assert!(matches!(
+        classify(&Volume::from(&released("a")), &stale, now()),
+        Verdict::Undecided(_)
+    ));
+}
+
+// ---- Terminating volumes and messages that say how long ----
+
+#[test]
+fn a_volume_being_deleted_says_so_and_names_what_holds_it() {
+    let p = released("a").terminating(now_plus(-60), ["kubernetes.io/pv-protection"]);
+    let f = finding(&p, &classes());
+    assert_eq!(f.status.reason, Reason::ClaimDeleted);
+    assert_eq!(f.status.hints, vec![Hint::VolumeTerminating]);
+    assert!(
+        f.status.message.ends_with(
+            "It is being deleted since 2026-03-01T11:59:00Z, held by finalizer kubernetes.io/pv-protection."
+        ),
+        "{}",
+        f.status.message
+    );
+}
+
+#[test]
+fn a_delete_policy_finding_says_since_when_it_is_released() {
+    let p = released("a").delete().since(released_at());
+    let f = finding(&p, &lookup().with_class("standard", "Delete"));
+    assert!(
+        f.status.message.contains(
+            "Its reclaim policy is Delete and it has been Released since 2026-02-27T09:15:00Z: the provisioner's delete hung or failed."
+        ),
+        "{}",
+        f.status.message
+    );
+}
+
+#[test]
+fn the_message_is_the_same_at_any_time() {
+    // No "for 12 minutes": the same state gives the same bytes.
+    let p = released("a").delete().since(released_at());
+    let l = lookup().with_class("standard", "Delete");
+    let a = classify(&Volume::from(&p), &l, now());
+    let b = classify(&Volume::from(&p), &l, now_plus(86_400));
+    match (a, b) {
+        (Verdict::Leftover(a), Verdict::Leftover(b)) => {
+            assert_eq!(a.status.message, b.status.message)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_raw_storage_class_name_is_kept_for_the_original_tools_key() {
+    let p = pv("a").retain().released().class("");
+    let f = finding(&p, &lookup());
+    assert_eq!(f.storage_class_name.as_deref(), Some(""));
+    assert_eq!(f.status.storage_class, None);
 }

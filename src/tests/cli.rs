@@ -91,13 +91,21 @@ fn run_defaults() {
         listen,
         concurrency,
         resync,
-        bound_grace,
+        grace,
+        delete_grace,
+        stale_after,
+        request_timeout,
+        watch_timeout,
         page_size,
     } = r;
     assert_eq!(listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("addr"));
     assert_eq!(concurrency, 4);
     assert_eq!(resync, Duration::from_secs(300));
-    assert_eq!(bound_grace, Duration::from_secs(120));
+    assert_eq!(grace, Duration::from_secs(120));
+    assert_eq!(delete_grace, Duration::from_secs(600));
+    assert_eq!(stale_after, Duration::from_secs(15));
+    assert_eq!(request_timeout, Duration::from_secs(30));
+    assert_eq!(watch_timeout, Duration::from_secs(290));
     assert_eq!(page_size, 500);
 }
 
@@ -119,8 +127,10 @@ fn run_flags_override_the_defaults() {
         "16",
         "--resync",
         "1h",
-        "--bound-grace",
+        "--grace",
         "30s",
+        "--delete-grace",
+        "1h",
         "--page-size",
         "100",
     ]);
@@ -130,7 +140,8 @@ fn run_flags_override_the_defaults() {
     );
     assert_eq!(r.concurrency, 16);
     assert_eq!(r.resync, Duration::from_secs(3600));
-    assert_eq!(r.bound_grace, Duration::from_secs(30));
+    assert_eq!(r.grace, Duration::from_secs(30));
+    assert_eq!(r.delete_grace, Duration::from_secs(3600));
     assert_eq!(r.page_size, 100);
 }
 
@@ -207,4 +218,52 @@ fn global_flags_work_after_the_subcommand() {
     .expect("parses");
     assert_eq!(cli.log_format, LogFormat::Json);
     assert_eq!(cli.log, "debug");
+}
+
+#[test]
+fn the_old_bound_grace_flag_still_sets_the_grace() {
+    let r = run_args(&["volume-leftovers", "run", "--bound-grace", "45s"]);
+    assert_eq!(r.grace, Duration::from_secs(45));
+}
+
+#[test]
+fn a_zero_resync_is_a_usage_error_not_a_panic() {
+    let e = parse(&["volume-leftovers", "run", "--resync", "0s"]).expect_err("0s");
+    assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation);
+    assert!(e.to_string().contains("must be at least 1s"), "{e}");
+}
+
+#[test]
+fn a_wait_so_long_that_a_timer_would_overflow_is_a_usage_error() {
+    for flag in ["--grace", "--delete-grace", "--stale-after"] {
+        let e = parse(&["volume-leftovers", "run", flag, "100000000h"]).expect_err(flag);
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{flag}");
+        assert!(
+            e.to_string().contains("must be at most 366d"),
+            "{flag}: {e}"
+        );
+    }
+    let e = parse(&["volume-leftovers", "run", "--resync", "48h"]).expect_err("48h");
+    assert!(e.to_string().contains("must be at most 1d"), "{e}");
+}
+
+#[test]
+fn a_zero_grace_is_allowed_and_means_publish_at_once() {
+    let r = run_args(&[
+        "volume-leftovers",
+        "run",
+        "--grace",
+        "0s",
+        "--delete-grace",
+        "0s",
+    ]);
+    assert_eq!(r.grace, Duration::ZERO);
+    assert_eq!(r.delete_grace, Duration::ZERO);
+}
+
+#[test]
+fn request_and_watch_timeouts_are_bounded() {
+    assert!(parse(&["volume-leftovers", "run", "--request-timeout", "0s"]).is_err());
+    assert!(parse(&["volume-leftovers", "run", "--watch-timeout", "1s"]).is_err());
+    assert!(parse(&["volume-leftovers", "scan", "--request-timeout", "11m"]).is_err());
 }

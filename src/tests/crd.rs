@@ -90,7 +90,7 @@ fn crd_schema_describes_fields_for_kubectl_explain() {
     let json = serde_json::to_value(VolumeLeftover::crd()).expect("json");
     let props = &json["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
     for path in [
-        &props["spec"]["properties"]["volumeUid"],
+        &props["spec"]["properties"]["volumeUID"],
         &props["status"]["properties"]["reason"],
         &props["status"]["properties"]["firstSeen"],
         &props["status"]["properties"]["claim"]["properties"]["missing"],
@@ -119,13 +119,35 @@ fn reason_all_lists_every_reason_once() {
             Reason::ClaimRecreated => 1,
             Reason::ClaimStillPresent => 2,
             Reason::ClaimUnknown => 3,
-            Reason::ReleasedWithoutClaim => 4,
-            Reason::BoundClaimMissing => 5,
-            Reason::ReclaimFailed => 6,
+            Reason::ClaimRefInvalid => 4,
+            Reason::ReleasedWithoutClaim => 5,
+            Reason::BoundClaimMissing => 6,
+            Reason::PreboundClaimMissing => 7,
+            Reason::ReclaimFailed => 8,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
         assert_eq!(position(r), i, "{r:?}");
+    }
+}
+
+#[test]
+fn hint_as_str_is_its_serialised_form() {
+    use crate::crd::Hint;
+    for h in [
+        Hint::ReclaimPolicyDelete,
+        Hint::ReclaimPolicyMismatch,
+        Hint::StorageClassMissing,
+        Hint::StorageClassUnknown,
+        Hint::VolumeTerminating,
+        Hint::ClaimRefNotAClaim,
+        Hint::ClaimRefIncomplete,
+        Hint::PhaseUnknown,
+    ] {
+        assert_eq!(
+            serde_json::to_value(h).expect("json"),
+            serde_json::Value::String(h.as_str().into())
+        );
     }
 }
 

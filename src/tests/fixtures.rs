@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::classify::{ClaimFacts, ClassFacts, Finding, Verdict, classify};
 use crate::crd::VolumeLeftover;
-use crate::scan::Snapshot;
+use crate::scan::Facts;
 use crate::volume::Volume;
 
 /// The fixed "now" of every test, to the second (as the API server stores times).
@@ -116,6 +116,8 @@ pub trait PvBuilder: Sized {
     fn host_path(self, path: &str) -> Self;
     /// Sets `spec.iscsi`.
     fn iscsi(self, iqn: &str) -> Self;
+    /// Sets `metadata.deletionTimestamp` and the finalizers that hold the object.
+    fn terminating<const N: usize>(self, since: Time, finalizers: [&str; N]) -> Self;
 
     /// Reclaim policy Retain.
     fn retain(self) -> Self {
@@ -169,6 +171,11 @@ pub trait PvBuilder: Sized {
 }
 
 impl PvBuilder for PersistentVolume {
+    fn terminating<const N: usize>(mut self, since: Time, finalizers: [&str; N]) -> Self {
+        self.metadata.deletion_timestamp = Some(since);
+        self.metadata.finalizers = Some(finalizers.iter().map(|f| f.to_string()).collect());
+        self
+    }
     fn uid(mut self, uid: &str) -> Self {
         self.metadata.uid = Some(uid.into());
         self
@@ -307,21 +314,47 @@ fn status(pv: &mut PersistentVolume) -> &mut PersistentVolumeStatus {
         .get_or_insert_with(PersistentVolumeStatus::default)
 }
 
-/// Claims and StorageClasses as the classifier sees them: `scan`'s own [`Snapshot`] (without
-/// PVs), so the tests exercise the production lookup. Both kinds start readable and empty; either
-/// can be made unreadable (a 403).
-pub type FakeLookup = Snapshot;
+/// Claims and StorageClasses as the classifier sees them: `scan`'s own [`Facts`], so the tests
+/// exercise a production lookup. Both kinds start readable and empty; either can be made
+/// unreadable (a 403).
+pub type FakeLookup = Facts;
 
 /// A lookup where claims and classes are readable and none exists.
 pub fn lookup() -> FakeLookup {
-    Snapshot {
-        pvs: Vec::new(),
+    Facts {
         claims: Some(HashMap::new()),
         classes: Some(HashMap::new()),
     }
 }
 
-impl Snapshot {
+/// A lookup whose claim store (or class store) is stale: the operator's view while a watch fails.
+pub struct StaleLookup {
+    /// Answers for what is not stale.
+    pub inner: FakeLookup,
+    /// Claims are stale.
+    pub claims: bool,
+    /// Classes are stale.
+    pub classes: bool,
+}
+
+impl crate::lookup::Lookup for StaleLookup {
+    fn claim(&self, namespace: &str, name: &str) -> crate::lookup::Found<ClaimFacts> {
+        if self.claims {
+            crate::lookup::Found::Stale
+        } else {
+            self.inner.claim(namespace, name)
+        }
+    }
+    fn class(&self, name: &str) -> crate::lookup::Found<ClassFacts> {
+        if self.classes {
+            crate::lookup::Found::Stale
+        } else {
+            self.inner.class(name)
+        }
+    }
+}
+
+impl Facts {
     /// A claim `namespace/name` with `uid` exists.
     pub fn with_claim(self, namespace: &str, name: &str, uid: &str) -> Self {
         self.put_claim(namespace, name, uid, false)

@@ -8,3 +8,4 @@ mod fixtures;
 mod index;
 mod plan;
 mod scan;
+mod schedule;

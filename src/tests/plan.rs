@@ -1,4 +1,4 @@
-//! `plan::gate` (the grace of BoundClaimMissing) and `plan::plan` (what to write).
+//! `plan::gate` (the grace rule) and `plan::plan` (what to write).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,23 +7,30 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::fixtures::{
     PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
+    released_at,
 };
 use crate::classify::{Finding, Verdict, classify};
 use crate::crd::{Reason, VolumeLeftover};
 use crate::plan::{
-    Action, BoundGrace, Gated, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STORAGE_CLASS,
-    MANAGED_BY, MANAGED_BY_VALUE, desired, gate, is_label_value, is_managed, plan,
+    Action, ClockStart, Gated, Graces, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STORAGE_CLASS,
+    MANAGED_BY, MANAGED_BY_VALUE, Observed, desired, gate, grace_of, is_label_value, is_managed,
+    plan,
 };
 use crate::volume::Volume;
 
-const TWO_MINUTES: BoundGrace = BoundGrace {
+const GRACES: Graces = Graces {
     grace: Duration::from_secs(120),
+    delete_grace: Duration::from_secs(600),
 };
 
 /// A Bound PV whose claim is gone.
 fn bound_claim_missing() -> Finding {
     let f = finding(
-        &pv("b").retain().bound().claim("ns", "c", "uid-1"),
+        &pv("b")
+            .retain()
+            .bound()
+            .since(released_at())
+            .claim("ns", "c", "uid-1"),
         &lookup(),
     );
     assert_eq!(f.status.reason, Reason::BoundClaimMissing);
@@ -36,7 +43,16 @@ fn leftover(f: &Finding) -> Verdict {
 
 /// What the operator would have published for `f`, as read back from the API server.
 fn published(f: &Finding) -> VolumeLeftover {
-    desired(f, None).stored_as("vl-uid-1")
+    desired(f, None, &now()).stored_as("vl-uid-1")
+}
+
+/// The grace clock of `f`'s state, started `seconds_ago`.
+fn seen(f: &Finding, seconds_ago: i64) -> Option<Observed> {
+    Some(Observed {
+        volume_uid: f.volume_uid.clone(),
+        reason: f.status.reason,
+        since: now_plus(-seconds_ago),
+    })
 }
 
 #[track_caller]
@@ -46,8 +62,17 @@ fn expect_apply(a: Action) -> (VolumeLeftover, bool, bool) {
             object,
             meta,
             status,
+            ..
         } => (*object, meta, status),
         other => panic!("expected Apply, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn expect_create(a: Action) -> VolumeLeftover {
+    match a {
+        Action::Create { object } => *object,
+        other => panic!("expected Create, got {other:?}"),
     }
 }
 
@@ -56,71 +81,247 @@ fn expect_nothing(a: Action) {
     assert!(matches!(a, Action::Nothing), "expected Nothing, got {a:?}");
 }
 
-// ---- gate ----
+#[track_caller]
+fn expect_now(g: Gated) -> Time {
+    match g {
+        Gated::Now { first_seen, .. } => first_seen,
+        other => panic!("expected Now, got {other:?}"),
+    }
+}
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+// ---- gate: which states wait, and how long ----
+
+#[test]
+fn retain_findings_of_a_released_volume_need_no_grace() {
+    let (grace, clock) = grace_of(&mariadb_finding(), GRACES);
+    assert_eq!((grace, clock), (Duration::ZERO, ClockStart::Phase));
+}
+
+#[test]
+fn a_delete_policy_released_volume_waits_the_delete_grace_from_its_phase_time() {
+    let f = finding(&mariadb_pv().delete(), &lookup());
+    assert_eq!(
+        grace_of(&f, GRACES),
+        (Duration::from_secs(600), ClockStart::Phase)
+    );
+}
+
+#[test]
+fn a_delete_policy_failed_volume_waits_the_delete_grace_too() {
+    let f = finding(&pv("f").delete().failed().since(released_at()), &lookup());
+    assert_eq!(f.status.reason, Reason::ReclaimFailed);
+    assert_eq!(
+        grace_of(&f, GRACES),
+        (Duration::from_secs(600), ClockStart::Phase)
+    );
+}
+
+#[test]
+fn claim_still_present_waits_the_grace_from_its_phase_time() {
+    let f = finding(
+        &mariadb_pv(),
+        &lookup().with_claim("mariadb", "mariadb", "uid-mariadb-1"),
+    );
+    assert_eq!(f.status.reason, Reason::ClaimStillPresent);
+    assert_eq!(
+        grace_of(&f, GRACES),
+        (Duration::from_secs(120), ClockStart::Phase)
+    );
+}
+
+#[test]
+fn states_the_phase_does_not_date_wait_from_when_they_were_first_seen() {
+    // A claimRef cleared by hand long after the volume was Released: the phase's time would
+    // start the clock too early and publish the documented reuse as a finding.
+    let released_without = finding(&pv("r").retain().released().since(released_at()), &lookup());
+    let prebound = finding(
+        &pv("p")
+            .retain()
+            .available()
+            .since(released_at())
+            .claim_by_name("ns", "c"),
+        &lookup(),
+    );
+    for f in [&released_without, &prebound, &bound_claim_missing()] {
+        assert_eq!(
+            grace_of(f, GRACES),
+            (Duration::from_secs(120), ClockStart::Observed),
+            "{:?}",
+            f.status.reason
+        );
+    }
+}
+
+#[test]
+fn a_delete_policy_volume_released_without_claim_waits_the_longer_grace() {
+    let f = finding(&pv("r").delete().released().since(released_at()), &lookup());
+    assert_eq!(
+        grace_of(&f, GRACES),
+        (Duration::from_secs(600), ClockStart::Observed)
+    );
+}
+
+#[test]
+fn without_a_phase_transition_time_every_clock_starts_when_first_seen() {
+    let f = finding(&mariadb_pv().delete().no_status().released(), &lookup());
+    assert_eq!(f.status.phase_since, None);
+    assert_eq!(
+        grace_of(&f, GRACES),
+        (Duration::from_secs(600), ClockStart::Observed)
+    );
+}
+
+// ---- gate: the clock ----
+
+#[test]
+fn gate_publishes_a_retain_finding_at_once_dated_by_its_phase_time() {
+    let mut clock = None;
+    let first = expect_now(gate(
+        leftover(&mariadb_finding()),
+        None,
+        &mut clock,
+        &now(),
+        GRACES,
+    ));
+    assert_eq!(
+        first,
+        released_at(),
+        "firstSeen is when the volume was Released"
+    );
+}
+
+#[test]
+fn gate_holds_a_delete_policy_finding_for_the_rest_of_the_delete_grace() {
+    let f = finding(&mariadb_pv().delete().since(now_plus(-60)), &lookup());
+    let mut clock = None;
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
+    assert_eq!(g, Gated::Later(Duration::from_secs(540)));
+}
+
+#[test]
+fn gate_publishes_a_delete_policy_finding_after_the_delete_grace_dated_by_phase_time_plus_grace() {
+    let f = finding(&mariadb_pv().delete().since(now_plus(-601)), &lookup());
+    let mut clock = None;
+    let first = expect_now(gate(leftover(&f), None, &mut clock, &now(), GRACES));
+    assert_eq!(
+        first,
+        now_plus(-1),
+        "the moment the grace ended, the same after any restart"
+    );
+}
 
 #[test]
 fn gate_holds_bound_claim_missing_back_for_the_rest_of_the_grace() {
-    let v = leftover(&bound_claim_missing());
-    let g = gate(v, None, Some(now_plus(-30)), &now(), TWO_MINUTES);
+    let f = bound_claim_missing();
+    let mut clock = seen(&f, 30);
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
     assert_eq!(g, Gated::Later(Duration::from_secs(90)));
 }
 
 #[test]
-fn gate_holds_a_first_sighting_back_for_the_whole_grace() {
-    let v = leftover(&bound_claim_missing());
-    let g = gate(v, None, None, &now(), TWO_MINUTES);
+fn gate_holds_a_first_sighting_back_for_the_whole_grace_and_starts_the_clock() {
+    let f = bound_claim_missing();
+    let mut clock = None;
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
+    assert_eq!(g, Gated::Later(Duration::from_secs(120)));
+    assert_eq!(clock, seen(&f, 0));
+}
+
+#[test]
+fn gate_ignores_the_phase_time_for_a_state_the_phase_does_not_date() {
+    // Bound for a month; the claim vanished just now.
+    let f = bound_claim_missing();
+    assert!(f.status.phase_since.is_some());
+    let mut clock = None;
+    assert!(matches!(
+        gate(leftover(&f), None, &mut clock, &now(), GRACES),
+        Gated::Later(_)
+    ));
+}
+
+#[test]
+fn gate_restarts_the_clock_when_the_reason_changes() {
+    let f = bound_claim_missing();
+    let mut clock = Some(Observed {
+        volume_uid: f.volume_uid.clone(),
+        reason: Reason::ReleasedWithoutClaim,
+        since: now_plus(-3600),
+    });
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
+    assert_eq!(g, Gated::Later(Duration::from_secs(120)));
+}
+
+#[test]
+fn gate_restarts_the_clock_for_a_new_volume_of_the_same_name() {
+    let f = bound_claim_missing();
+    let mut clock = Some(Observed {
+        volume_uid: "an-older-volume".into(),
+        reason: f.status.reason,
+        since: now_plus(-3600),
+    });
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
     assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
 #[test]
 fn gate_publishes_bound_claim_missing_exactly_at_the_grace() {
-    let v = leftover(&bound_claim_missing());
-    let g = gate(v.clone(), None, Some(now_plus(-120)), &now(), TWO_MINUTES);
-    assert_eq!(g, Gated::Now(v));
-}
-
-#[test]
-fn gate_publishes_bound_claim_missing_after_the_grace() {
-    let v = leftover(&bound_claim_missing());
-    let g = gate(v.clone(), None, Some(now_plus(-3600)), &now(), TWO_MINUTES);
-    assert_eq!(g, Gated::Now(v));
+    let f = bound_claim_missing();
+    let mut clock = seen(&f, 120);
+    let first = expect_now(gate(leftover(&f), None, &mut clock, &now(), GRACES));
+    assert_eq!(first, now(), "dated when published");
 }
 
 #[test]
 fn gate_with_zero_grace_publishes_at_once() {
-    let v = leftover(&bound_claim_missing());
-    let zero = BoundGrace {
+    let f = bound_claim_missing();
+    let zero = Graces {
         grace: Duration::ZERO,
+        delete_grace: Duration::ZERO,
     };
-    assert_eq!(gate(v.clone(), None, None, &now(), zero), Gated::Now(v));
+    let mut clock = None;
+    expect_now(gate(leftover(&f), None, &mut clock, &now(), zero));
 }
 
 #[test]
-fn gate_treats_a_suspicion_from_the_future_as_just_started() {
-    let v = leftover(&bound_claim_missing());
-    let g = gate(v, None, Some(now_plus(30)), &now(), TWO_MINUTES);
+fn gate_treats_a_clock_from_the_future_as_just_started() {
+    let f = bound_claim_missing();
+    let mut clock = seen(&f, -30);
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
     assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
 #[test]
-fn gate_publishes_at_once_when_already_published_as_bound_claim_missing() {
+fn gate_treats_a_phase_time_from_the_future_as_just_started() {
+    let f = finding(&mariadb_pv().delete().since(now_plus(3600)), &lookup());
+    let mut clock = None;
+    let g = gate(leftover(&f), None, &mut clock, &now(), GRACES);
+    assert_eq!(g, Gated::Later(Duration::from_secs(600)));
+}
+
+#[test]
+fn gate_publishes_at_once_what_is_already_published_with_that_reason() {
+    // A restart never retracts a published finding.
     let f = bound_claim_missing();
     let existing = published(&f);
-    let g = gate(leftover(&f), Some(&existing), None, &now(), TWO_MINUTES);
-    assert_eq!(g, Gated::Now(leftover(&f)));
+    let mut clock = None;
+    expect_now(gate(
+        leftover(&f),
+        Some(&existing),
+        &mut clock,
+        &now(),
+        GRACES,
+    ));
 }
 
 #[test]
 fn gate_holds_back_when_the_published_object_has_another_reason() {
+    // The published ClaimDeleted stays as it is while the new state is in its grace.
     let f = bound_claim_missing();
     let existing = published(&mariadb_finding());
-    let g = gate(
-        leftover(&f),
-        Some(&existing),
-        Some(now_plus(-10)),
-        &now(),
-        TWO_MINUTES,
-    );
+    let mut clock = seen(&f, 10);
+    let g = gate(leftover(&f), Some(&existing), &mut clock, &now(), GRACES);
     assert_eq!(g, Gated::Later(Duration::from_secs(110)));
 }
 
@@ -128,40 +329,44 @@ fn gate_holds_back_when_the_published_object_has_another_reason() {
 fn gate_ignores_a_foreign_object_that_says_bound_claim_missing() {
     let f = bound_claim_missing();
     let foreign = published(&f).without_label(MANAGED_BY);
-    let g = gate(leftover(&f), Some(&foreign), None, &now(), TWO_MINUTES);
+    let mut clock = None;
+    let g = gate(leftover(&f), Some(&foreign), &mut clock, &now(), GRACES);
     assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
 #[test]
-fn gate_passes_other_findings_through_at_once() {
-    let v = leftover(&mariadb_finding());
-    assert_eq!(
-        gate(v.clone(), None, None, &now(), TWO_MINUTES),
-        Gated::Now(v)
-    );
+fn gate_holds_back_when_the_published_object_is_for_an_older_pv_of_that_name() {
+    let f = bound_claim_missing();
+    let mut existing = published(&f);
+    existing.spec.volume_uid = "uid-of-a-deleted-pv".into();
+    let mut clock = None;
+    let g = gate(leftover(&f), Some(&existing), &mut clock, &now(), GRACES);
+    assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
 #[test]
-fn gate_passes_healthy_and_skip_through() {
-    assert_eq!(
-        gate(Verdict::Healthy, None, None, &now(), TWO_MINUTES),
-        Gated::Now(Verdict::Healthy)
-    );
-    let skip = Verdict::Skip("odd".into());
-    assert_eq!(
-        gate(skip.clone(), None, Some(now()), &now(), TWO_MINUTES),
-        Gated::Now(skip)
-    );
+fn gate_passes_healthy_undecided_and_skip_through_and_stops_the_clock() {
+    for v in [
+        Verdict::Healthy,
+        Verdict::Skip("odd".into()),
+        Verdict::Undecided("stale".into()),
+    ] {
+        let mut clock = seen(&bound_claim_missing(), 30);
+        match gate(v.clone(), None, &mut clock, &now(), GRACES) {
+            Gated::Now { verdict, .. } => assert_eq!(verdict, v),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(clock, None);
+    }
 }
 
 // ---- plan: applying ----
 
 #[test]
-fn finding_with_nothing_published_applies_meta_and_status() {
+fn finding_with_nothing_published_is_created() {
     let f = mariadb_finding();
-    let (object, meta, status) = expect_apply(plan("mariadb-pv", Some(&leftover(&f)), None));
-    assert!(meta && status);
-    let want = desired(&f, None);
+    let object = expect_create(plan("mariadb-pv", Some(&leftover(&f)), None, &now()));
+    let want = desired(&f, None, &now());
     assert_eq!(object.metadata, want.metadata);
     assert_eq!(object.spec, want.spec);
     assert_eq!(object.status, want.status);
@@ -171,7 +376,12 @@ fn finding_with_nothing_published_applies_meta_and_status() {
 fn finding_already_published_the_same_needs_nothing() {
     let f = mariadb_finding();
     let existing = published(&f);
-    expect_nothing(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
 }
 
 #[test]
@@ -180,7 +390,12 @@ fn published_object_read_back_as_json_needs_nothing() {
     let f = mariadb_finding();
     let json = serde_json::to_string(&published(&f)).expect("json");
     let existing: VolumeLeftover = serde_json::from_str(&json).expect("parse");
-    expect_nothing(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
 }
 
 #[test]
@@ -189,8 +404,12 @@ fn only_a_status_change_applies_status_only() {
     let existing = published(&before);
     let mut after = before.clone();
     after.status.capacity = Some("500Mi".into());
-    let (object, meta, status) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&after)), Some(&existing)));
+    let (object, meta, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&after)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(!meta);
     assert!(status);
     let s = object.status.expect("status");
@@ -210,6 +429,7 @@ fn a_new_reason_changes_the_reason_label_and_the_status() {
         "mariadb-pv",
         Some(&leftover(&recreated)),
         Some(&existing),
+        &now(),
     ));
     assert!(meta && status);
     assert_eq!(
@@ -222,8 +442,12 @@ fn a_new_reason_changes_the_reason_label_and_the_status() {
 fn a_hand_edited_reason_label_is_reverted() {
     let f = mariadb_finding();
     let existing = published(&f).label(LABEL_REASON, "ClaimRecreated");
-    let (object, meta, status) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    let (object, meta, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(meta);
     assert!(!status);
     assert_eq!(
@@ -237,35 +461,60 @@ fn a_removed_label_of_ours_is_restored() {
     let f = mariadb_finding();
     for key in [LABEL_REASON, LABEL_CLAIM_NAMESPACE, LABEL_STORAGE_CLASS] {
         let existing = published(&f).without_label(key);
-        let (_, meta, status) =
-            expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+        let (_, meta, status) = expect_apply(plan(
+            "mariadb-pv",
+            Some(&leftover(&f)),
+            Some(&existing),
+            &now(),
+        ));
         assert!(meta, "removing {key} must be reverted");
         assert!(!status, "{key}");
     }
 }
 
 #[test]
-fn a_stale_label_of_ours_that_should_be_gone_is_a_meta_change() {
-    // The class is now unnamed: the storage-class label must go.
+fn a_label_of_ours_that_has_nothing_to_say_is_emptied_not_dropped() {
+    // The class is now unnamed: the storage-class label turns empty. Dropping it would leave it
+    // behind, owned by the create that wrote it, and the object would never compare equal.
     let mut f = mariadb_finding();
     let existing = published(&f);
     f.status.storage_class = None;
-    let (object, meta, _) = expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    let (object, meta, _) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(meta);
-    assert!(
-        !object
-            .metadata
-            .labels
-            .expect("labels")
-            .contains_key(LABEL_STORAGE_CLASS)
+    let labels = object.metadata.labels.expect("labels");
+    assert_eq!(
+        labels.get(LABEL_STORAGE_CLASS).map(String::as_str),
+        Some("")
     );
+}
+
+#[test]
+fn an_apply_carries_the_resource_version_it_was_decided_on() {
+    let f = mariadb_finding();
+    let existing = published(&f).label(LABEL_REASON, "Edited");
+    match plan("mariadb-pv", Some(&leftover(&f)), Some(&existing), &now()) {
+        Action::Apply {
+            resource_version, ..
+        } => assert_eq!(resource_version.as_deref(), Some("1001")),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
 fn a_foreign_label_added_by_someone_else_is_not_ours_to_change() {
     let f = mariadb_finding();
     let existing = published(&f).label("team", "storage");
-    expect_nothing(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
 }
 
 #[test]
@@ -283,7 +532,12 @@ fn an_extra_owner_reference_added_by_someone_else_is_not_ours_to_change() {
             uid: "cm-uid".into(),
             ..OwnerReference::default()
         });
-    expect_nothing(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
 }
 
 #[test]
@@ -291,7 +545,12 @@ fn a_removed_owner_reference_of_ours_is_restored() {
     let f = mariadb_finding();
     let mut existing = published(&f);
     existing.metadata.owner_references = None;
-    let (_, meta, status) = expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    let (_, meta, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(meta);
     assert!(!status);
 }
@@ -301,8 +560,12 @@ fn a_hand_edited_spec_is_reverted() {
     let f = mariadb_finding();
     let mut existing = published(&f);
     existing.spec.volume_uid = "someone-else".into();
-    let (object, meta, status) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    let (object, meta, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(meta);
     assert!(!status);
     assert_eq!(object.spec.volume_uid, "pv-uid-mariadb-pv");
@@ -313,7 +576,12 @@ fn a_hand_edited_status_is_reverted() {
     let f = mariadb_finding();
     let mut existing = published(&f);
     existing.status.as_mut().expect("status").message = "all fine".into();
-    let (_, meta, status) = expect_apply(plan("mariadb-pv", Some(&leftover(&f)), Some(&existing)));
+    let (_, meta, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(!meta);
     assert!(status);
 }
@@ -332,13 +600,18 @@ fn first_seen_is_kept_from_the_published_object() {
     };
     assert_eq!(later.status.first_seen, now_plus(3600));
     assert_eq!(
-        desired(&later, Some(&existing))
+        desired(&later, Some(&existing), &now())
             .status
             .expect("status")
             .first_seen,
         now()
     );
-    expect_nothing(plan("mariadb-pv", Some(&leftover(&later)), Some(&existing)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&later)),
+        Some(&existing),
+        &now(),
+    ));
 }
 
 #[test]
@@ -347,8 +620,12 @@ fn first_seen_is_kept_when_the_finding_changes() {
     let mut later = mariadb_finding();
     later.status.first_seen = now_plus(600);
     later.status.reason = Reason::ClaimRecreated;
-    let (object, _, status) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&later)), Some(&existing)));
+    let (object, _, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&later)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(status);
     assert_eq!(object.status.expect("status").first_seen, now());
 }
@@ -369,8 +646,12 @@ fn mariadb_recreated_later() -> Finding {
 fn a_pv_recreated_under_the_same_name_updates_spec_and_owner_reference() {
     let existing = published(&mariadb_finding());
     let again = mariadb_recreated_later();
-    let (object, meta, _) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&again)), Some(&existing)));
+    let (object, meta, _) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&again)),
+        Some(&existing),
+        &now(),
+    ));
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-new");
     let owners = object.metadata.owner_references.expect("owner references");
@@ -383,8 +664,12 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
     // Another volume (another uid) did not exist when the old finding was first seen.
     let existing = published(&mariadb_finding());
     let again = mariadb_recreated_later();
-    let (object, _, status) =
-        expect_apply(plan("mariadb-pv", Some(&leftover(&again)), Some(&existing)));
+    let (object, _, status) = expect_apply(plan(
+        "mariadb-pv",
+        Some(&leftover(&again)),
+        Some(&existing),
+        &now_plus(3600),
+    ));
     assert!(status);
     assert_eq!(object.status.expect("status").first_seen, now_plus(3600));
 }
@@ -392,7 +677,7 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
 #[test]
 fn the_wall_clock_has_whole_seconds_so_first_seen_compares_equal_after_a_round_trip() {
     // `Time` serialises to seconds; a sub-second firstSeen would differ on every re-plan.
-    let t = crate::controller::wall_clock();
+    let t = crate::clock::wall_clock();
     assert_eq!(t.0.subsec_nanosecond(), 0);
     let back: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time =
         serde_json::from_value(serde_json::to_value(&t).expect("json")).expect("parse");
@@ -404,7 +689,12 @@ fn the_wall_clock_has_whole_seconds_so_first_seen_compares_equal_after_a_round_t
 #[test]
 fn healthy_with_a_published_object_deletes_it_by_uid() {
     let existing = published(&mariadb_finding());
-    match plan("mariadb-pv", Some(&Verdict::Healthy), Some(&existing)) {
+    match plan(
+        "mariadb-pv",
+        Some(&Verdict::Healthy),
+        Some(&existing),
+        &now(),
+    ) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
             assert_eq!(uid.as_deref(), Some("vl-uid-1"));
@@ -416,7 +706,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
 #[test]
 fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
     let existing = published(&mariadb_finding());
-    match plan("mariadb-pv", None, Some(&existing)) {
+    match plan("mariadb-pv", None, Some(&existing), &now()) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
             assert_eq!(uid.as_deref(), Some("vl-uid-1"));
@@ -427,26 +717,27 @@ fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
 
 #[test]
 fn healthy_with_nothing_published_needs_nothing() {
-    expect_nothing(plan("a", Some(&Verdict::Healthy), None));
-    expect_nothing(plan("a", None, None));
+    expect_nothing(plan("a", Some(&Verdict::Healthy), None, &now()));
+    expect_nothing(plan("a", None, None, &now()));
 }
 
 #[test]
 fn skip_keeps_what_was_published() {
     let existing = published(&mariadb_finding());
-    expect_nothing(plan(
-        "mariadb-pv",
-        Some(&Verdict::Skip("odd".into())),
-        Some(&existing),
-    ));
-    expect_nothing(plan("mariadb-pv", Some(&Verdict::Skip("odd".into())), None));
+    for v in [
+        Verdict::Skip("odd".into()),
+        Verdict::Undecided("stale".into()),
+    ] {
+        expect_nothing(plan("mariadb-pv", Some(&v), Some(&existing), &now()));
+        expect_nothing(plan("mariadb-pv", Some(&v), None, &now()));
+    }
 }
 
 #[test]
 fn a_finding_over_an_unmanaged_object_is_foreign() {
     let f = mariadb_finding();
     let foreign = published(&f).without_label(MANAGED_BY);
-    match plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign)) {
+    match plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign), &now()) {
         Action::Foreign { name } => assert_eq!(name, "mariadb-pv"),
         other => panic!("expected Foreign, got {other:?}"),
     }
@@ -458,7 +749,7 @@ fn an_object_managed_by_someone_else_is_foreign() {
     let foreign = published(&f).label(MANAGED_BY, "helm");
     assert!(!is_managed(&foreign));
     assert!(matches!(
-        plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign)),
+        plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign), &now()),
         Action::Foreign { .. }
     ));
 }
@@ -466,12 +757,18 @@ fn an_object_managed_by_someone_else_is_foreign() {
 #[test]
 fn an_unmanaged_object_is_never_deleted() {
     let foreign = published(&mariadb_finding()).without_label(MANAGED_BY);
-    expect_nothing(plan("mariadb-pv", Some(&Verdict::Healthy), Some(&foreign)));
-    expect_nothing(plan("mariadb-pv", None, Some(&foreign)));
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&Verdict::Healthy),
+        Some(&foreign),
+        &now(),
+    ));
+    expect_nothing(plan("mariadb-pv", None, Some(&foreign), &now()));
     expect_nothing(plan(
         "mariadb-pv",
         Some(&Verdict::Skip("odd".into())),
         Some(&foreign),
+        &now(),
     ));
 }
 
@@ -479,7 +776,7 @@ fn an_unmanaged_object_is_never_deleted() {
 
 #[test]
 fn desired_object_is_named_after_the_pv_and_names_it_in_its_spec() {
-    let o = desired(&mariadb_finding(), None);
+    let o = desired(&mariadb_finding(), None, &now());
     assert_eq!(o.metadata.name.as_deref(), Some("mariadb-pv"));
     assert_eq!(o.spec.volume_name, "mariadb-pv");
     assert_eq!(o.spec.volume_uid, "pv-uid-mariadb-pv");
@@ -489,7 +786,7 @@ fn desired_object_is_named_after_the_pv_and_names_it_in_its_spec() {
 
 #[test]
 fn desired_object_has_all_four_labels() {
-    let o = desired(&mariadb_finding(), None);
+    let o = desired(&mariadb_finding(), None, &now());
     assert!(is_managed(&o));
     let expected: BTreeMap<String, String> = [
         (MANAGED_BY, MANAGED_BY_VALUE),
@@ -504,39 +801,43 @@ fn desired_object_has_all_four_labels() {
 }
 
 #[test]
-fn desired_object_without_claim_or_class_has_no_claim_or_class_label() {
+fn desired_object_without_claim_or_class_has_empty_claim_and_class_labels() {
     let f = finding(&pv("a").retain().released(), &lookup());
-    let labels = desired(&f, None).metadata.labels.expect("labels");
+    let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
     assert_eq!(
         labels.keys().map(String::as_str).collect::<Vec<_>>(),
-        vec![MANAGED_BY, LABEL_REASON]
+        vec![
+            MANAGED_BY,
+            LABEL_CLAIM_NAMESPACE,
+            LABEL_REASON,
+            LABEL_STORAGE_CLASS
+        ]
     );
+    assert_eq!(labels[LABEL_CLAIM_NAMESPACE], "");
+    assert_eq!(labels[LABEL_STORAGE_CLASS], "");
 }
 
 #[test]
-fn a_class_name_too_long_for_a_label_gets_no_label() {
+fn a_class_name_too_long_for_a_label_gets_an_empty_label() {
     let long = "c".repeat(70);
     let f = finding(&pv("a").retain().released().class(&long), &lookup());
     assert_eq!(f.status.storage_class.as_ref().expect("class").name, long);
-    let labels = desired(&f, None).metadata.labels.expect("labels");
-    assert!(!labels.contains_key(LABEL_STORAGE_CLASS), "{labels:?}");
+    let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
+    assert_eq!(labels[LABEL_STORAGE_CLASS], "", "{labels:?}");
 }
 
 #[test]
-fn an_invalid_class_name_gets_no_label() {
+fn an_invalid_class_name_gets_an_empty_label() {
     for bad in ["-fast", "fast.", "fast/ssd"] {
         let f = finding(&pv("a").retain().released().class(bad), &lookup());
-        let labels = desired(&f, None).metadata.labels.expect("labels");
-        assert!(
-            !labels.contains_key(LABEL_STORAGE_CLASS),
-            "{bad}: {labels:?}"
-        );
+        let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
+        assert_eq!(labels[LABEL_STORAGE_CLASS], "", "{bad}: {labels:?}");
     }
 }
 
 #[test]
 fn desired_object_has_one_owner_reference_to_the_pv_without_block_owner_deletion() {
-    let o = desired(&mariadb_finding(), None);
+    let o = desired(&mariadb_finding(), None, &now());
     assert_eq!(
         o.metadata.owner_references,
         Some(vec![OwnerReference {
@@ -552,7 +853,7 @@ fn desired_object_has_one_owner_reference_to_the_pv_without_block_owner_deletion
 
 #[test]
 fn desired_object_serialises_the_api_version_and_kind() {
-    let v = serde_json::to_value(desired(&mariadb_finding(), None)).expect("json");
+    let v = serde_json::to_value(desired(&mariadb_finding(), None, &now())).expect("json");
     assert_eq!(v["apiVersion"], "leftovers.dev/v1alpha1");
     assert_eq!(v["kind"], "VolumeLeftover");
     assert!(
@@ -599,13 +900,4 @@ fn label_values_that_are_invalid() {
     ] {
         assert!(!is_label_value(bad), "{bad:?} is not a valid label value");
     }
-}
-
-#[test]
-fn gate_holds_back_when_the_published_object_is_for_an_older_pv_of_that_name() {
-    let f = bound_claim_missing();
-    let mut existing = published(&f);
-    existing.spec.volume_uid = "uid-of-a-deleted-pv".into();
-    let g = gate(leftover(&f), Some(&existing), None, &now(), TWO_MINUTES);
-    assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }

@@ -1,11 +1,13 @@
-//! `scan`: the snapshot as a lookup, the findings' order, the JSON line of the original tool and
+//! `scan`: the facts as a lookup, the findings' order, the JSON line of the original tool and
 //! the table.
 
 use std::collections::HashMap;
 
+use k8s_openapi::api::core::v1::PersistentVolume;
+
 use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
 use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
-use crate::scan::{Format, Snapshot, findings, write_json_line, write_report};
+use crate::scan::{Facts, Format, findings, seven_keys, write_json_line, write_report};
 use crate::volume::Volume;
 
 /// The original tool's line for the mariadb leftover, up to where the tool's keys end.
@@ -56,21 +58,25 @@ fn report(found: &[Finding], format: Format) -> String {
     String::from_utf8(out).expect("utf-8")
 }
 
-fn mariadb_snapshot() -> Snapshot {
-    Snapshot {
-        pvs: vec![Volume::from(&mariadb_pv())],
+fn mariadb_facts() -> Facts {
+    Facts {
         claims: claims(&[]),
         classes: classes(&[("standard", "Retain")]),
     }
 }
 
-// ---- Snapshot as a Lookup ----
+fn scan_of(pvs: &[PersistentVolume], facts: &Facts) -> Vec<Finding> {
+    let vols: Vec<Volume> = pvs.iter().map(Volume::from).collect();
+    findings(&vols, facts)
+}
+
+// ---- Facts as a Lookup ----
 
 #[test]
 fn snapshot_finds_a_claim_by_namespace_and_name() {
-    let s = Snapshot {
+    let s = Facts {
         claims: claims(&[("ns", "c", "uid-1")]),
-        ..Snapshot::default()
+        ..Facts::default()
     };
     assert_eq!(
         s.claim("ns", "c"),
@@ -85,15 +91,15 @@ fn snapshot_finds_a_claim_by_namespace_and_name() {
 
 #[test]
 fn snapshot_without_claims_answers_unknown_not_absent() {
-    let s = Snapshot::default();
+    let s = Facts::default();
     assert_eq!(s.claim("ns", "c"), Found::Unknown);
 }
 
 #[test]
 fn snapshot_finds_a_class_by_name() {
-    let s = Snapshot {
+    let s = Facts {
         classes: classes(&[("standard", "Retain")]),
-        ..Snapshot::default()
+        ..Facts::default()
     };
     assert_eq!(
         s.class("standard"),
@@ -106,54 +112,51 @@ fn snapshot_finds_a_class_by_name() {
 
 #[test]
 fn snapshot_without_classes_answers_unknown_not_absent() {
-    assert_eq!(Snapshot::default().class("standard"), Found::Unknown);
+    assert_eq!(Facts::default().class("standard"), Found::Unknown);
 }
 
 #[test]
 fn class_facts_default_an_unset_reclaim_policy_to_delete() {
     let sc = k8s_openapi::api::storage::v1::StorageClass::default();
-    assert_eq!(crate::controller::class_facts(&sc).reclaim_policy, "Delete");
+    assert_eq!(crate::lookup::class_facts(&sc).reclaim_policy, "Delete");
     let retain = k8s_openapi::api::storage::v1::StorageClass {
         reclaim_policy: Some("Retain".into()),
         ..Default::default()
     };
-    assert_eq!(
-        crate::controller::class_facts(&retain).reclaim_policy,
-        "Retain"
-    );
+    assert_eq!(crate::lookup::class_facts(&retain).reclaim_policy, "Retain");
 }
 
 // ---- findings ----
 
 #[test]
 fn findings_are_sorted_by_name_and_leave_out_healthy_and_skipped_pvs() {
-    let s = Snapshot {
-        pvs: [
-            pv("zeta").retain().released().claim("ns", "z", "u"),
-            pv("healthy").retain().bound().claim("ns", "h", "uid-h"),
-            pv("alpha").retain().failed(),
-            pv("odd").phase("Lost"),
-            pv("available").available(),
-            pv("mid").retain().released(),
-        ]
-        .iter()
-        .map(Volume::from)
-        .collect(),
+    let pvs = [
+        pv("zeta").retain().released().claim("ns", "z", "u"),
+        pv("healthy").retain().bound().claim("ns", "h", "uid-h"),
+        pv("alpha").retain().failed(),
+        pv("odd").phase("Lost"),
+        pv("available").available(),
+        pv("mid").retain().released(),
+    ];
+    let facts = Facts {
         claims: claims(&[("ns", "h", "uid-h")]),
         classes: classes(&[]),
     };
-    let names: Vec<String> = findings(&s).into_iter().map(|f| f.volume_name).collect();
+    let names: Vec<String> = scan_of(&pvs, &facts)
+        .into_iter()
+        .map(|f| f.volume_name)
+        .collect();
     assert_eq!(names, vec!["alpha", "mid", "zeta"]);
 }
 
 #[test]
 fn findings_of_an_empty_cluster_are_empty() {
-    assert!(findings(&Snapshot::default()).is_empty());
+    assert!(scan_of(&[], &Facts::default()).is_empty());
 }
 
 #[test]
 fn findings_use_the_same_classification_as_the_controller() {
-    let found = findings(&mariadb_snapshot());
+    let found = scan_of(&[mariadb_pv()], &mariadb_facts());
     assert_eq!(found.len(), 1);
     let mut expected = mariadb_finding();
     // Only the wall-clock time differs.
@@ -163,11 +166,11 @@ fn findings_use_the_same_classification_as_the_controller() {
 
 #[test]
 fn findings_when_claims_are_forbidden_report_claim_unknown() {
-    let s = Snapshot {
+    let facts = Facts {
         claims: None,
-        ..mariadb_snapshot()
+        ..mariadb_facts()
     };
-    let found = findings(&s);
+    let found = scan_of(&[mariadb_pv()], &facts);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].status.reason, crate::crd::Reason::ClaimUnknown);
 }
@@ -185,7 +188,7 @@ fn mariadb_json_line_starts_with_the_original_tools_seven_keys() {
 
 #[test]
 fn mariadb_json_line_from_a_scan_starts_with_the_original_tools_seven_keys() {
-    let found = findings(&mariadb_snapshot());
+    let found = scan_of(&[mariadb_pv()], &mariadb_facts());
     let line = json_line(&found[0]);
     assert!(line.starts_with(MARIADB_PREFIX), "{line}");
 }
@@ -257,7 +260,10 @@ fn json_line_of_a_recreated_claim_has_both_uids() {
         ),
     );
     let line = json_line(&f);
-    assert!(line.contains(r#""claim_missing": true, "#), "{line}");
+    // The original tool: the claim of that name exists, so it is not missing. The reason and
+    // the two uids say what happened.
+    assert!(line.contains(r#""claim_missing": false, "#), "{line}");
+    assert!(line.contains(r#""reason": "ClaimRecreated", "#), "{line}");
     assert!(
         line.contains(r#""claim_uid": "uid-mariadb-1", "claim_current_uid": "uid-mariadb-2""#),
         "{line}"
@@ -391,8 +397,109 @@ fn json_line_with_an_incomplete_claim_ref_prints_no_claim_string() {
         &lookup(),
     );
     let line = json_line(&f);
+    // The original tool looks nothing up without a namespace: claim null, claim_missing false.
     assert!(
-        line.contains(r#""claim": null, "claim_missing": null, "#),
+        line.contains(r#""claim": null, "claim_missing": false, "#),
         "{line}"
     );
+}
+
+#[test]
+fn json_line_prints_an_empty_class_name_as_the_original_tool_does() {
+    let f = super::fixtures::finding(&pv("e").retain().released().class(""), &lookup());
+    let line = json_line(&f);
+    assert!(line.contains(r#""storage_class": "", "#), "{line}");
+}
+
+#[test]
+fn seven_keys_of_every_row_the_original_tool_prints_agree_with_it() {
+    // (pv, facts, the original tool's seven keys) for the rows it prints.
+    let l = lookup().with_class("standard", "Retain");
+    let cases: Vec<(PersistentVolume, Facts, &str)> = vec![
+        (
+            mariadb_pv(),
+            l.clone(),
+            r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": true, "storage_class": "standard", "capacity": "250Mi"}"#,
+        ),
+        (
+            mariadb_pv(),
+            l.clone().with_claim("mariadb", "mariadb", "uid-new"),
+            r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": false, "storage_class": "standard", "capacity": "250Mi"}"#,
+        ),
+        (
+            pv("pre")
+                .retain()
+                .available()
+                .claim_by_name("ns", "never")
+                .capacity("1Gi"),
+            l.clone(),
+            r#"{"name": "pre", "phase": "Available", "reclaim": "Retain", "claim": "ns/never", "claim_missing": true, "storage_class": null, "capacity": "1Gi"}"#,
+        ),
+        (
+            pv("b")
+                .retain()
+                .bound()
+                .claim("ns", "gone", "u")
+                .class("standard"),
+            l.clone(),
+            r#"{"name": "b", "phase": "Bound", "reclaim": "Retain", "claim": "ns/gone", "claim_missing": true, "storage_class": "standard", "capacity": null}"#,
+        ),
+        (
+            pv("odd").retain().released().claim("", "c", "u"),
+            l.clone(),
+            r#"{"name": "odd", "phase": "Released", "reclaim": "Retain", "claim": null, "claim_missing": false, "storage_class": null, "capacity": null}"#,
+        ),
+        (
+            pv("kind")
+                .retain()
+                .released()
+                .claim("ns", "c", "u")
+                .claim_kind("Pod"),
+            l.clone(),
+            r#"{"name": "kind", "phase": "Released", "reclaim": "Retain", "claim": "ns/c", "claim_missing": true, "storage_class": null, "capacity": null}"#,
+        ),
+        (
+            pv("nostatus").retain().claim("ns", "c", "u").no_status(),
+            l.clone(),
+            r#"{"name": "nostatus", "phase": "", "reclaim": "Retain", "claim": "ns/c", "claim_missing": true, "storage_class": null, "capacity": null}"#,
+        ),
+        (
+            pv("bare").retain().released().class(""),
+            l.clone(),
+            r#"{"name": "bare", "phase": "Released", "reclaim": "Retain", "claim": null, "claim_missing": false, "storage_class": "", "capacity": null}"#,
+        ),
+        (
+            mariadb_pv(),
+            l.clone().claims_forbidden(),
+            r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": null, "storage_class": "standard", "capacity": "250Mi"}"#,
+        ),
+    ];
+    for (p, facts, want) in cases {
+        let found = scan_of(&[p], &facts);
+        assert_eq!(found.len(), 1, "{want}");
+        let keys = seven_keys(&found[0]);
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, PySep);
+        serde::Serialize::serialize(&keys, &mut ser).expect("json");
+        assert_eq!(String::from_utf8(out).expect("utf-8"), want);
+        // The line itself starts with the same keys.
+        let line = json_line(&found[0]);
+        assert!(line.starts_with(&want[..want.len() - 1]), "{line}");
+    }
+}
+
+/// Python's separators, for comparing with the original tool's lines.
+struct PySep;
+
+impl serde_json::ser::Formatter for PySep {
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { w.write_all(b", ") }
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
 }

@@ -144,7 +144,8 @@ async fn kubectl_explain_shows_the_field_docs_from_the_rust_types() {
         },
     )
     .await;
-    assert!(out.contains("a 403 is not a 404"), "{out}");
+    let text = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("a 403 is not a 404"), "{out}");
     let out = cp.kubectl_ok(&["explain", "vl.status.reason"]).unwrap();
     assert!(out.contains("ClaimRecreated"), "{out}");
 }

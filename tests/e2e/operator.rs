@@ -198,7 +198,11 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
         "the old uid, from the claimRef"
     );
     assert_eq!(c2.current_uid, new.uid(), "the new claim's uid");
-    assert_eq!(c2.missing, Tristate::True);
+    assert_eq!(
+        c2.missing,
+        Tristate::False,
+        "the original tool's meaning: a claim of that name exists"
+    );
     assert_eq!(s2.first_seen, s.first_seen, "firstSeen is set once");
     assert_eq!(vl2.uid(), vl.uid(), "the same object, updated in place");
 

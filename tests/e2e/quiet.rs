@@ -48,7 +48,7 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
     pv_in_phase(&pvs, &lying, Some((&ns, "gone", "3b1c-gone")), "Bound").await;
 
     let settings = test_settings();
-    let grace = settings.bound_grace;
+    let grace = settings.graces.grace;
     let operator = Operator::start(cp.operator_client().await, settings);
     operator.wait_synced().await;
     let synced_at = Instant::now();

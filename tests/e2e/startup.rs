@@ -74,7 +74,9 @@ async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_s
     let ready = format!("http://127.0.0.1:{port}/readyz");
 
     let (code, body) = wait_for("/readyz to answer", Duration::from_secs(30), || async {
-        http_get(&ready).filter(|(_, b)| b.contains("volumeleftovers: Pending ("))
+        http_get(&ready).filter(|(_, b)| {
+            b.contains("volumeleftovers: Pending") && b.contains("kubectl apply -f crds/")
+        })
     })
     .await;
     assert_eq!(code, 503, "not ready without the CRD: {body}");
@@ -237,7 +239,17 @@ async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
         .env("KUBECONFIG", cp.kubeconfig("restricted"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "a distinct exit code: the census is incomplete"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the census is incomplete")
+            && stderr.contains("list persistentvolumeclaims"),
+        "{stderr}"
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     let line = stdout
         .lines()
@@ -276,7 +288,7 @@ async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_an
         assert_eq!(operator.health.get(k), StoreState::Pending, "{report}");
     }
     assert!(
-        report.contains("persistentvolumes: Pending ("),
+        report.contains("persistentvolumes: Pending for") && report.contains('('),
         "the error is shown: {report}"
     );
 

@@ -24,6 +24,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use volume_leftovers::controller::{self, Settings};
 use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::feed::FeedTiming;
+use volume_leftovers::plan::Graces;
 use volume_leftovers::telemetry::{Health, Kind, Metrics, StoreState};
 
 /// The identity `deploy/` grants (its ServiceAccount), as up.sh puts it in the token file.
@@ -160,8 +162,10 @@ impl ControlPlane {
         }
     }
 
+    /// A client for `who`, with the operator's request bounds (no built-in retries, timeouts).
     pub async fn client(&self, who: &str) -> Client {
-        let config = self.config(who).await;
+        let mut config = self.config(who).await;
+        volume_leftovers::tune(&mut config, Duration::from_secs(20));
         Client::try_from(config).expect("client")
     }
 
@@ -283,15 +287,33 @@ where
     }
 }
 
-/// Operator settings for tests: short grace and resync, small pages (pagination is exercised).
+/// Operator settings for tests: short graces, retries and timeouts, small pages (pagination is
+/// exercised).
 pub fn test_settings() -> Settings {
     Settings {
         concurrency: 4,
         resync: Duration::from_secs(30),
-        bound_grace: Duration::from_secs(4),
+        graces: Graces {
+            grace: Duration::from_secs(4),
+            delete_grace: Duration::from_secs(6),
+        },
         page_size: 3,
+        watch_timeout: 20,
+        request_timeout: Duration::from_secs(3),
+        feed: FeedTiming {
+            retry_initial: Duration::from_millis(200),
+            retry_max: Duration::from_secs(2),
+            not_found_max: Duration::from_secs(1),
+            list_page: Duration::from_secs(5),
+        },
+        echo_wait: Duration::from_secs(5),
+        shutdown_grace: Duration::from_secs(3),
+        reminder: Duration::from_secs(60),
     }
 }
+
+/// How long a failing store is trusted in tests.
+pub const TEST_STALE_AFTER: Duration = Duration::from_secs(3);
 
 /// An operator running in this test's runtime.
 pub struct Operator {
@@ -303,7 +325,7 @@ pub struct Operator {
 
 impl Operator {
     pub fn start(client: Client, settings: Settings) -> Operator {
-        let health = Arc::new(Health::default());
+        let health = Arc::new(Health::new(TEST_STALE_AFTER));
         let metrics = Arc::new(Metrics::default());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(controller::run(

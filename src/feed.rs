@@ -1,0 +1,215 @@
+//! One reflected watch that says when it can be trusted. I/O: lists and watches one kind.
+//!
+//! A kube-runtime watcher (paginated list, then watch, relisting after a 410 Gone) feeds a
+//! reflector store. Around it, this stream:
+//! - strips unused fields before the store sees an object;
+//! - applies each event to the store, then yields it (only `Apply`, `Delete` and the end of a
+//!   list; list pages are buffered by the store and swapped in at the end);
+//! - on any error, drops the watcher and starts a fresh one (a full list) after a backoff with
+//!   jitter that is reset only by a completed list (kube-runtime's `default_backoff` is reset by
+//!   the `Init` event emitted before every list attempt, so a failing list would be retried about
+//!   every second forever). The completed list is the one unambiguous sign that the store is
+//!   current again: a watch that reconnects silently gives none. A 410 relists at once;
+//! - bounds every list page in time (a hung list is a failure), while watches are bounded by the
+//!   server's timeout and kube-runtime's idle timeout.
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use kube::Api;
+use kube::Resource;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher::{self, Event};
+
+use crate::backoff::Backoff;
+use crate::category::Category;
+
+/// What a feed yields.
+#[derive(Debug)]
+pub enum FeedItem<K> {
+    /// An object was added or changed (already in the store).
+    Applied(K),
+    /// An object was deleted (already gone from the store).
+    Deleted(K),
+    /// A list completed: the store now holds exactly what the API server listed. Objects that
+    /// vanished while the watch was down are simply absent; no `Deleted` comes for them.
+    Listed,
+    /// The list or watch failed; a fresh list starts after `retry_in`.
+    Failed {
+        /// Stable category.
+        category: Category,
+        /// One line for people.
+        error: String,
+        /// When the next attempt starts.
+        retry_in: Duration,
+    },
+}
+
+/// Timing of a feed.
+#[derive(Clone, Copy, Debug)]
+pub struct FeedTiming {
+    /// First retry delay after a failure.
+    pub retry_initial: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
+    /// Longest retry delay when the resource type itself is missing (404 on a list: the
+    /// operator's CRD is not installed). Short, so that findings come back within seconds of
+    /// `kubectl apply -f crds/`; the request is tiny.
+    pub not_found_max: Duration,
+    /// A list page that takes longer than this is abandoned and retried.
+    pub list_page: Duration,
+}
+
+impl Default for FeedTiming {
+    fn default() -> Self {
+        FeedTiming {
+            retry_initial: Duration::from_millis(500),
+            retry_max: Duration::from_secs(30),
+            not_found_max: Duration::from_secs(5),
+            list_page: Duration::from_secs(60),
+        }
+    }
+}
+
+struct State<K: Resource<DynamicType = ()> + Clone + 'static> {
+    api: Api<K>,
+    cfg: watcher::Config,
+    strip: fn(&mut K),
+    writer: Writer<K>,
+    stream: Option<BoxStream<'static, watcher::Result<Event<K>>>>,
+    listing: bool,
+    backoff: Backoff,
+    sleep: Option<Duration>,
+    timing: FeedTiming,
+}
+
+/// A resilient reflected watch of `api`, feeding `writer`.
+pub fn feed<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    strip: fn(&mut K),
+    writer: Writer<K>,
+    timing: FeedTiming,
+    seed: u64,
+) -> impl Stream<Item = FeedItem<K>> + Send + 'static
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let state = State {
+        api,
+        cfg,
+        strip,
+        writer,
+        stream: None,
+        listing: false,
+        backoff: Backoff::new(timing.retry_initial, timing.retry_max, seed),
+        sleep: None,
+        timing,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        let item = step(&mut st).await;
+        Some((item, st))
+    })
+}
+
+async fn step<K>(st: &mut State<K>) -> FeedItem<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    loop {
+        if let Some(d) = st.sleep.take() {
+            tokio::time::sleep(d).await;
+        }
+        let (api, cfg) = (&st.api, &st.cfg);
+        let stream = st
+            .stream
+            .get_or_insert_with(|| watcher::watcher(api.clone(), cfg.clone()).boxed());
+        let next = if st.listing {
+            match tokio::time::timeout(st.timing.list_page, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    return fail(
+                        st,
+                        Category::Timeout,
+                        format!(
+                            "a list page took longer than {}s",
+                            st.timing.list_page.as_secs()
+                        ),
+                    );
+                }
+            }
+        } else {
+            stream.next().await
+        };
+        match next {
+            // A watcher stream does not end; if it ever does, start over.
+            None => {
+                st.stream = None;
+                st.listing = false;
+            }
+            Some(Ok(mut event)) => {
+                match &mut event {
+                    Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) => (st.strip)(o),
+                    Event::Init | Event::InitDone => {}
+                }
+                st.writer.apply_watcher_event(&event);
+                match event {
+                    Event::Init => st.listing = true,
+                    Event::InitApply(_) => {}
+                    Event::InitDone => {
+                        st.listing = false;
+                        st.backoff.reset();
+                        return FeedItem::Listed;
+                    }
+                    Event::Apply(o) => return FeedItem::Applied(o),
+                    Event::Delete(o) => return FeedItem::Deleted(o),
+                }
+            }
+            Some(Err(e)) => {
+                let category = Category::of_watch(&e);
+                let error = match &e {
+                    watcher::Error::InitialListFailed(e)
+                    | watcher::Error::WatchStartFailed(e)
+                    | watcher::Error::WatchFailed(e) => crate::category::describe(e),
+                    other => other.to_string(),
+                };
+                return fail(st, category, error);
+            }
+        }
+    }
+}
+
+fn fail<K: Resource<DynamicType = ()> + Clone + 'static>(
+    st: &mut State<K>,
+    category: Category,
+    error: String,
+) -> FeedItem<K> {
+    // Drop the watcher (and its connection); the next one lists afresh.
+    st.stream = None;
+    st.listing = false;
+    let retry_in = match category {
+        // The watcher's own answer to 410 is a relist, at once.
+        Category::Expired => Duration::ZERO,
+        Category::NotFound => st.backoff.next_delay().min(st.timing.not_found_max),
+        _ => st.backoff.next_delay(),
+    };
+    st.sleep = Some(retry_in);
+    FeedItem::Failed {
+        category,
+        error,
+        retry_in,
+    }
+}

@@ -1,0 +1,559 @@
+//! The decision loop's state machine: which PV names to decide, when, and which writes may start.
+//! No I/O: it reads tokio's clock (so tests drive it with paused time) and never talks to the API.
+//!
+//! Everything the loop remembers about one name lives in one [`NameState`]: its queue entry,
+//! in-flight write, pending wake-up, failure count and backoff, and the decision memory the
+//! controller keeps (echo wait, grace clock, what is published, what was logged). The value is
+//! removed in one place, [`Scheduler::settle`], as soon as nothing about the name is pending, so
+//! nothing leaks when a PV is deleted during a watch gap or skipped.
+//!
+//! Rules it enforces:
+//! - a name is queued at most once and decided by one caller at a time;
+//! - at most `concurrency` writes are in flight, at most one per name; a name marked while its
+//!   write is in flight is decided again when the write ends;
+//! - a name whose write failed backs off (exponential, with jitter); events and sweeps do not
+//!   re-send its write before the backoff ends;
+//! - failures that are not about one object (403 or a missing resource type on the operator's own
+//!   objects, or failures on several different names in a row with no success in between) are one
+//!   condition, [`Blocked`]: writes pause, one probe write is tried per backoff period, and the
+//!   first success releases every parked name.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::time::Instant;
+use tokio_util::time::{DelayQueue, delay_queue};
+
+use crate::backoff::Backoff;
+use crate::category::Category;
+use crate::crd::Reason;
+use crate::plan::Observed;
+
+/// What the operator's own VolumeLeftover store will show once the watch delivers a write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Echo {
+    /// The object at this resourceVersion (or a later one).
+    Version(String),
+    /// No object.
+    Gone,
+    /// Some object of this name (a create answered "already exists": the store has not shown
+    /// it yet, and it may be someone else's).
+    Exists,
+}
+
+/// Why a name is not published although its volume was evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Held {
+    /// A finding waiting for its grace period.
+    Pending(Reason),
+    /// A store the decision depends on is stale or forbidden.
+    Undecided,
+    /// The volume is too odd to judge.
+    Skipped,
+}
+
+/// What the controller remembers about a name between decisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Memo {
+    /// A write whose watch event has not arrived yet, and until when to wait for it.
+    pub echo: Option<(Echo, Instant)>,
+    /// The grace clock of a held state.
+    pub observed: Option<Observed>,
+    /// The reason of the managed VolumeLeftover the store shows for this name.
+    pub published: Option<Reason>,
+    /// Why the volume is not published, when it is held.
+    pub held: Option<Held>,
+    /// The last line logged about this name (a skip or a foreign object), to log once per change.
+    pub logged: Option<String>,
+}
+
+impl Memo {
+    fn is_empty(&self) -> bool {
+        *self == Memo::default()
+    }
+}
+
+/// Everything about one name.
+#[derive(Debug, Default)]
+pub struct NameState {
+    queued: bool,
+    in_flight: bool,
+    /// Marked while it could not be decided (write in flight, backing off, parked).
+    dirty: bool,
+    timer: Option<(delay_queue::Key, Instant)>,
+    backing_off: bool,
+    parked: bool,
+    failures: u32,
+    backoff: Option<Backoff>,
+    /// The controller's memory.
+    pub memo: Memo,
+}
+
+impl NameState {
+    fn is_idle(&self) -> bool {
+        !self.queued
+            && !self.in_flight
+            && !self.dirty
+            && self.timer.is_none()
+            && !self.parked
+            && self.failures == 0
+            && self.memo.is_empty()
+    }
+
+    /// Consecutive failed writes of this name.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+}
+
+/// What the caller decided for a name.
+#[derive(Debug)]
+pub enum Decision<W> {
+    /// Nothing to write; decide again when something changes.
+    Idle,
+    /// Nothing to write now; decide again after this long (grace period, echo wait).
+    WaitFor(Duration),
+    /// Start this write.
+    Write(W),
+}
+
+/// How a write ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteEnd {
+    /// It landed.
+    Done,
+    /// It was refused because the decision was made on an outdated view (already exists,
+    /// precondition failed): not a failure; decide again once the store has caught up.
+    Outdated,
+    /// It failed.
+    Failed {
+        /// Why.
+        category: Category,
+        /// The failure is about the resource type, not this object (403 on the operator's own
+        /// objects, 404 on a create: the CRD is missing).
+        write_wide: bool,
+        /// The error, for the condition's message.
+        error: String,
+    },
+}
+
+/// Writes are failing for a reason that is not about one object.
+#[derive(Clone, Debug)]
+pub struct Blocked {
+    /// Since when.
+    pub since: Instant,
+    /// The category of the last failure.
+    pub category: Category,
+    /// The last error.
+    pub error: String,
+    backoff: Backoff,
+    probe_at: Instant,
+    probing: bool,
+}
+
+/// A change of the write-wide condition, for the caller to log once and expose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// Writes started failing as a whole.
+    Blocked {
+        /// Why.
+        category: Category,
+        /// The last error.
+        error: String,
+    },
+    /// A write landed again.
+    Unblocked,
+}
+
+/// Tuning of the scheduler.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Writes in flight at most.
+    pub concurrency: usize,
+    /// First per-name retry delay after a failed write.
+    pub retry_initial: Duration,
+    /// Longest per-name retry delay.
+    pub retry_max: Duration,
+    /// Consecutive failures on this many different names make a write-wide condition.
+    pub blocked_after: usize,
+    /// Longest delay between probe writes while blocked.
+    pub probe_max: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            concurrency: 4,
+            retry_initial: Duration::from_secs(1),
+            retry_max: Duration::from_secs(300),
+            blocked_after: 3,
+            probe_max: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The state machine. See the module documentation.
+pub struct Scheduler {
+    limits: Limits,
+    names: HashMap<Arc<str>, NameState>,
+    queue: VecDeque<Arc<str>>,
+    timers: DelayQueue<Arc<str>>,
+    in_flight: usize,
+    active: bool,
+    blocked: Option<Blocked>,
+    parked: VecDeque<Arc<str>>,
+    /// Distinct names that failed in a row, since the last successful write.
+    streak: HashSet<Arc<str>>,
+    seed: u64,
+}
+
+impl Scheduler {
+    /// A scheduler that drops marks until [`Scheduler::activate`] (the first sweep covers them).
+    pub fn new(limits: Limits, seed: u64) -> Scheduler {
+        Scheduler {
+            limits: Limits {
+                concurrency: limits.concurrency.max(1),
+                ..limits
+            },
+            names: HashMap::new(),
+            queue: VecDeque::new(),
+            timers: DelayQueue::new(),
+            in_flight: 0,
+            active: false,
+            blocked: None,
+            parked: VecDeque::new(),
+            streak: HashSet::new(),
+            seed,
+        }
+    }
+
+    /// From now on marks are acted upon.
+    pub fn activate(&mut self) {
+        self.active = true;
+    }
+
+    /// Whether marks are acted upon.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// The write-wide condition, if writes are blocked.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        self.blocked.as_ref()
+    }
+
+    /// Writes in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Names with state (for tests and leak checks).
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no name has state.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Whether `name` has state.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    /// The state of `name`, if any.
+    pub fn get(&self, name: &str) -> Option<&NameState> {
+        self.names.get(name)
+    }
+
+    /// The memo of `name`, created if needed. Call [`Scheduler::settle`] after changing it.
+    pub fn memo(&mut self, name: &str) -> &mut Memo {
+        &mut self.entry(name).memo
+    }
+
+    fn entry(&mut self, name: &str) -> &mut NameState {
+        if !self.names.contains_key(name) {
+            self.names.insert(Arc::from(name), NameState::default());
+        }
+        self.names.get_mut(name).expect("inserted above")
+    }
+
+    fn key(&self, name: &str) -> Arc<str> {
+        self.names
+            .get_key_value(name)
+            .map_or_else(|| Arc::from(name), |(k, _)| k.clone())
+    }
+
+    /// Something about `name` changed (an event, a sweep, an expired wait): decide it again.
+    pub fn mark(&mut self, name: &str) {
+        if !self.active {
+            return;
+        }
+        let key = self.key(name);
+        let s = self.entry(name);
+        if s.in_flight || s.backing_off || s.parked {
+            s.dirty = true;
+        } else if !s.queued {
+            s.queued = true;
+            s.dirty = false;
+            self.queue.push_back(key);
+        }
+    }
+
+    /// Queued names.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Decides queued names with `decide` while write slots are free, and returns the writes to
+    /// start. `decide` may read and change the name's [`Memo`].
+    pub fn run<W>(
+        &mut self,
+        mut decide: impl FnMut(&str, &mut Memo) -> Decision<W>,
+    ) -> Vec<(Arc<str>, W)> {
+        let mut writes = Vec::new();
+        while self.in_flight < self.limits.concurrency {
+            let Some(name) = self.queue.pop_front() else {
+                break;
+            };
+            let Some(s) = self.names.get_mut(&name) else {
+                continue;
+            };
+            s.queued = false;
+            match decide(&name, &mut s.memo) {
+                Decision::Idle => {
+                    s.failures = 0;
+                    s.backoff = None;
+                }
+                Decision::WaitFor(d) => self.wake_after(&name, d),
+                Decision::Write(w) => {
+                    if self.begin_write(&name) {
+                        writes.push((name.clone(), w));
+                    }
+                }
+            }
+            self.settle(&name);
+        }
+        writes
+    }
+
+    /// Decide `name` again after `d`; an earlier pending wake-up stays.
+    pub fn wake_after(&mut self, name: &str, d: Duration) {
+        let at = Instant::now() + d;
+        let key = self.key(name);
+        let pending = self.entry(name).timer;
+        match pending {
+            Some((_, when)) if when <= at => {}
+            Some((k, _)) => {
+                self.timers.reset_at(&k, at);
+                self.entry(name).timer = Some((k, at));
+            }
+            None => {
+                let k = self.timers.insert_at(key, at);
+                self.entry(name).timer = Some((k, at));
+            }
+        }
+    }
+
+    fn begin_write(&mut self, name: &Arc<str>) -> bool {
+        let now = Instant::now();
+        if let Some(b) = &mut self.blocked {
+            if b.probing || now < b.probe_at {
+                let s = self.names.get_mut(name).expect("decided names have state");
+                if !s.parked {
+                    s.parked = true;
+                    self.parked.push_back(name.clone());
+                }
+                return false;
+            }
+            b.probing = true;
+        }
+        let s = self.names.get_mut(name).expect("decided names have state");
+        s.in_flight = true;
+        self.in_flight += 1;
+        true
+    }
+
+    /// A write of `name` ended. Returns a change of the write-wide condition, if any.
+    pub fn end_write(&mut self, name: &str, end: WriteEnd) -> Option<Condition> {
+        let key = self.key(name);
+        let s = self.names.get_mut(name)?;
+        if s.in_flight {
+            s.in_flight = false;
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+        let change = match end {
+            WriteEnd::Done | WriteEnd::Outdated => {
+                s.failures = 0;
+                s.backoff = None;
+                let again = std::mem::take(&mut s.dirty);
+                if again {
+                    self.mark(name);
+                }
+                if end == WriteEnd::Done {
+                    self.succeeded()
+                } else {
+                    if let Some(b) = &mut self.blocked {
+                        b.probing = false;
+                    }
+                    None
+                }
+            }
+            WriteEnd::Failed {
+                category,
+                write_wide,
+                error,
+            } => {
+                s.failures = s.failures.saturating_add(1);
+                s.backing_off = true;
+                s.dirty = false;
+                let seed = self.seed ^ hash(name);
+                let limits = self.limits;
+                let delay = s
+                    .backoff
+                    .get_or_insert_with(|| {
+                        Backoff::new(limits.retry_initial, limits.retry_max, seed)
+                    })
+                    .next_delay();
+                self.wake_after(name, delay);
+                self.streak.insert(key);
+                let wide = write_wide || self.streak.len() >= self.limits.blocked_after;
+                self.failed(category, error, wide, seed)
+            }
+        };
+        self.settle(name);
+        change
+    }
+
+    fn succeeded(&mut self) -> Option<Condition> {
+        self.streak.clear();
+        self.blocked.take()?;
+        while let Some(n) = self.parked.pop_front() {
+            if let Some(p) = self.names.get_mut(&n) {
+                p.parked = false;
+                p.dirty = false;
+            }
+            self.mark(&n);
+        }
+        Some(Condition::Unblocked)
+    }
+
+    fn failed(
+        &mut self,
+        category: Category,
+        error: String,
+        wide: bool,
+        seed: u64,
+    ) -> Option<Condition> {
+        let now = Instant::now();
+        match &mut self.blocked {
+            Some(b) => {
+                b.probing = false;
+                b.category = category;
+                b.error = error;
+                b.probe_at = now + b.backoff.next_delay();
+                None
+            }
+            None if wide => {
+                let mut backoff =
+                    Backoff::new(self.limits.retry_initial, self.limits.probe_max, seed);
+                let probe_at = now + backoff.next_delay();
+                self.blocked = Some(Blocked {
+                    since: now,
+                    category,
+                    error: error.clone(),
+                    backoff,
+                    probe_at,
+                    probing: false,
+                });
+                Some(Condition::Blocked { category, error })
+            }
+            None => None,
+        }
+    }
+
+    /// Waits for the next wake-up (grace, echo, backoff, probe) and marks its name. Never
+    /// resolves while nothing is pending.
+    pub async fn next_wake(&mut self) -> Arc<str> {
+        enum Wake {
+            Timer(Option<delay_queue::Expired<Arc<str>>>),
+            Probe,
+        }
+        loop {
+            let probe_at = self
+                .blocked
+                .as_ref()
+                .filter(|b| !b.probing && !self.parked.is_empty())
+                .map(|b| b.probe_at);
+            let wake = {
+                let timers = &mut self.timers;
+                let timer = async move {
+                    if timers.is_empty() {
+                        std::future::pending::<()>().await;
+                    }
+                    timers.next().await
+                };
+                let probe = async move {
+                    match probe_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    expired = timer => Wake::Timer(expired),
+                    () = probe => Wake::Probe,
+                }
+            };
+            match wake {
+                Wake::Timer(None) => {}
+                Wake::Timer(Some(expired)) => {
+                    let name = expired.into_inner();
+                    if let Some(s) = self.names.get_mut(&name) {
+                        s.timer = None;
+                        s.backing_off = false;
+                        s.dirty = false;
+                    }
+                    self.mark(&name);
+                    return name;
+                }
+                Wake::Probe => {
+                    // One parked name becomes the probe.
+                    if let Some(name) = self.parked.pop_front() {
+                        if let Some(s) = self.names.get_mut(&name) {
+                            s.parked = false;
+                            s.dirty = false;
+                        }
+                        self.mark(&name);
+                        return name;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops the state of `name` when nothing about it is pending.
+    pub fn settle(&mut self, name: &str) {
+        if self.names.get(name).is_some_and(NameState::is_idle) {
+            self.names.remove(name);
+        }
+    }
+
+    /// Names whose state holds `pred` (for sweeps over the memo).
+    pub fn names_where(&self, pred: impl Fn(&NameState) -> bool) -> Vec<Arc<str>> {
+        self.names
+            .iter()
+            .filter(|(_, s)| pred(s))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+}
+
+fn hash(s: &str) -> u64 {
+    // FNV-1a: only spreads jitter between names.
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

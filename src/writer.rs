@@ -1,0 +1,302 @@
+//! The only code that writes to the API server, and it writes only VolumeLeftovers. I/O.
+//!
+//! Every request is bounded in time: a write that hangs is abandoned (dropping the request closes
+//! its connection) and reported as a timeout, so it never holds a concurrency slot forever.
+
+use std::time::Duration;
+
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Resource, ResourceExt};
+
+use crate::category::{Category, describe};
+use crate::crd::VolumeLeftover;
+use crate::plan::{Action, FIELD_MANAGER};
+use crate::schedule::{Echo, WriteEnd};
+
+/// Errors of one write, with the step that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Creating the object failed.
+    #[error("creating VolumeLeftover {name}: {message}")]
+    Create {
+        /// Object name.
+        name: String,
+        /// Category.
+        category: Category,
+        /// Cause, in one line.
+        message: String,
+    },
+    /// Applying labels, ownerReferences and spec failed.
+    #[error("applying VolumeLeftover {name}: {message}")]
+    Apply {
+        /// Object name.
+        name: String,
+        /// Category.
+        category: Category,
+        /// Cause, in one line.
+        message: String,
+    },
+    /// Applying the status failed.
+    #[error("applying status of VolumeLeftover {name}: {message}")]
+    ApplyStatus {
+        /// Object name.
+        name: String,
+        /// Category.
+        category: Category,
+        /// Cause, in one line.
+        message: String,
+    },
+    /// Deleting failed.
+    #[error("deleting VolumeLeftover {name}: {message}")]
+    Delete {
+        /// Object name.
+        name: String,
+        /// Category.
+        category: Category,
+        /// Cause, in one line.
+        message: String,
+    },
+}
+
+impl WriteError {
+    /// Stable short name of the step, for metrics.
+    pub fn op(&self) -> &'static str {
+        match self {
+            WriteError::Create { .. } => "create",
+            WriteError::Apply { .. } => "apply",
+            WriteError::ApplyStatus { .. } => "apply_status",
+            WriteError::Delete { .. } => "delete",
+        }
+    }
+
+    /// The category of the cause.
+    pub fn category(&self) -> Category {
+        match self {
+            WriteError::Create { category, .. }
+            | WriteError::Apply { category, .. }
+            | WriteError::ApplyStatus { category, .. }
+            | WriteError::Delete { category, .. } => *category,
+        }
+    }
+
+    /// Whether the failure is about the resource type rather than this object: the identity may
+    /// not write VolumeLeftovers at all, or the CRD is missing (a create answered 404).
+    pub fn write_wide(&self) -> bool {
+        match self {
+            WriteError::Create { category, .. } => {
+                matches!(category, Category::Forbidden | Category::NotFound)
+            }
+            other => other.category() == Category::Forbidden,
+        }
+    }
+}
+
+/// What one write did.
+#[derive(Debug)]
+pub struct Written {
+    /// The operation, for metrics (`create`, `apply`, `delete`).
+    pub op: &'static str,
+    /// How it ended, for the scheduler.
+    pub end: WriteEnd,
+    /// What the operator's VolumeLeftover watch will show once it has caught up.
+    pub echo: Option<Echo>,
+    /// Requests sent.
+    pub requests: u32,
+}
+
+/// The writer.
+#[derive(Clone)]
+pub struct Writer {
+    api: Api<VolumeLeftover>,
+    timeout: Duration,
+}
+
+impl Writer {
+    /// A writer whose every request gives up after `timeout`.
+    pub fn new(api: Api<VolumeLeftover>, timeout: Duration) -> Writer {
+        Writer { api, timeout }
+    }
+
+    async fn bounded<T>(
+        &self,
+        fut: impl Future<Output = kube::Result<T>>,
+    ) -> Result<T, (Category, String)> {
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err((Category::of(&e), describe(&e))),
+            Err(_) => Err((
+                Category::Timeout,
+                format!("no answer within {}s", self.timeout.as_secs_f32()),
+            )),
+        }
+    }
+
+    /// Performs one action.
+    pub async fn execute(&self, action: Action) -> Result<Written, WriteError> {
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        match action {
+            Action::Nothing | Action::Foreign { .. } => Ok(Written {
+                op: "none",
+                end: WriteEnd::Done,
+                echo: None,
+                requests: 0,
+            }),
+            Action::Create { object } => {
+                let name = object.name_any();
+                let mut main = (*object).clone();
+                main.status = None;
+                let pp_create = PostParams {
+                    field_manager: Some(FIELD_MANAGER.to_string()),
+                    ..PostParams::default()
+                };
+                match self.bounded(self.api.create(&pp_create, &main)).await {
+                    Ok(_) => {}
+                    // Someone's object of that name, which the store has not shown yet: never
+                    // taken over. Decide again once the store shows it.
+                    Err((Category::Conflict, _)) => {
+                        return Ok(Written {
+                            op: "create",
+                            end: WriteEnd::Outdated,
+                            echo: Some(Echo::Exists),
+                            requests: 1,
+                        });
+                    }
+                    Err((category, message)) => {
+                        return Err(WriteError::Create {
+                            name,
+                            category,
+                            message,
+                        });
+                    }
+                }
+                let written = self.apply_status(&name, &object, &pp).await?;
+                Ok(Written {
+                    op: "create",
+                    end: WriteEnd::Done,
+                    echo: written.metadata.resource_version.map(Echo::Version),
+                    requests: 2,
+                })
+            }
+            Action::Apply {
+                object,
+                meta,
+                status,
+                resource_version,
+            } => {
+                let name = object.name_any();
+                let mut written = None;
+                let mut requests = 0;
+                if meta {
+                    let mut main = (*object).clone();
+                    main.status = None;
+                    // A precondition: refused (409) if the object changed since the decision,
+                    // or (when it was deleted meanwhile) the create that an apply would do is
+                    // refused because a resourceVersion is set.
+                    main.metadata.resource_version = resource_version;
+                    requests += 1;
+                    match self
+                        .bounded(self.api.patch(&name, &pp, &Patch::Apply(&main)))
+                        .await
+                    {
+                        Ok(o) => written = Some(o),
+                        Err((Category::Conflict | Category::NotFound | Category::Invalid, _))
+                            if main.metadata.resource_version.is_some() =>
+                        {
+                            return Ok(Written {
+                                op: "apply",
+                                end: WriteEnd::Outdated,
+                                echo: None,
+                                requests,
+                            });
+                        }
+                        Err((category, message)) => {
+                            return Err(WriteError::Apply {
+                                name,
+                                category,
+                                message,
+                            });
+                        }
+                    }
+                }
+                if status {
+                    requests += 1;
+                    match self.apply_status(&name, &object, &pp).await {
+                        Ok(o) => written = Some(o),
+                        // Deleted meanwhile: the status subresource never creates.
+                        Err(WriteError::ApplyStatus {
+                            category: Category::NotFound,
+                            ..
+                        }) => {
+                            return Ok(Written {
+                                op: "apply",
+                                end: WriteEnd::Outdated,
+                                echo: None,
+                                requests,
+                            });
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(Written {
+                    op: "apply",
+                    end: WriteEnd::Done,
+                    echo: written
+                        .and_then(|o| o.metadata.resource_version)
+                        .map(Echo::Version),
+                    requests,
+                })
+            }
+            Action::Delete { name, uid } => {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid,
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match self.bounded(self.api.delete(&name, &dp)).await {
+                    Ok(_) | Err((Category::NotFound, _)) => Ok(Written {
+                        op: "delete",
+                        end: WriteEnd::Done,
+                        echo: Some(Echo::Gone),
+                        requests: 1,
+                    }),
+                    // Replaced by a newer object (uid precondition): its watch event brings the
+                    // name back here.
+                    Err((Category::Conflict, _)) => Ok(Written {
+                        op: "delete",
+                        end: WriteEnd::Outdated,
+                        echo: None,
+                        requests: 1,
+                    }),
+                    Err((category, message)) => Err(WriteError::Delete {
+                        name,
+                        category,
+                        message,
+                    }),
+                }
+            }
+        }
+    }
+
+    async fn apply_status(
+        &self,
+        name: &str,
+        object: &VolumeLeftover,
+        pp: &PatchParams,
+    ) -> Result<VolumeLeftover, WriteError> {
+        let body = serde_json::json!({
+            "apiVersion": VolumeLeftover::api_version(&()),
+            "kind": VolumeLeftover::kind(&()),
+            "metadata": { "name": name },
+            "status": object.status,
+        });
+        self.bounded(self.api.patch_status(name, pp, &Patch::Apply(&body)))
+            .await
+            .map_err(|(category, message)| WriteError::ApplyStatus {
+                name: name.to_string(),
+                category,
+                message,
+            })
+    }
+}
