@@ -13,7 +13,8 @@
 #   operator.kubeconfig    static token of system:serviceaccount:$OPERATOR_NAMESPACE:$OPERATOR_SA
 #                          (what deploy/ names; RBAC authorises it exactly like that ServiceAccount)
 #   restricted.kubeconfig  static token of the plain user "vl-restricted", with no rights at all
-#   audit.log              Metadata-level audit log of every request
+#   audit.log              Metadata-level audit log of every request (rotated only past 100 GiB,
+#                          never deleted or compressed: the tests' readers read every file)
 #   env                    BIN_DIR, APISERVER_URL and the PIDs, for scripts
 #   *.log                  component logs
 #
@@ -144,6 +145,7 @@ start kube-apiserver "$bin/kube-apiserver" \
   --service-cluster-ip-range 10.0.0.0/24 \
   --audit-policy-file "$run/audit-policy.yaml" --audit-log-path "$run/audit.log" \
   --audit-log-mode blocking \
+  --audit-log-maxsize 102400 --audit-log-maxbackup 0 --audit-log-maxage 0 \
   --watch-cache="$watch_cache"
 url="https://127.0.0.1:$api_port"
 wait_for "kube-apiserver /readyz" 120 curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$url/readyz"

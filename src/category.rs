@@ -93,7 +93,13 @@ impl Category {
                 };
             }
             let text = err.to_string().to_ascii_lowercase();
-            if text.contains("certificate") || text.contains("tls") || text.contains("handshake") {
+            // A handshake cut short ("tls handshake eof") is a connection problem; a refused
+            // certificate is a TLS problem.
+            if text.contains("certificate")
+                || text.contains("unknown issuer")
+                || text.contains("unknownca")
+                || (text.contains("tls") && !text.contains("eof"))
+            {
                 found = Category::Tls;
             } else if text.contains("timed out") || text.contains("timeout") {
                 found = Category::Timeout;

@@ -417,7 +417,9 @@ impl Loop {
         } else {
             Some(Instant::now())
         };
-        let changed = before.state != state || before.category != Some(category);
+        // One line per change of the store's state; a different error in the same state is a
+        // debug line (a cut connection alternates between "reset" and "handshake eof").
+        let changed = before.state != state || before.error.is_none();
         self.health.set_store(
             kind,
             StoreHealth {
@@ -579,6 +581,8 @@ impl Loop {
                 (name, r)
             }));
         }
+        self.metrics
+            .backlog(self.scheduler.queued(), self.writes.len());
     }
 
     fn on_written(&mut self, name: &str, result: Result<Written, WriteError>) {

@@ -14,7 +14,7 @@ use volume_leftovers::scan::Outcome;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_new(&cli.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter(&cli.log);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
@@ -37,6 +37,18 @@ async fn main() -> ExitCode {
         },
         Command::Scan(args) => scan(args).await,
     }
+}
+
+/// The log filter. kube-client logs every failed request at ERROR on its own; the operator
+/// reports each failure itself, once per change of state and with backoff, so those lines are
+/// off unless the filter names kube_client.
+fn log_filter(spec: &str) -> EnvFilter {
+    let spec = if spec.contains("kube_client") {
+        spec.to_string()
+    } else {
+        format!("{spec},kube_client::client::builder=off")
+    };
+    EnvFilter::try_new(&spec).unwrap_or_else(|_| EnvFilter::new("info"))
 }
 
 /// One line on stderr, naming the command and the cause.

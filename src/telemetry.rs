@@ -291,6 +291,8 @@ pub struct Metrics {
     undecided: Gauge,
     skipped: Gauge,
     decisions: Counter,
+    queued: Gauge,
+    in_flight: Gauge,
 }
 
 impl Default for Metrics {
@@ -362,6 +364,18 @@ impl Default for Metrics {
             "Evaluations of a PersistentVolume name",
             decisions.clone(),
         );
+        let queued = Gauge::default();
+        registry.register(
+            "queued_volumes",
+            "PersistentVolume names waiting to be decided",
+            queued.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "writes_in_flight",
+            "Writes to VolumeLeftovers in flight",
+            in_flight.clone(),
+        );
         Metrics {
             registry,
             watch_errors,
@@ -375,6 +389,8 @@ impl Default for Metrics {
             undecided,
             skipped,
             decisions,
+            queued,
+            in_flight,
         }
     }
 }
@@ -457,6 +473,13 @@ impl Metrics {
     /// Counts an evaluation.
     pub fn decided(&self) {
         self.decisions.inc();
+    }
+
+    /// Exposes the backlog: names waiting to be decided and writes in flight.
+    pub fn backlog(&self, queued: usize, in_flight: usize) {
+        self.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
+        self.in_flight
+            .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
     }
 
     /// Makes every reason appear (at 0) in the exposition.

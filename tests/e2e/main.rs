@@ -3,8 +3,10 @@
 //! plane is started once.
 
 mod deploy;
+mod fault;
 mod lifecycle;
 mod operator;
 mod quiet;
 mod startup;
 mod support;
+mod trust;

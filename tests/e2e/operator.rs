@@ -57,10 +57,10 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     ])
     .unwrap();
     wait_pv_phase(&pvs, "mariadb-pv", "Bound").await;
+    let recorder = Recorder::start(admin.clone()).await;
 
     let operator = Operator::start(cp.operator_client().await, test_settings());
-    operator.wait_synced().await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.wait_idle().await;
     assert!(
         leftovers.get_opt("mariadb-pv").await.unwrap().is_none(),
         "a healthy Bound volume is not a finding"
@@ -207,17 +207,16 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     assert_eq!(vl2.uid(), vl.uid(), "the same object, updated in place");
 
     // Restart on a converged cluster: nothing is written.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    operator.wait_idle().await;
     operator.stop().await;
     let before = leftovers.get("mariadb-pv").await.unwrap();
-    let writes_before = operator_writes(cp, "mariadb-pv");
+    let writes_before = cp.operator_writes("mariadb-pv");
     assert_eq!(
         writes_before, 4,
         "one apply and one status apply for ClaimDeleted, the same for ClaimRecreated; nothing else"
     );
     let operator = Operator::start(cp.operator_client().await, test_settings());
-    operator.wait_synced().await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    operator.wait_idle().await;
     let after = leftovers.get("mariadb-pv").await.unwrap();
     assert_eq!(
         after.resource_version(),
@@ -225,7 +224,7 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
         "no write after restart"
     );
     assert_eq!(
-        operator_writes(cp, "mariadb-pv"),
+        cp.operator_writes("mariadb-pv"),
         writes_before,
         "no write request at all after restart"
     );
@@ -240,27 +239,30 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
     .await
     .unwrap();
     wait_leftover_gone(&leftovers, "mariadb-pv").await;
+    // Clearing the claimRef makes the PV Released without a claimRef for a moment before the
+    // binder turns it Available: never published as ReleasedWithoutClaim.
+    assert_eq!(
+        cp.operator_writes("mariadb-pv"),
+        writes_before + 1,
+        "only the delete"
+    );
+    let reasons = recorder.of("mariadb-pv");
+    assert_eq!(
+        reasons
+            .iter()
+            .filter(|r| r.is_some())
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        [Some(Reason::ClaimDeleted), Some(Reason::ClaimRecreated)].into(),
+        "{reasons:?}"
+    );
+    recorder.stop();
 
     operator.stop().await;
     delete(&claims, "mariadb").await;
     delete(&pvs, "mariadb-pv").await;
     delete(&Api::<Namespace>::all(admin.clone()), "mariadb").await;
     delete(&Api::<StorageClass>::all(admin), "standard").await;
-}
-
-/// Write requests (create, update, patch, delete) the operator identity made on `name`.
-fn operator_writes(cp: &ControlPlane, name: &str) -> usize {
-    cp.audit()
-        .iter()
-        .filter(|e| {
-            e["user"]["username"] == OPERATOR_USER
-                && e["objectRef"]["name"] == name
-                && matches!(
-                    e["verb"].as_str(),
-                    Some("create" | "update" | "patch" | "delete")
-                )
-        })
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -309,9 +311,8 @@ async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_mo
 
     let seen = watch_leftover_names(admin.clone());
     let operator = Operator::start(cp.operator_client().await, test_settings());
-    operator.wait_synced().await;
-    // Several sweeps' worth of time, with pages of 3 (claims arrive after PVs).
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Every volume decided (pages of 3: claims arrive after PVs).
+    operator.wait_idle().await;
     operator.stop().await;
     seen.abort();
     let seen = seen.await.unwrap_or_default();
@@ -474,7 +475,7 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
         "a label that is not ours stays"
     );
 
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    operator.wait_idle().await;
     let still = leftovers.get(&theirs.pv).await.unwrap();
     assert_eq!(
         still.resource_version(),
@@ -584,6 +585,21 @@ async fn a_released_csi_volume_with_delete_policy_is_a_hung_delete_with_its_rbd_
         "a hung delete, not a Retain success"
     );
     assert!(s.message.contains("delete hung or failed"), "{}", s.message);
+    // Published only once it had stayed Released for the delete grace, dated by the server's
+    // clock on both sides, and the message says since when.
+    let since = s.phase_since.clone().expect("lastPhaseTransitionTime");
+    let created = vl.metadata.creation_timestamp.clone().unwrap();
+    let grace = test_settings().graces.delete_grace;
+    assert!(
+        created.0.duration_since(since.0) >= jiff::SignedDuration::try_from(grace).unwrap(),
+        "created at {created:?}, Released since {since:?}: before the delete grace of {grace:?}"
+    );
+    let since_text = since.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    assert!(
+        s.message.contains(&format!("Released since {since_text}")),
+        "{}",
+        s.message
+    );
     assert_eq!(s.source.kind, "csi");
     assert_eq!(s.source.driver.as_deref(), Some("rbd.csi.ceph.com"));
     assert_eq!(

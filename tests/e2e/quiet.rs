@@ -70,10 +70,21 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
     );
 
     // Deleting a Bound PV only marks it terminating (pv-protection keeps it while Bound): it
-    // still exists, so it is still reported.
+    // still exists, so it is still reported, and says what holds it.
     delete(&pvs, &lying).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(leftovers.get_opt(&lying).await.unwrap().is_some());
+    let vl = wait_leftover(&leftovers, &lying, "VolumeTerminating", |o| {
+        o.status.as_ref().is_some_and(|s| {
+            s.hints
+                .contains(&volume_leftovers::crd::Hint::VolumeTerminating)
+        })
+    })
+    .await;
+    assert!(
+        vl.status
+            .unwrap()
+            .message
+            .contains("held by finalizer kubernetes.io/pv-protection"),
+    );
     // Once it is no longer Bound, pv-protection lets it go; GC is off here, so the operator
     // itself deletes the finding of the deleted PV.
     set_pv_phase(&pvs, &lying, "Available").await;
@@ -110,6 +121,16 @@ async fn released_without_claim_and_claim_still_present_are_reported() {
     pv_in_phase(&pvs, &bare, None, "Released").await;
 
     let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_synced().await;
+    let synced = Instant::now();
+    let grace = test_settings().graces.grace;
+    // Both are states that normally only pass through: held for the grace period first.
+    wait_metric(
+        &operator.metrics,
+        r#"volume_leftovers_pending_findings{reason="ReleasedWithoutClaim"}"#,
+        |v| v >= 1.0,
+    )
+    .await;
     let vl = wait_leftover(&leftovers, &still, "ClaimStillPresent", |o| {
         reason(o) == Some(Reason::ClaimStillPresent)
     })
@@ -119,7 +140,25 @@ async fn released_without_claim_and_claim_still_present_are_reported() {
         reason(o) == Some(Reason::ReleasedWithoutClaim)
     })
     .await;
+    assert!(
+        synced.elapsed() >= grace - Duration::from_millis(500),
+        "ReleasedWithoutClaim published after {:?}, before the grace of {grace:?}",
+        synced.elapsed()
+    );
+    let created = vl.metadata.creation_timestamp.clone().unwrap();
     assert!(vl.status.unwrap().claim.is_none());
+    let still_vl = leftovers.get(&still).await.unwrap();
+    let since = still_vl
+        .status
+        .as_ref()
+        .and_then(|s| s.phase_since.clone())
+        .expect("phaseSince");
+    let still_created = still_vl.metadata.creation_timestamp.clone().unwrap();
+    assert!(
+        still_created.0.duration_since(since.0) >= jiff::SignedDuration::try_from(grace).unwrap(),
+        "ClaimStillPresent created {still_created:?}, Released since {since:?}: inside the grace"
+    );
+    let _ = created;
 
     // The claim's delete lands: the same finding becomes ClaimDeleted.
     delete(&claims, "data").await;

@@ -1,7 +1,7 @@
 //! The binary as people run it: missing CRD at start-up, readiness, metrics, SIGTERM; and an
 //! identity that may not read claims.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -14,15 +14,6 @@ use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
 use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::support::*;
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_sigterm() {
@@ -281,7 +272,14 @@ async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_an
     proxy.cut();
     let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());
 
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every store has tried and failed at least once.
+    wait_for("every store to fail", Duration::from_secs(30), || {
+        let failed = Kind::ALL
+            .iter()
+            .all(|k| operator.health.store(*k).error.is_some());
+        async move { failed.then_some(()) }
+    })
+    .await;
     let (ready, report) = operator.health.report();
     assert!(!ready, "{report}");
     for k in Kind::ALL {

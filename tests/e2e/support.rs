@@ -185,13 +185,67 @@ impl ControlPlane {
         self.client("operator").await
     }
 
-    /// The audit log entries so far, parsed.
+    /// The audit log entries so far, parsed, from every file the API server wrote: rotated
+    /// files (`audit-<time>.log`, oldest first) and then `audit.log`. A proof that something
+    /// never happened must not miss the part of the log that rotated away, so the reader fails
+    /// on anything it cannot read: a compressed or unreadable rotated file, a line that is not
+    /// JSON (except a last line still being written).
     pub fn audit(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.dir.join("audit.log"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+        let mut rotated: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .expect("run dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("audit-") && !n.starts_with("audit-policy"))
+            })
+            .collect();
+        rotated.sort();
+        for p in &rotated {
+            assert!(
+                p.extension().and_then(|e| e.to_str()) == Some("log"),
+                "audit log {} cannot be read (compressed?): the proof would have a gap",
+                p.display()
+            );
+        }
+        let mut out = Vec::new();
+        for p in rotated
+            .iter()
+            .chain(std::iter::once(&self.dir.join("audit.log")))
+        {
+            let text = std::fs::read_to_string(p)
+                .unwrap_or_else(|e| panic!("reading audit log {}: {e}", p.display()));
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, l) in lines.iter().enumerate() {
+                match serde_json::from_str(l) {
+                    Ok(v) => out.push(v),
+                    Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+                    Err(e) => panic!("audit log {} line {}: {e}", p.display(), i + 1),
+                }
+            }
+        }
+        assert!(
+            !out.is_empty(),
+            "the audit log is empty: nothing could be proven"
+        );
+        out
+    }
+
+    /// Write requests (create, update, patch, delete) the operator identity made on the
+    /// VolumeLeftover `name`.
+    pub fn operator_writes(&self, name: &str) -> usize {
+        self.audit()
+            .iter()
+            .filter(|e| {
+                e["user"]["username"] == OPERATOR_USER
+                    && e["objectRef"]["resource"] == "volumeleftovers"
+                    && e["objectRef"]["name"] == name
+                    && matches!(
+                        e["verb"].as_str(),
+                        Some("create" | "update" | "patch" | "delete")
+                    )
+            })
+            .count()
     }
 
     /// PIDs of the processes up.sh started.
@@ -362,6 +416,29 @@ impl Operator {
             },
         )
         .await
+    }
+
+    /// Waits until the operator has decided everything it had to: stores synced, nothing queued,
+    /// no write in flight, and at least one decision made. An absence asserted after this is
+    /// an absence the operator had the chance to get wrong.
+    pub async fn wait_idle(&self) {
+        self.wait_synced().await;
+        let m = self.metrics.clone();
+        wait_for("the operator to be idle", Duration::from_secs(60), || {
+            let idle = metric(&m, "volume_leftovers_queued_volumes") == 0.0
+                && metric(&m, "volume_leftovers_writes_in_flight") == 0.0
+                && metric(&m, "volume_leftovers_decisions_total") > 0.0;
+            async move { idle.then_some(()) }
+        })
+        .await;
+        // Twice, a moment apart: an event that arrived meanwhile is decided too.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_for("the operator to be idle", Duration::from_secs(60), || {
+            let idle = metric(&m, "volume_leftovers_queued_volumes") == 0.0
+                && metric(&m, "volume_leftovers_writes_in_flight") == 0.0;
+            async move { idle.then_some(()) }
+        })
+        .await;
     }
 
     pub async fn stop(mut self) {
@@ -611,10 +688,39 @@ impl Released {
     }
 }
 
+/// The operator binary, killed when dropped.
+pub struct Running(pub std::process::Child);
+
+impl Running {
+    /// SIGTERM, then wait for the exit (killed after 15 s).
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A TCP proxy in front of the apiserver whose connections a test can cut, to make the operator
 /// lose its watches for a while.
 pub struct Proxy {
     pub addr: std::net::SocketAddr,
+    accepted: Arc<AtomicU32>,
     open: Arc<std::sync::atomic::AtomicBool>,
     conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     accept: tokio::task::JoinHandle<()>,
@@ -625,11 +731,13 @@ impl Proxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let accepted = Arc::new(AtomicU32::new(0));
         let conns: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
         let accept = {
-            let (open, conns) = (open.clone(), conns.clone());
+            let (open, conns, accepted) = (open.clone(), conns.clone(), accepted.clone());
             tokio::spawn(async move {
                 while let Ok((mut inbound, _)) = listener.accept().await {
+                    accepted.fetch_add(1, Ordering::Relaxed);
                     if !open.load(Ordering::SeqCst) {
                         continue; // dropped: connection refused in effect
                     }
@@ -645,10 +753,16 @@ impl Proxy {
         };
         Proxy {
             addr,
+            accepted,
             open,
             conns,
             accept,
         }
+    }
+
+    /// Connections accepted so far (including the ones dropped while cut).
+    pub fn accepted(&self) -> u32 {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// Drops every connection and refuses new ones.
@@ -735,4 +849,103 @@ pub async fn proxy_to(cp: &ControlPlane) -> Proxy {
             .expect("host:port"),
     )
     .await
+}
+
+/// Every VolumeLeftover event an admin watch sees, as (name, reason) — `None` for a deletion —
+/// until [`Recorder::stop`].
+/// (name, reason) pairs, in the order the watch delivered them.
+type Seen = Arc<Mutex<Vec<(String, Option<volume_leftovers::crd::Reason>)>>>;
+
+pub struct Recorder {
+    seen: Seen,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Recorder {
+    /// Starts watching; returns once the watch has listed (so nothing after is missed).
+    pub async fn start(client: Client) -> Recorder {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let seen: Seen = Arc::default();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let task = {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut ready = Some(ready_tx);
+                let mut s = watcher(
+                    Api::<VolumeLeftover>::all(client),
+                    watcher::Config::default(),
+                )
+                .boxed();
+                while let Some(ev) = s.next().await {
+                    match ev {
+                        Ok(watcher::Event::InitDone) => {
+                            if let Some(tx) = ready.take() {
+                                let _ = tx.send(());
+                            }
+                        }
+                        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                            let name = kube::ResourceExt::name_any(&o);
+                            seen.lock().unwrap().push((name, reason(&o)));
+                        }
+                        Ok(watcher::Event::Delete(o)) => {
+                            let name = kube::ResourceExt::name_any(&o);
+                            seen.lock().unwrap().push((name, None));
+                        }
+                        _ => {}
+                    }
+                }
+            })
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(30), ready_rx).await;
+        Recorder { seen, task }
+    }
+
+    /// What was seen about `name` so far.
+    pub fn of(&self, name: &str) -> Vec<Option<volume_leftovers::crd::Reason>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, r)| *r)
+            .collect()
+    }
+
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+/// The value of one sample of the operator's metrics (`name{labels}`), 0 when absent.
+pub fn metric(metrics: &volume_leftovers::telemetry::Metrics, sample: &str) -> f64 {
+    metrics
+        .encode()
+        .lines()
+        .find(|l| l.starts_with(sample) && l[sample.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Waits until a metric sample satisfies `pred`.
+pub async fn wait_metric(
+    metrics: &volume_leftovers::telemetry::Metrics,
+    sample: &str,
+    pred: impl Fn(f64) -> bool,
+) -> f64 {
+    wait_for(&format!("metric {sample}"), Duration::from_secs(60), || {
+        let v = metric(metrics, sample);
+        let ok = pred(v);
+        async move { ok.then_some(v) }
+    })
+    .await
+}
+
+/// A copy of `who`'s kubeconfig whose server is `url` (for the binary behind a proxy).
+pub fn kubeconfig_via(cp: &ControlPlane, who: &str, url: &str) -> PathBuf {
+    let text = std::fs::read_to_string(cp.kubeconfig(who)).expect("kubeconfig");
+    let original = cp.env_value("APISERVER_URL");
+    let path = cp.dir.join(format!("{who}-via-{}.kubeconfig", unique("p")));
+    std::fs::write(&path, text.replace(&original, url)).expect("write kubeconfig");
+    path
 }
