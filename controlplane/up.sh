@@ -20,6 +20,7 @@
 #
 # Environment: OPERATOR_NAMESPACE / OPERATOR_SA (default volume-leftovers / volume-leftovers),
 # WATCH_CACHE (default true; false sends watches straight to etcd, so a compaction yields a 410),
+# PV_SYNC_PERIOD (default 2s, so that small tests bind quickly; upstream's default is 15s),
 # KCM_CONTROLLERS (default '*'; e.g. '*,-persistentvolume-binder-controller' for states that no
 # controller would produce).
 set -euo pipefail
@@ -38,6 +39,7 @@ ns=${OPERATOR_NAMESPACE:-volume-leftovers}
 sa=${OPERATOR_SA:-volume-leftovers}
 watch_cache=${WATCH_CACHE:-true}
 controllers=${KCM_CONTROLLERS:-*}
+pv_sync=${PV_SYNC_PERIOD:-2s}
 
 bin=$("$here/build.sh")
 mkdir -p "$run"
@@ -185,7 +187,7 @@ start kube-controller-manager "$bin/kube-controller-manager" \
   --controllers "$controllers" --use-service-account-credentials \
   --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
   --leader-elect=false --bind-address 127.0.0.1 --secure-port "$kcm_port" \
-  --pvclaimbinder-sync-period 2s
+  --pvclaimbinder-sync-period "$pv_sync"
 wait_for "kube-controller-manager /healthz" 60 curl -fsSk "https://127.0.0.1:$kcm_port/healthz"
 
 cat >"$run/env" <<EOF

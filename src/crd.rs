@@ -146,7 +146,8 @@ pub enum Reason {
     /// makes it Released without a claimRef for the moment before it turns Available.
     ReleasedWithoutClaim,
     /// Bound, but the claim it names is gone or has another UID, for longer than the grace
-    /// period. Should never last: a controller is stuck or the volume was tampered with.
+    /// period (the delete grace when its reclaim policy is Delete). Should never last: a
+    /// controller is stuck or the volume was tampered with.
     BoundClaimMissing,
     /// Available (or Pending, or in a phase Kubernetes does not define) with a claimRef naming a
     /// claim that does not exist, for longer than the grace period: typically pre-bound by the

@@ -82,8 +82,9 @@ pub struct Graces {
     /// For races between watches and hand-made half states: `ClaimStillPresent`,
     /// `ReleasedWithoutClaim`, `BoundClaimMissing`, `PreboundClaimMissing`.
     pub grace: Duration,
-    /// For a Released or Failed volume whose reclaim policy is Delete: the provisioner is
-    /// normally deleting it.
+    /// For a volume whose reclaim policy is Delete and whose claim is gone (Bound with its claim
+    /// missing, Released or Failed): the PV controller and the provisioner are normally deleting
+    /// it.
     pub delete_grace: Duration,
 }
 
@@ -114,8 +115,11 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         | Reason::ClaimRefInvalid
         | Reason::ReclaimFailed => (Duration::ZERO, ClockStart::Phase),
     };
-    let deleting =
-        s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed");
+    // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
+    // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
+    // pipeline waits the delete grace.
+    let deleting = s.reclaim_policy == "Delete"
+        && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound");
     let grace = if deleting {
         base.max(graces.delete_grace)
     } else {

@@ -330,7 +330,7 @@ struct Line<'a> {
 }
 
 /// The original tool's seven keys of a finding, as it prints them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SevenKeys {
     /// `name`.
     pub name: String,

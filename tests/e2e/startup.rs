@@ -295,3 +295,76 @@ async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_an
     assert!(operator.health.report().0);
     operator.stop().await;
 }
+
+#[test]
+fn scan_errors_are_one_line_naming_the_server_and_the_cause() {
+    let cp = cp();
+    let scan = |kubeconfig: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+            .arg("scan")
+            .env("KUBECONFIG", kubeconfig)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout.is_empty(),
+        )
+    };
+    let one_line = |stderr: &str| {
+        assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
+        assert!(stderr.starts_with("volume-leftovers scan: cannot "), "{stderr}");
+    };
+
+    // Nothing listens there.
+    let port = free_port();
+    let refused = kubeconfig_via(cp, "operator", &format!("https://127.0.0.1:{port}"));
+    let (code, stderr, empty) = scan(&refused);
+    assert_eq!(code, Some(1));
+    assert!(empty);
+    one_line(&stderr);
+    assert!(
+        stderr.contains(&format!("https://127.0.0.1:{port}")) && stderr.contains("refused"),
+        "{stderr}"
+    );
+
+    // A token the server does not know.
+    let text = std::fs::read_to_string(cp.kubeconfig("operator")).unwrap();
+    let bogus = cp.dir.join(format!("{}.kubeconfig", unique("bogus")));
+    let token_line = text.lines().find(|l| l.contains("token:")).unwrap();
+    std::fs::write(&bogus, text.replace(token_line, "    token: not-a-token")).unwrap();
+    let (code, stderr, _) = scan(&bogus);
+    assert_eq!(code, Some(1));
+    one_line(&stderr);
+    assert!(stderr.contains("401"), "{stderr}");
+
+    // A CA that did not sign the server's certificate.
+    let wrong_ca = cp.dir.join(format!("{}.kubeconfig", unique("wrong-ca")));
+    let ca_line = text
+        .lines()
+        .find(|l| l.contains("certificate-authority:"))
+        .unwrap();
+    std::fs::write(
+        &wrong_ca,
+        text.replace(
+            ca_line,
+            "    certificate-authority: /etc/ssl/certs/ca-certificates.crt",
+        ),
+    )
+    .unwrap();
+    let (code, stderr, _) = scan(&wrong_ca);
+    assert_eq!(code, Some(1));
+    one_line(&stderr);
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+
+    // An identity that may read nothing: claims and classes are tolerated, PVs are not.
+    let (code, stderr, _) = scan(&cp.kubeconfig("restricted"));
+    assert_eq!(code, Some(1));
+    one_line(&stderr);
+    assert!(
+        stderr.contains("cannot list persistentvolumes")
+            && stderr.contains("403")
+            && stderr.contains("vl-restricted"),
+        "names the identity: {stderr}"
+    );
+}

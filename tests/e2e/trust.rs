@@ -574,6 +574,8 @@ async fn the_crd_deleted_while_running_turns_readyz_503_and_findings_come_back_w
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_api_server_is_retried_with_backoff_not_a_log_flood() {
+    // Once the server answers, this operator writes like any other: one at a time.
+    let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
     let proxy = proxy_to(cp).await;
     proxy.cut();
@@ -608,4 +610,34 @@ async fn a_dead_api_server_is_retried_with_backoff_not_a_log_flood() {
     })
     .await;
     running.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_never_waits_on_a_hung_write_past_its_bound() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let proxy = FaultProxy::start(cp).await;
+    proxy.add(Rule::new(Some("create"), "/volumeleftovers", Fault::Hang));
+    let settings = volume_leftovers::controller::Settings {
+        // Longer than the shutdown bound: only the bound can end the wait.
+        request_timeout: Duration::from_secs(60),
+        ..test_settings()
+    };
+    let grace = settings.shutdown_grace;
+    let operator = Operator::start(proxy.operator_client(cp).await, settings);
+    operator.wait_synced().await;
+    let r = released_volume(&admin, "stuck", "Retain").await;
+    wait_metric(&operator.metrics, "volume_leftovers_writes_in_flight", |v| {
+        v >= 1.0
+    })
+    .await;
+    let start = Instant::now();
+    operator.stop().await;
+    let took = start.elapsed();
+    assert!(
+        took >= grace - Duration::from_millis(200) && took < grace + Duration::from_secs(3),
+        "stopped after {took:?}; the bound is {grace:?}"
+    );
+    r.cleanup(&admin).await;
 }
