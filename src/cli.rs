@@ -58,8 +58,9 @@ pub struct RunArgs {
     /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing.
     #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = "2m", value_parser = wait)]
     pub grace: Duration,
-    /// How long a Released or Failed volume with reclaim policy Delete must stay so before it is
-    /// published (the provisioner is normally deleting it).
+    /// How long a volume with reclaim policy Delete whose claim is gone (Released, Failed, or
+    /// still Bound) must stay so before it is published (the PV controller and the provisioner
+    /// are normally deleting it).
     #[arg(long, env = "VL_DELETE_GRACE", default_value = "10m", value_parser = wait)]
     pub delete_grace: Duration,
     /// A store whose watch has been failing for longer than this is stale: nothing is concluded
@@ -76,6 +77,19 @@ pub struct RunArgs {
     /// Page size of the lists.
     #[arg(long, env = "VL_PAGE_SIZE", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub page_size: u32,
+    /// Run with several replicas: only the holder of a Lease decides and writes; the others keep
+    /// their caches warm and take over at once when it releases the Lease on shutdown.
+    #[arg(long, env = "VL_LEADER_ELECT", default_value_t = false)]
+    pub leader_elect: bool,
+    /// Name of the Lease.
+    #[arg(long, env = "VL_LEASE_NAME", default_value = "volume-leftovers")]
+    pub lease_name: String,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else the service account's namespace).
+    #[arg(long, env = "VL_LEASE_NAMESPACE")]
+    pub lease_namespace: Option<String>,
+    /// How long the Lease lasts without renewal (renewed every third of it; 3s to 10m).
+    #[arg(long, env = "VL_LEASE_DURATION", default_value = "15s", value_parser = lease_duration)]
+    pub lease_duration: Duration,
 }
 
 /// Flags of `scan`.
@@ -139,6 +153,10 @@ fn wait(s: &str) -> Result<Duration, String> {
 
 fn request_timeout(s: &str) -> Result<Duration, String> {
     parse_duration_within(s, Duration::from_secs(1), Duration::from_secs(600))
+}
+
+fn lease_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_within(s, Duration::from_secs(3), Duration::from_secs(600))
 }
 
 fn watch_timeout(s: &str) -> Result<Duration, String> {

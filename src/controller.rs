@@ -34,6 +34,7 @@ use crate::clock::wall_clock;
 use crate::crd::{Reason, VolumeLeftover};
 use crate::feed::{FeedItem, FeedTiming, feed};
 use crate::index::RefIndex;
+use crate::leader::{self, LeaderSettings, Role};
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
 use crate::schedule::{Condition, Decision, Echo, Held, Limits, Memo, Scheduler, WriteEnd};
@@ -65,6 +66,9 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// How often a problem that lasts (a store not synced, writes blocked) is logged again.
     pub reminder: Duration,
+    /// Leader election: only the holder of the Lease decides and writes. `None`: this process
+    /// is the only writer.
+    pub leader: Option<LeaderSettings>,
 }
 
 impl Default for Settings {
@@ -83,6 +87,7 @@ impl Default for Settings {
             echo_wait: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(5),
             reminder: Duration::from_secs(300),
+            leader: None,
         }
     }
 }
@@ -161,8 +166,19 @@ struct Stores {
     vl: Store<VolumeLeftover>,
 }
 
+/// How the loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Shut down as asked.
+    Stopped,
+    /// This replica led and lost the Lease: it must not write again. The process exits so that
+    /// a fresh one starts as a standby.
+    LostLease,
+}
+
 struct Loop {
     settings: Settings,
+    role: tokio::sync::watch::Receiver<Role>,
     stores: Stores,
     health: Arc<Health>,
     metrics: Arc<Metrics>,
@@ -180,7 +196,7 @@ pub async fn run(
     health: Arc<Health>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
-) {
+) -> Ended {
     let cfg = watcher::Config::default()
         .page_size(settings.page_size)
         .timeout(settings.watch_timeout);
@@ -219,6 +235,18 @@ pub async fn run(
     ));
 
     metrics.init_reasons();
+    // The election runs beside the loop; without it this process leads for ever.
+    let (role_tx, role_rx) = tokio::sync::watch::channel(match &settings.leader {
+        Some(_) => Role::Standby,
+        None => Role::Leading {
+            until: Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600),
+        },
+    });
+    let (stop_election, election_stop_rx) = tokio::sync::watch::channel(false);
+    let election = settings.leader.clone().map(|s| {
+        health.set_leader(Some(format!("standby (lease {}/{})", s.namespace, s.lease_name)));
+        tokio::spawn(leader::run(client.clone(), s, role_tx, election_stop_rx))
+    });
     let limits = Limits {
         concurrency: settings.concurrency,
         ..Limits::default()
@@ -236,6 +264,7 @@ pub async fn run(
         index: RefIndex::default(),
         scheduler: Scheduler::new(limits, seed("scheduler")),
         writes: FuturesUnordered::new(),
+        role: role_rx,
         settings,
     };
     let mut resync = tokio::time::interval(l.settings.resync);
@@ -246,9 +275,16 @@ pub async fn run(
     reminder.tick().await;
     tokio::pin!(shutdown);
 
+    let mut ended = Ended::Stopped;
     loop {
         tokio::select! {
             () = &mut shutdown => break,
+            Ok(()) = l.role.changed() => {
+                if l.on_role() == Some(Ended::LostLease) {
+                    ended = Ended::LostLease;
+                    break;
+                }
+            }
             Some(input) = inputs.next() => l.on_input(input),
             _ = l.scheduler.next_wake() => {}
             Some((name, result)) = l.writes.next(), if !l.writes.is_empty() => {
@@ -281,10 +317,45 @@ pub async fn run(
             "writes still in flight after the shutdown grace period were abandoned"
         );
     }
+    // Only now, with no write of ours in flight, may another replica take over: release the
+    // Lease (within a bound) so that it does so at once.
+    drop(l.writes);
+    let _ = stop_election.send(true);
+    if let Some(task) = election {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     tracing::info!("controller stopped");
+    ended
 }
 
 impl Loop {
+    /// This replica's role changed.
+    fn on_role(&mut self) -> Option<Ended> {
+        let role = *self.role.borrow_and_update();
+        match role {
+            Role::Leading { .. } => {
+                if !self.scheduler.is_active() {
+                    self.metrics.leader(true);
+                    self.health.set_leader(Some("leading".into()));
+                    self.maybe_start();
+                    if self.scheduler.is_active() {
+                        self.sweep();
+                    }
+                }
+                None
+            }
+            Role::Standby => None,
+            Role::Lost => {
+                self.metrics.leader(false);
+                self.health.set_leader(Some("lost the lease".into()));
+                tracing::error!(
+                    "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
+                );
+                Some(Ended::LostLease)
+            }
+        }
+    }
+
     fn on_input(&mut self, input: Input) {
         match input {
             Input::Pv(item) => match *item {
@@ -498,7 +569,7 @@ impl Loop {
     /// PVs and VolumeLeftovers must have listed; claims and classes listed or be forbidden
     /// (then their answers are Unknown, never Absent).
     fn maybe_start(&mut self) {
-        if self.scheduler.is_active() {
+        if self.scheduler.is_active() || !matches!(*self.role.borrow(), Role::Leading { .. }) {
             return;
         }
         let h = &self.health;
@@ -564,7 +635,9 @@ impl Loop {
     }
 
     fn dispatch(&mut self) {
-        if !self.scheduler.is_active() {
+        // Only a leader whose lease is current decides: a holder that cannot renew stops
+        // starting writes before the other replicas would consider its lease expired.
+        if !self.scheduler.is_active() || !self.role.borrow().may_write(Instant::now()) {
             return;
         }
         let ctx = Ctx {

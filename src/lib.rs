@@ -14,6 +14,7 @@ pub mod controller;
 pub mod crd;
 pub mod feed;
 pub mod index;
+pub mod leader;
 pub mod lookup;
 pub mod plan;
 pub mod scan;
@@ -55,6 +56,9 @@ pub enum FatalError {
         /// Cause.
         source: std::io::Error,
     },
+    /// This replica lost its Lease; it exits so that a fresh process starts as standby.
+    #[error("lost the leader election Lease; exiting so that a fresh process starts as standby")]
+    LostLease,
     /// Installing the signal handler failed.
     #[error("installing the SIGTERM handler: {0}")]
     Signal(#[source] std::io::Error),
@@ -78,6 +82,15 @@ pub fn tune(config: &mut kube::Config, watch_timeout: Duration) {
     config.default_retry = false;
 }
 
+/// Names this process in every request's User-Agent (`volume-leftovers/<version> (<identity>)`),
+/// so the API server's audit log tells replicas apart.
+pub fn name_client(config: &mut kube::Config, identity: &str) {
+    let ua = format!("volume-leftovers/{} ({identity})", env!("CARGO_PKG_VERSION"));
+    if let Ok(v) = axum::http::HeaderValue::from_str(&ua) {
+        config.headers.push((axum::http::header::USER_AGENT, v));
+    }
+}
+
 /// Builds a client from `$KUBECONFIG`, `~/.kube/config` or the in-cluster environment, tuned
 /// with [`tune`]. Returns the API server's URL too, for messages.
 pub async fn client(watch_timeout: Duration) -> Result<(kube::Client, String), FatalError> {
@@ -85,6 +98,7 @@ pub async fn client(watch_timeout: Duration) -> Result<(kube::Client, String), F
         .await
         .map_err(|e| FatalError::Config(e.to_string()))?;
     tune(&mut config, watch_timeout);
+    name_client(&mut config, &identity());
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).map_err(|e| FatalError::Client(e.to_string()))?;
     Ok((client, server.trim_end_matches('/').to_string()))
@@ -102,8 +116,47 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
         page_size: args.page_size,
         watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(290),
         request_timeout: args.request_timeout,
+        leader: args.leader_elect.then(|| leader::LeaderSettings {
+            lease_name: args.lease_name.clone(),
+            namespace: args
+                .lease_namespace
+                .clone()
+                .unwrap_or_else(own_namespace),
+            identity: identity(),
+            duration: args.lease_duration,
+            renew_every: args.lease_duration / 3,
+        }),
         ..controller::Settings::default()
     }
+}
+
+/// This replica's identity in the election: its pod name (downward API), else the host name.
+pub fn identity() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| format!("volume-leftovers-{}", std::process::id()))
+}
+
+/// The namespace this process runs in: `POD_NAMESPACE` (downward API), the service account's
+/// namespace file, else `default`.
+pub fn own_namespace() -> String {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|n| n.trim().to_string())
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| "default".into())
 }
 
 /// Runs the operator until SIGTERM or SIGINT.
@@ -133,26 +186,32 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
         ))
     };
     let settings = settings(&args);
+    if let Some(l) = &settings.leader {
+        tracing::info!(lease = %format!("{}/{}", l.namespace, l.lease_name), identity = %l.identity, "leader election on");
+    }
     let mut rx = stop_rx;
     let controller = controller::run(client, settings, health, metrics, async move {
         let _ = rx.wait_for(|s| *s).await;
     });
     tokio::pin!(controller);
-    tokio::select! {
+    let ended = tokio::select! {
         () = signals => {
             tracing::info!("signal received; shutting down");
             let _ = stop_tx.send(true);
-            controller.await;
+            controller.await
         }
-        () = &mut controller => {}
-    }
+        ended = &mut controller => ended,
+    };
     let _ = stop_tx.send(true);
     match server.await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(error = %e, "health server ended with an error"),
         Err(e) => tracing::warn!(error = %e, "health server task failed"),
     }
-    Ok(())
+    match ended {
+        controller::Ended::Stopped => Ok(()),
+        controller::Ended::LostLease => Err(FatalError::LostLease),
+    }
 }
 
 fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {

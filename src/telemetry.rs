@@ -113,6 +113,7 @@ struct Inner {
     stores: [StoreHealth; 4],
     writes_blocked: Option<String>,
     shutting_down: bool,
+    leader: Option<String>,
 }
 
 /// Shared readiness state, written by the controller loop, read by `/readyz` and `/metrics`.
@@ -188,6 +189,11 @@ impl Health {
         self.lock().writes_blocked = why;
     }
 
+    /// Records this replica's role in the election (`None`: no election).
+    pub fn set_leader(&self, role: Option<String>) {
+        self.lock().leader = role;
+    }
+
     /// Marks the process as stopping (readiness goes false).
     pub fn shutting_down(&self) {
         self.lock().shutting_down = true;
@@ -243,6 +249,10 @@ impl Health {
             }
             body.push('\n');
         }
+        if let Some(role) = &inner.leader {
+            // A standby with synced caches is ready: a rolling update must not stall on it.
+            let _ = writeln!(body, "leader: {role}");
+        }
         match &inner.writes_blocked {
             Some(why) => {
                 ok = false;
@@ -293,6 +303,8 @@ pub struct Metrics {
     decisions: Counter,
     queued: Gauge,
     in_flight: Gauge,
+    leader: Gauge,
+    leader_transitions: Counter,
 }
 
 impl Default for Metrics {
@@ -376,6 +388,18 @@ impl Default for Metrics {
             "Writes to VolumeLeftovers in flight",
             in_flight.clone(),
         );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the Lease and decides (always 1 without leader election)",
+            leader.clone(),
+        );
+        let leader_transitions = Counter::default();
+        registry.register(
+            "leader_transitions",
+            "Times this replica became the leader",
+            leader_transitions.clone(),
+        );
         Metrics {
             registry,
             watch_errors,
@@ -391,6 +415,8 @@ impl Default for Metrics {
             decisions,
             queued,
             in_flight,
+            leader,
+            leader_transitions,
         }
     }
 }
@@ -480,6 +506,14 @@ impl Metrics {
         self.queued.set(i64::try_from(queued).unwrap_or(i64::MAX));
         self.in_flight
             .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
+    }
+
+    /// Exposes whether this replica leads; counts each time it starts leading.
+    pub fn leader(&self, leading: bool) {
+        if leading && self.leader.get() == 0 {
+            self.leader_transitions.inc();
+        }
+        self.leader.set(i64::from(leading));
     }
 
     /// Makes every reason appear (at 0) in the exposition.

@@ -97,7 +97,15 @@ fn run_defaults() {
         request_timeout,
         watch_timeout,
         page_size,
+        leader_elect,
+        lease_name,
+        lease_namespace,
+        lease_duration,
     } = r;
+    assert!(!leader_elect, "one process is the only writer unless asked");
+    assert_eq!(lease_name, "volume-leftovers");
+    assert_eq!(lease_namespace, None);
+    assert_eq!(lease_duration, Duration::from_secs(15));
     assert_eq!(listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("addr"));
     assert_eq!(concurrency, 4);
     assert_eq!(resync, Duration::from_secs(300));

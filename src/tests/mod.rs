@@ -6,6 +6,8 @@ mod cli;
 mod crd;
 mod fixtures;
 mod index;
+mod leader;
 mod plan;
+mod props;
 mod scan;
 mod schedule;

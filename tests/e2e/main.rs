@@ -2,9 +2,13 @@
 //! built from Go modules by controlplane/build.sh). One test binary, so each shared control
 //! plane is started once.
 
+mod chart;
 mod deploy;
 mod fault;
+mod ha;
+mod image;
 mod lifecycle;
+mod odd;
 mod operator;
 mod quiet;
 mod startup;

@@ -60,6 +60,15 @@ pub fn repo() -> &'static Path {
 impl ControlPlane {
     /// Starts a new control plane in a fresh run directory.
     pub fn start(flavor: Flavor, owned: bool) -> Result<ControlPlane, String> {
+        Self::start_with(flavor, owned, &[])
+    }
+
+    /// Starts a new control plane with extra environment for up.sh (e.g. `PV_SYNC_PERIOD`).
+    pub fn start_with(
+        flavor: Flavor,
+        owned: bool,
+        env: &[(&str, &str)],
+    ) -> Result<ControlPlane, String> {
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         // Integration tests get CARGO_TARGET_TMPDIR; the benchmark examples that share this
         // harness use the same place.
@@ -71,7 +80,8 @@ impl ControlPlane {
         let mut cmd = Command::new(repo().join("controlplane/up.sh"));
         cmd.arg(&dir)
             .arg("--owner-pid")
-            .arg(std::process::id().to_string());
+            .arg(std::process::id().to_string())
+            .envs(env.iter().copied());
         if flavor == Flavor::Quiet {
             cmd.env("WATCH_CACHE", "false").env(
                 "KCM_CONTROLLERS",
@@ -107,6 +117,10 @@ impl ControlPlane {
             path_str(&repo().join("deploy/clusterrole.yaml")),
             "-f",
             path_str(&repo().join("deploy/clusterrolebinding.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/role.yaml")),
+            "-f",
+            path_str(&repo().join("deploy/rolebinding.yaml")),
         ])?;
         cp.kubectl_ok(&[
             "wait",
@@ -363,6 +377,7 @@ pub fn test_settings() -> Settings {
         echo_wait: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(3),
         reminder: Duration::from_secs(60),
+        leader: None,
     }
 }
 
@@ -374,7 +389,7 @@ pub struct Operator {
     pub health: Arc<Health>,
     pub metrics: Arc<Metrics>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    task: Option<tokio::task::JoinHandle<controller::Ended>>,
 }
 
 impl Operator {

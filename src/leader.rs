@@ -1,0 +1,346 @@
+//! Leader election with a `coordination.k8s.io/v1` Lease, so that of several replicas exactly one
+//! decides and writes. I/O around a pure decision ([`next_step`]).
+//!
+//! The algorithm is client-go's: a lease is expired when it has not changed for its duration as
+//! measured on *this* process's clock since it was last observed to change (so clock skew between
+//! replicas does not matter); a holder renews it well before that; every write (a create, or a
+//! merge patch) carries the resourceVersion it was decided on, so two candidates never both win;
+//! the holder releases it on shutdown. RBAC: get, patch and watch on this one Lease, create. Unlike kube-lease-manager (whose standby sleeps until the holder's lease would expire,
+//! so a released lease is noticed only a lease duration later), a standby here also watches its
+//! Lease, and takes over a released lease at once: a rolling update hands over in about a second.
+//!
+//! A holder that cannot confirm a renewal before its lease would expire on the other replicas'
+//! clocks stops deciding: the controller then exits so that a fresh process starts as standby.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{PostParams, WatchEvent, WatchParams};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::category::{Category, describe};
+
+/// Configuration of the election.
+#[derive(Clone, Debug)]
+pub struct LeaderSettings {
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// This replica's identity (its pod name).
+    pub identity: String,
+    /// How long a lease lasts without renewal.
+    pub duration: Duration,
+    /// How often the holder renews it (well under `duration`).
+    pub renew_every: Duration,
+}
+
+/// What this replica may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Another replica leads (or none yet): keep the caches warm, decide nothing.
+    Standby,
+    /// This replica leads until `until` (its own clock): decide and write.
+    Leading {
+        /// Writes may start until then.
+        until: Instant,
+    },
+    /// This replica led and could not renew in time, or its lease was taken: stop.
+    Lost,
+}
+
+impl Role {
+    /// Whether writes may start now.
+    pub fn may_write(&self, now: Instant) -> bool {
+        matches!(self, Role::Leading { until } if now < *until)
+    }
+}
+
+/// The lease as last observed, and when this process saw it change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    /// `spec.holderIdentity`, empty when released.
+    pub holder: String,
+    /// `spec.leaseDurationSeconds` of the holder.
+    pub duration: Duration,
+    /// `spec.leaseTransitions`.
+    pub transitions: i32,
+    /// `metadata.resourceVersion`: every write is conditional on it.
+    pub resource_version: String,
+    /// When this process saw the holder or renewTime change (its own clock).
+    pub changed_at: Instant,
+}
+
+/// The next thing to do, given what was observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// No lease yet: create one holding it.
+    Create,
+    /// Take the lease (free, or expired on this clock).
+    Acquire,
+    /// Renew our own lease at `at`.
+    Renew {
+        /// When.
+        at: Instant,
+    },
+    /// Someone else holds it: look again at `at` (or when the watch shows a change).
+    Wait {
+        /// When it would expire on this clock.
+        at: Instant,
+    },
+}
+
+/// The pure decision: what to do about `observed` at `now`.
+pub fn next_step(observed: Option<&Observed>, me: &str, s: &LeaderSettings, now: Instant) -> Step {
+    let Some(o) = observed else {
+        return Step::Create;
+    };
+    if o.holder == me {
+        return Step::Renew {
+            at: o.changed_at + s.renew_every,
+        };
+    }
+    let expires = o.changed_at + o.duration;
+    if o.holder.is_empty() || now >= expires {
+        Step::Acquire
+    } else {
+        Step::Wait { at: expires }
+    }
+}
+
+fn observe(l: &Lease, previous: Option<&Observed>, now: Instant) -> Observed {
+    let spec = l.spec.clone().unwrap_or_default();
+    let holder = spec.holder_identity.unwrap_or_default();
+    let duration = Duration::from_secs(
+        u64::try_from(spec.lease_duration_seconds.unwrap_or(15).max(1)).unwrap_or(15),
+    );
+    let resource_version = l.metadata.resource_version.clone().unwrap_or_default();
+    // A change of holder or renewal is a sign of life; the same record seen again is not.
+    let changed_at = match previous {
+        Some(p) if p.resource_version == resource_version => p.changed_at,
+        _ => now,
+    };
+    Observed {
+        holder,
+        duration,
+        transitions: spec.lease_transitions.unwrap_or(0),
+        resource_version,
+        changed_at,
+    }
+}
+
+fn held_by(me: &str, s: &LeaderSettings, previous: Option<&Observed>, now: Instant) -> Lease {
+    let t = MicroTime(jiff::Timestamp::now());
+    let transitions = previous.map_or(0, |p| {
+        if p.holder == me {
+            p.transitions
+        } else {
+            p.transitions.saturating_add(1)
+        }
+    });
+    let _ = now;
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(s.lease_name.clone()),
+            namespace: Some(s.namespace.clone()),
+            resource_version: previous.map(|p| p.resource_version.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(me.to_string()),
+            lease_duration_seconds: Some(i32::try_from(s.duration.as_secs()).unwrap_or(15)),
+            acquire_time: if previous.is_some_and(|p| p.holder == me) {
+                None
+            } else {
+                Some(t.clone())
+            },
+            renew_time: Some(t),
+            lease_transitions: Some(transitions),
+            ..LeaseSpec::default()
+        }),
+    }
+}
+
+/// Runs the election until `stop` turns true; publishes this replica's role. On stop, a holder
+/// releases the lease (bounded in time) before returning.
+pub async fn run(
+    client: Client,
+    s: LeaderSettings,
+    role: watch::Sender<Role>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let api: Api<Lease> = Api::namespaced(client, &s.namespace);
+    let me = s.identity.clone();
+    let pp = PostParams {
+        field_manager: Some("volume-leftovers".into()),
+        ..PostParams::default()
+    };
+    let request = Duration::from_secs(5).min(s.renew_every);
+    let mut observed: Option<Observed> = None;
+    let mut leading_until: Option<Instant> = None;
+    let mut last_error: Option<Category> = None;
+    let mut retry = crate::backoff::Backoff::new(
+        Duration::from_millis(200),
+        Duration::from_secs(5),
+        crate::backoff::seed(&me),
+    );
+    // Changes of the Lease, for a prompt takeover when the holder releases it.
+    let (poke_tx, mut poke) = watch::channel(());
+    let watcher = {
+        let api = api.clone();
+        let name = s.lease_name.clone();
+        tokio::spawn(async move {
+            loop {
+                let wp = WatchParams::default()
+                    .fields(&format!("metadata.name={name}"))
+                    .timeout(60);
+                if let Ok(stream) = api.watch(&wp, "0").await {
+                    let mut stream = stream.boxed();
+                    while let Some(ev) = stream.next().await {
+                        if matches!(ev, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_))) {
+                            let _ = poke_tx.send(());
+                        }
+                    }
+                }
+                if poke_tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+    };
+
+    loop {
+        let now = Instant::now();
+        // Refresh the observation (a GET is cheap and authoritative).
+        match tokio::time::timeout(request, api.get_opt(&s.lease_name)).await {
+            Ok(Ok(l)) => {
+                observed = l.map(|l| observe(&l, observed.as_ref(), now));
+                last_error = None;
+            }
+            Ok(Err(e)) => note_error(&mut last_error, Category::of(&e), &describe(&e)),
+            Err(_) => note_error(&mut last_error, Category::Timeout, "no answer"),
+        }
+        let step = next_step(observed.as_ref(), &me, &s, now);
+        let write = match &step {
+            Step::Create => Some(
+                tokio::time::timeout(request, api.create(&pp, &held_by(&me, &s, None, now))).await,
+            ),
+            Step::Acquire | Step::Renew { .. } if last_error.is_none() => {
+                let due = match step {
+                    Step::Renew { at } => at <= now,
+                    _ => true,
+                };
+                if due {
+                    let l = held_by(&me, &s, observed.as_ref(), now);
+                    Some(tokio::time::timeout(request, patch(&api, &s.lease_name, &l)).await)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        match write {
+            Some(Ok(Ok(l))) => {
+                // Our own write: we hold it from the moment we sent it.
+                let o = observe(&l, None, now);
+                if o.holder == me {
+                    // Other replicas count the duration from when they see this change, later
+                    // than `now`: stopping at now + duration keeps us inside their view.
+                    leading_until = Some(now + o.duration.saturating_sub(s.renew_every.min(o.duration / 3)));
+                    if !matches!(*role.borrow(), Role::Leading { .. }) {
+                        tracing::info!(lease = %s.lease_name, identity = %me, "leading");
+                    }
+                    let _ = role.send(Role::Leading {
+                        until: leading_until.unwrap_or(now),
+                    });
+                }
+                observed = Some(o);
+                retry.reset();
+            }
+            Some(Ok(Err(e))) => {
+                let c = Category::of(&e);
+                if c != Category::Conflict && c != Category::NotFound {
+                    note_error(&mut last_error, c, &describe(&e));
+                }
+                // Someone else won, or the record changed: look again shortly.
+                observed = None;
+            }
+            Some(Err(_)) => note_error(&mut last_error, Category::Timeout, "no answer"),
+            None => {}
+        }
+        // A holder that could not renew in time stops.
+        if let Some(until) = leading_until {
+            let held = observed.as_ref().is_some_and(|o| o.holder == me);
+            if Instant::now() >= until || (!held && observed.is_some()) {
+                tracing::error!(lease = %s.lease_name, identity = %me, "lost the lease");
+                let _ = role.send(Role::Lost);
+                watcher.abort();
+                return;
+            }
+        }
+        // Wait until the next step is due, a change of the Lease, or stop.
+        let wake = match next_step(observed.as_ref(), &me, &s, Instant::now()) {
+            Step::Renew { at } | Step::Wait { at } => at,
+            Step::Create | Step::Acquire => Instant::now() + retry.next_delay(),
+        };
+        let wake = if last_error.is_some() {
+            wake.min(Instant::now() + retry.next_delay())
+        } else {
+            wake
+        };
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            _ = tokio::time::sleep_until(wake) => {}
+            _ = poke.changed() => {}
+        }
+    }
+    watcher.abort();
+    // Release at once so that a standby takes over without waiting for the lease to expire.
+    if leading_until.is_some() && observed.as_ref().is_some_and(|o| o.holder == me) {
+        let rv = observed
+            .as_ref()
+            .map(|o| o.resource_version.clone())
+            .unwrap_or_default();
+        let release = serde_json::json!({
+            "metadata": {"resourceVersion": rv},
+            "spec": {"holderIdentity": null, "acquireTime": null, "renewTime": null},
+        });
+        let pp = kube::api::PatchParams {
+            field_manager: Some("volume-leftovers".into()),
+            ..Default::default()
+        };
+        match tokio::time::timeout(
+            request,
+            api.patch(&s.lease_name, &pp, &kube::api::Patch::Merge(&release)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => tracing::info!(lease = %s.lease_name, "released the lease"),
+            Ok(Err(e)) => tracing::warn!(error = %describe(&e), "could not release the lease; it expires on its own"),
+            Err(_) => tracing::warn!("releasing the lease timed out; it expires on its own"),
+        }
+    }
+    let _ = role.send(Role::Standby);
+}
+
+/// Writes `l` over the Lease with a JSON merge patch that carries the resourceVersion it was
+/// decided on: refused (409) if anyone changed the Lease since.
+async fn patch(api: &Api<Lease>, name: &str, l: &Lease) -> kube::Result<Lease> {
+    let pp = kube::api::PatchParams {
+        field_manager: Some("volume-leftovers".into()),
+        ..Default::default()
+    };
+    api.patch(name, &pp, &kube::api::Patch::Merge(l)).await
+}
+
+fn note_error(last: &mut Option<Category>, c: Category, message: &str) {
+    if *last != Some(c) {
+        tracing::warn!(category = c.as_str(), error = %message, "leader election: the Lease cannot be read or written; retrying");
+    }
+    *last = Some(c);
+}

@@ -1,0 +1,79 @@
+//! The election's pure decision: create, acquire, renew or wait, on this process's own clock.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::leader::{LeaderSettings, Observed, Role, Step, next_step};
+
+fn settings() -> LeaderSettings {
+    LeaderSettings {
+        lease_name: "volume-leftovers".into(),
+        namespace: "ns".into(),
+        identity: "me".into(),
+        duration: Duration::from_secs(15),
+        renew_every: Duration::from_secs(5),
+    }
+}
+
+fn held(holder: &str, changed_at: Instant) -> Observed {
+    Observed {
+        holder: holder.into(),
+        duration: Duration::from_secs(15),
+        transitions: 3,
+        resource_version: "42".into(),
+        changed_at,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_lease_yet_is_created() {
+    assert_eq!(next_step(None, "me", &settings(), Instant::now()), Step::Create);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_released_lease_is_taken_at_once() {
+    let now = Instant::now();
+    let o = held("", now);
+    assert_eq!(next_step(Some(&o), "me", &settings(), now), Step::Acquire);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_held_by_another_is_waited_for_until_it_would_expire_on_this_clock() {
+    let seen = Instant::now();
+    let o = held("other", seen);
+    let now = seen + Duration::from_secs(4);
+    assert_eq!(
+        next_step(Some(&o), "me", &settings(), now),
+        Step::Wait {
+            at: seen + Duration::from_secs(15)
+        }
+    );
+    // Not renewed within its duration, as seen here: taken.
+    let later = seen + Duration::from_secs(15);
+    assert_eq!(next_step(Some(&o), "me", &settings(), later), Step::Acquire);
+}
+
+#[tokio::test(start_paused = true)]
+async fn our_own_lease_is_renewed_every_third_of_its_duration() {
+    let seen = Instant::now();
+    let o = held("me", seen);
+    assert_eq!(
+        next_step(Some(&o), "me", &settings(), seen),
+        Step::Renew {
+            at: seen + Duration::from_secs(5)
+        }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_may_write_only_until_its_bound() {
+    let now = Instant::now();
+    let role = Role::Leading {
+        until: now + Duration::from_secs(10),
+    };
+    assert!(role.may_write(now));
+    assert!(!role.may_write(now + Duration::from_secs(10)));
+    assert!(!Role::Standby.may_write(now));
+    assert!(!Role::Lost.may_write(now));
+}

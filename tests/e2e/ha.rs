@@ -1,0 +1,236 @@
+//! Two replicas, one writer: leader election with a Lease on the real control plane, the
+//! operator binary run as the deploy/ identity with the RBAC deploy/ grants.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::Api;
+use volume_leftovers::crd::{Reason, VolumeLeftover};
+
+use crate::support::*;
+
+struct Replica {
+    name: &'static str,
+    port: u16,
+    proc: Running,
+}
+
+fn start(cp: &ControlPlane, name: &'static str) -> Replica {
+    let port = free_port();
+    let log = cp.dir.join(format!("{name}.log"));
+    let child = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args([
+            "run",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--leader-elect",
+            "--lease-namespace",
+            "volume-leftovers",
+            "--lease-duration",
+            "6s",
+            "--grace",
+            "4s",
+        ])
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .env("POD_NAME", name)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    Replica {
+        name,
+        port,
+        proc: Running(child),
+    }
+}
+
+/// `volume_leftovers_leader` of a replica; `None` when it does not answer.
+fn leading(r: &Replica) -> Option<bool> {
+    leading_at(r.port)
+}
+
+fn leading_at(port: u16) -> Option<bool> {
+    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
+    body.lines()
+        .find(|l| l.starts_with("volume_leftovers_leader "))
+        .map(|l| l.ends_with(" 1"))
+}
+
+fn ready(r: &Replica) -> bool {
+    http_get(&format!("http://127.0.0.1:{}/readyz", r.port)).is_some_and(|(c, _)| c == 200)
+}
+
+/// VolumeLeftover writes per object name and per replica (from the User-Agent).
+fn writes_by_replica(cp: &ControlPlane) -> BTreeMap<(String, String), usize> {
+    let mut out = BTreeMap::new();
+    for e in cp.audit() {
+        if e["user"]["username"] == OPERATOR_USER
+            && e["objectRef"]["resource"] == "volumeleftovers"
+            && matches!(
+                e["verb"].as_str(),
+                Some("create" | "update" | "patch" | "delete")
+            )
+        {
+            let ua = e["userAgent"].as_str().unwrap_or("").to_string();
+            let replica = ua
+                .split_once('(')
+                .and_then(|(_, r)| r.strip_suffix(')'))
+                .unwrap_or(&ua)
+                .to_string();
+            let name = e["objectRef"]["name"].as_str().unwrap_or("").to_string();
+            *out.entry((name, replica)).or_default() += 1;
+        }
+    }
+    out
+}
+
+fn writes_of(cp: &ControlPlane, name: &str) -> BTreeMap<String, usize> {
+    writes_by_replica(cp)
+        .into_iter()
+        .filter(|((n, _), _)| n == name)
+        .map(|((_, r), c)| (r, c))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+
+    let replicas: Arc<Mutex<Vec<Replica>>> =
+        Arc::new(Mutex::new(vec![start(cp, "replica-a"), start(cp, "replica-b")]));
+    // Never two leaders at once: every replica's metric, sampled every 100 ms throughout.
+    let overlap = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sampler = {
+        let (replicas, overlap) = (replicas.clone(), overlap.clone());
+        std::thread::spawn(move || {
+            loop {
+                let ports: Vec<(&'static str, u16)> = {
+                    let r = replicas.lock().unwrap();
+                    if r.is_empty() {
+                        return;
+                    }
+                    r.iter().map(|r| (r.name, r.port)).collect()
+                };
+                let leaders: Vec<&str> = ports
+                    .iter()
+                    .filter(|(_, port)| leading_at(*port) == Some(true))
+                    .map(|(n, _)| *n)
+                    .collect();
+                if leaders.len() > 1 {
+                    overlap.lock().unwrap().push(leaders.join(","));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+
+    let first = wait_for("a leader", Duration::from_secs(60), || {
+        let r = replicas.lock().unwrap();
+        let l = r
+            .iter()
+            .find(|r| leading(r) == Some(true))
+            .map(|r| r.name);
+        let all_ready = r.iter().all(ready);
+        async move { l.filter(|_| all_ready) }
+    })
+    .await;
+
+    // One writer.
+    let r1 = released_volume(&admin, "ha1", "Retain").await;
+    wait_leftover(&leftovers, &r1.pv, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let w = writes_of(cp, &r1.pv);
+    assert_eq!(w, BTreeMap::from([(first.to_string(), 2)]), "only the leader writes");
+
+    // kill -9 of the leader: the other takes over within the lease duration.
+    let killed_at = Instant::now();
+    {
+        let mut r = replicas.lock().unwrap();
+        let i = r.iter().position(|r| r.name == first).unwrap();
+        let mut gone = r.remove(i);
+        let _ = gone.proc.0.kill();
+        let _ = gone.proc.0.wait();
+    }
+    let r2 = released_volume(&admin, "ha2", "Retain").await;
+    let second = wait_for("the standby to take over", Duration::from_secs(30), || {
+        let r = replicas.lock().unwrap();
+        let l = r
+            .iter()
+            .find(|r| leading(r) == Some(true))
+            .map(|r| r.name);
+        async move { l }
+    })
+    .await;
+    let takeover = killed_at.elapsed();
+    assert!(
+        takeover < Duration::from_secs(6 + 5),
+        "took over after {takeover:?}, lease duration 6 s"
+    );
+    wait_leftover(&leftovers, &r2.pv, "ClaimDeleted after the takeover", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+
+    // A fresh replica joins as standby; the leader gets SIGTERM: handover in about a second.
+    replicas.lock().unwrap().push(start(cp, "replica-c"));
+    wait_for("replica-c ready as standby", Duration::from_secs(60), || {
+        let r = replicas.lock().unwrap();
+        let c = r.iter().find(|r| r.name == "replica-c").unwrap();
+        let ok = ready(c) && leading(c) == Some(false);
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let termed_at = Instant::now();
+    {
+        let mut r = replicas.lock().unwrap();
+        let i = r.iter().position(|r| r.name == second).unwrap();
+        let mut leaving = r.remove(i);
+        leaving.proc.stop();
+    }
+    wait_for("replica-c to lead", Duration::from_secs(30), || {
+        let r = replicas.lock().unwrap();
+        let c = r.iter().find(|r| r.name == "replica-c").unwrap();
+        let ok = leading(c) == Some(true);
+        async move { ok.then_some(()) }
+    })
+    .await;
+    let handover = termed_at.elapsed();
+    let r3 = released_volume(&admin, "ha3", "Retain").await;
+    wait_leftover(&leftovers, &r3.pv, "ClaimDeleted by replica-c", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+
+    // No object was written twice for the same change: each finding took exactly its create and
+    // its status, by whichever replica led at the time.
+    for (pv, by) in [(&r1.pv, first), (&r2.pv, second), (&r3.pv, "replica-c")] {
+        assert_eq!(
+            writes_of(cp, pv),
+            BTreeMap::from([(by.to_string(), 2)]),
+            "writes of {pv}"
+        );
+    }
+    eprintln!("handover: kill -9 {takeover:?}, SIGTERM {handover:?}");
+    assert!(
+        handover < Duration::from_secs(3),
+        "SIGTERM handover took {handover:?}"
+    );
+    replicas.lock().unwrap().clear();
+    sampler.join().unwrap();
+    assert_eq!(
+        overlap.lock().unwrap().clone(),
+        Vec::<String>::new(),
+        "two leaders at once"
+    );
+    for r in [&r1, &r2, &r3] {
+        delete(&leftovers, &r.pv).await;
+        r.cleanup(&admin).await;
+    }
+}
