@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: demo test controlplane
+.PHONY: demo test controlplane image
 
 # The operator's main job: against $KUBECONFIG when set, else a local control plane with the
 # mariadb demo scenario.
@@ -13,3 +13,9 @@ test:
 # Build (or find in the cache) etcd, kube-apiserver, kube-controller-manager and kubectl.
 controlplane:
 	./controlplane/build.sh
+
+# The container image, without a daemon (buildah): the release binary, the four glibc files it
+# loads and /etc/passwd, as an OCI layout (target/image/oci) and a docker-archive
+# (target/image/volume-leftovers-VERSION.tar) for docker/podman load or ctr images import.
+image:
+	./scripts/image.sh

@@ -13,9 +13,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 
-echo "== building volume-leftovers" >&2
-cargo build --release --locked --quiet
-vl=$PWD/target/release/volume-leftovers
+version=$(awk -F'"' '/^\[/ { pkg = ($0 == "[package]") } pkg && /^version[[:space:]]*=/ { print $2; exit }' Cargo.toml)
+# Where cargo puts it: $CARGO_TARGET_DIR, a target-dir in .cargo/config, else ./target.
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+vl=$target_dir/release/volume-leftovers
+if [ -x "$vl" ]; then
+  what="an up-to-date build takes a second, a rebuild after source changes about a minute"
+else
+  what="this is a cold build (nothing in $target_dir/release yet): about 4 min on 2 idle cores, longer on busy ones, then cached"
+fi
+echo "== building volume-leftovers $version, the operator binary (cargo build --release --locked);" >&2
+echo "   $what" >&2
+build_start=$SECONDS
+cargo build --release --locked
+echo "== built $vl in $((SECONDS - build_start)) s" >&2
 
 if [ -n "${KUBECONFIG:-}" ]; then
   echo "== KUBECONFIG is set: scanning, then running the operator against it (Ctrl-C stops)" >&2
