@@ -1,7 +1,8 @@
 //! deploy/ as the real API server sees it: the manifests apply, and the operator's identity may
-//! read volumes, claims and classes but never write them.
+//! read volumes, claims and classes but never write them. deploy/ is generated from the Helm chart
+//! (scripts/render-deploy.sh; tests/e2e/chart.rs checks it is current).
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role};
 
 use crate::support::*;
 
@@ -56,6 +57,44 @@ fn the_api_server_denies_the_operator_identity_every_write_on_volumes_claims_and
 }
 
 #[test]
+fn the_operator_identity_may_use_its_lease_in_its_namespace_and_no_other() {
+    let cp = cp();
+    let can = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--as", OPERATOR_USER]);
+        let out = cp.kubectl(&all);
+        match String::from_utf8_lossy(&out.stdout).trim() {
+            "yes" => true,
+            "no" => false,
+            other => panic!("kubectl {all:?}: {other:?}"),
+        }
+    };
+    let lease = "leases.coordination.k8s.io/volume-leftovers";
+    let ns = ["-n", "volume-leftovers"];
+    assert!(can(&["get", lease, ns[0], ns[1]]));
+    assert!(can(&["patch", lease, ns[0], ns[1]]));
+    assert!(can(&["watch", lease, ns[0], ns[1]]));
+    assert!(can(&["create", "leases.coordination.k8s.io", ns[0], ns[1]]));
+    assert!(!can(&["update", lease, ns[0], ns[1]]));
+    assert!(!can(&["delete", lease, ns[0], ns[1]]));
+    assert!(!can(&[
+        "get",
+        "leases.coordination.k8s.io/another",
+        ns[0],
+        ns[1]
+    ]));
+    assert!(!can(&["list", "leases.coordination.k8s.io", ns[0], ns[1]]));
+    assert!(!can(&["get", lease, "-n", "kube-system"]));
+    assert!(!can(&[
+        "create",
+        "leases.coordination.k8s.io",
+        "-n",
+        "default"
+    ]));
+}
+
+#[test]
 fn every_deploy_manifest_is_accepted_by_the_api_server() {
     let cp = cp();
     let out = cp.kubectl(&[
@@ -72,31 +111,54 @@ fn every_deploy_manifest_is_accepted_by_the_api_server() {
     let applied = String::from_utf8_lossy(&out.stdout);
     for kind in [
         "customresourcedefinition.apiextensions.k8s.io/volumeleftovers.leftovers.dev",
+        "serviceaccount/volume-leftovers",
         "clusterrole.rbac.authorization.k8s.io/volume-leftovers",
+        "clusterrolebinding.rbac.authorization.k8s.io/volume-leftovers",
+        "role.rbac.authorization.k8s.io/volume-leftovers",
+        "rolebinding.rbac.authorization.k8s.io/volume-leftovers",
+        "service/volume-leftovers",
         "deployment.apps/volume-leftovers",
+        "poddisruptionbudget.policy/volume-leftovers",
     ] {
         assert!(applied.contains(kind), "{kind} missing from:\n{applied}");
     }
 }
 
-#[test]
-fn the_cluster_role_has_a_reason_on_every_rule_and_binds_the_identity_tests_use() {
-    let text = std::fs::read_to_string(repo().join("deploy/clusterrole.yaml")).unwrap();
+/// Every rule of an RBAC role, given as its YAML text, has a `#` comment line giving its reason
+/// right above it, and every rule is written so that this check sees it (`- apiGroups:` first,
+/// at the start of a line).
+pub fn assert_every_rule_has_a_reason(text: &str, rules: usize, what: &str) {
     let lines: Vec<&str> = text.lines().collect();
+    let mut seen = 0;
     for (i, l) in lines.iter().enumerate() {
         if l.starts_with("- apiGroups:") {
+            seen += 1;
             assert!(
                 i > 0 && lines[i - 1].starts_with('#'),
-                "rule at line {} has no comment giving its reason",
+                "{what}: rule at line {} has no comment giving its reason",
                 i + 1
             );
         }
     }
-    let role: ClusterRole = serde_saphyr::from_str(&text).unwrap();
-    for rule in role.rules.unwrap() {
-        assert!(!rule.verbs.iter().any(|v| v == "*"), "no wildcard verbs");
-        let resources = rule.resources.unwrap_or_default();
-        assert!(!resources.iter().any(|r| r == "*"), "no wildcard resources");
+    assert_eq!(
+        seen, rules,
+        "{what}: every rule must start with `- apiGroups:` at the start of a line"
+    );
+}
+
+/// No wildcard verb or resource, and nothing but get/list/watch on PersistentVolumes, claims and
+/// StorageClasses (or any of their subresources).
+pub fn assert_read_only_on_the_volume_side(rules: &[PolicyRule], what: &str) {
+    for rule in rules {
+        assert!(
+            !rule.verbs.iter().any(|v| v == "*"),
+            "{what}: no wildcard verbs"
+        );
+        let resources = rule.resources.clone().unwrap_or_default();
+        assert!(
+            !resources.iter().any(|r| r == "*"),
+            "{what}: no wildcard resources"
+        );
         if resources.iter().any(|r| {
             [
                 "persistentvolumes",
@@ -110,10 +172,28 @@ fn the_cluster_role_has_a_reason_on_every_rule_and_binds_the_identity_tests_use(
                 rule.verbs
                     .iter()
                     .all(|v| ["get", "list", "watch"].contains(&v.as_str())),
-                "read-only on the volume side: {:?}",
+                "{what}: read-only on the volume side: {:?}",
                 rule.verbs
             );
         }
+    }
+}
+
+#[test]
+fn the_cluster_role_has_a_reason_on_every_rule_and_binds_the_identity_tests_use() {
+    let text = std::fs::read_to_string(repo().join("deploy/clusterrole.yaml")).unwrap();
+    let role: ClusterRole = serde_saphyr::from_str(&text).unwrap();
+    let rules = role.rules.unwrap();
+    assert_every_rule_has_a_reason(&text, rules.len(), "deploy/clusterrole.yaml");
+    assert_read_only_on_the_volume_side(&rules, "deploy/clusterrole.yaml");
+    // The leader-election Role: a reason on every rule, and nothing but Leases.
+    let text = std::fs::read_to_string(repo().join("deploy/role.yaml")).unwrap();
+    let role: Role = serde_saphyr::from_str(&text).unwrap();
+    let rules = role.rules.unwrap();
+    assert_every_rule_has_a_reason(&text, rules.len(), "deploy/role.yaml");
+    assert_read_only_on_the_volume_side(&rules, "deploy/role.yaml");
+    for rule in &rules {
+        assert_eq!(rule.resources.as_deref(), Some(&["leases".to_string()][..]));
     }
     let binding: ClusterRoleBinding = serde_saphyr::from_str(
         &std::fs::read_to_string(repo().join("deploy/clusterrolebinding.yaml")).unwrap(),
