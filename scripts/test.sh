@@ -1,38 +1,60 @@
 #!/usr/bin/env bash
-# Runs every test. The end-to-end tests start real control planes (controlplane/up.sh) and fail,
-# never skip, when one cannot be built or started.
+# Runs every test. The end-to-end tests start real control planes (controlplane/up.sh), a real
+# Helm, a daemonless container runtime, ... and fail, never skip, when one cannot be built or
+# started.
+#
+# Everything built is cached outside the clone, keyed by its pin: the Go builds (control plane,
+# Helm, ...) under ~/.cache/volume-leftovers, and cargo's target directory under
+# ~/.cache/volume-leftovers/cargo-target unless CARGO_TARGET_DIR is set, so that a CI run on a
+# fresh clone recompiles only this crate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
+cache_root=${VOLUME_LEFTOVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache_root/cargo-target}
 
 for tool in cargo go openssl curl python3; do
   command -v "$tool" >/dev/null || { echo "test.sh: $tool is required but not on PATH" >&2; exit 1; }
 done
 
 echo "== control plane binaries (cached by pinned version)"
-controlplane/build.sh
+controlplane/build.sh >/dev/null
+echo "== tools built from their Go modules (cached by pin): helm, promtool"
+tools/build.sh helm >/dev/null
+tools/build.sh promtool >/dev/null
+echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
+scripts/ensure-tools.sh buildah skopeo umoci runc
+echo "== Python for the seed's original tool (cached by pin)"
+scripts/seed-python.sh >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo build --release (the binary the image test packs)"
+cargo build --release --locked
+export VL_RELEASE_BINARY=$CARGO_TARGET_DIR/release/volume-leftovers
 echo "== cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a
-# watchdog that stops it within a second or two of its owner's exit).
-runs="$PWD/target/tmp/controlplane-"
+# watchdog that stops it within a second or two of its owner's exit), and so must every container.
+runs="$CARGO_TARGET_DIR/tmp/controlplane-"
 for _ in $(seq 20); do
-  pgrep -f "$runs" >/dev/null || break
+  pgrep -f "$runs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null || break
   sleep 0.5
 done
 if pgrep -af "$runs"; then
   echo "test.sh: control-plane processes outlived the tests (listed above)" >&2
   exit 1
 fi
-echo "== no control-plane process left behind"
+if pgrep -af '^/usr/local/bin/volume-leftovers '; then
+  echo "test.sh: an image test's container outlived the tests (listed above)" >&2
+  exit 1
+fi
+echo "== no control-plane process or container left behind"
 
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
