@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeClaim,
+};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -117,15 +119,25 @@ async fn main() {
         .buffer_unordered(16)
         .collect::<Vec<()>>()
         .await;
-    wait_for("every volume to be Bound", Duration::from_secs(900), || async {
-        let list = pvs.list(&Default::default()).await.ok()?;
-        let bound = list
-            .items
-            .iter()
-            .filter(|p| phase(p) == "Bound" && p.metadata.name.as_deref().is_some_and(|n| n.starts_with("churn-")))
-            .count();
-        (bound == total).then_some(())
-    })
+    wait_for(
+        "every volume to be Bound",
+        Duration::from_secs(900),
+        || async {
+            let list = pvs.list(&Default::default()).await.ok()?;
+            let bound = list
+                .items
+                .iter()
+                .filter(|p| {
+                    phase(p) == "Bound"
+                        && p.metadata
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with("churn-"))
+                })
+                .count();
+            (bound == total).then_some(())
+        },
+    )
     .await;
     eprintln!("{total} volumes bound in {:.1}s", t.elapsed().as_secs_f64());
 
@@ -152,9 +164,12 @@ async fn main() {
         let seen = seen.clone();
         let admin = admin.clone();
         tokio::spawn(async move {
-            let mut s = watcher(Api::<VolumeLeftover>::all(admin), watcher::Config::default())
-                .applied_objects()
-                .boxed();
+            let mut s = watcher(
+                Api::<VolumeLeftover>::all(admin),
+                watcher::Config::default(),
+            )
+            .applied_objects()
+            .boxed();
             while let Some(Ok(o)) = s.next().await {
                 *seen
                     .lock()
@@ -212,23 +227,43 @@ async fn main() {
 
     // Every Retain leftover published; every Delete volume gone.
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    let retain_names: Vec<String> = plan.iter().filter(|(_, r)| *r).map(|(n, _)| n.clone()).collect();
-    wait_for("every Retain leftover", Duration::from_secs(900), || async {
-        let list = leftovers.list_metadata(&Default::default()).await.ok()?;
-        let have: std::collections::HashSet<String> =
-            list.items.into_iter().filter_map(|o| o.metadata.name).collect();
-        retain_names.iter().all(|n| have.contains(n)).then_some(())
-    })
+    let retain_names: Vec<String> = plan
+        .iter()
+        .filter(|(_, r)| *r)
+        .map(|(n, _)| n.clone())
+        .collect();
+    wait_for(
+        "every Retain leftover",
+        Duration::from_secs(900),
+        || async {
+            let list = leftovers.list_metadata(&Default::default()).await.ok()?;
+            let have: std::collections::HashSet<String> = list
+                .items
+                .into_iter()
+                .filter_map(|o| o.metadata.name)
+                .collect();
+            retain_names.iter().all(|n| have.contains(n)).then_some(())
+        },
+    )
     .await;
-    wait_for("every Delete volume gone", Duration::from_secs(900), || async {
-        let list = pvs.list_metadata(&Default::default()).await.ok()?;
-        let left = list
-            .items
-            .iter()
-            .filter(|p| p.metadata.name.as_deref().is_some_and(|n| n.starts_with("churn-")))
-            .count();
-        (left == n_retain).then_some(())
-    })
+    wait_for(
+        "every Delete volume gone",
+        Duration::from_secs(900),
+        || async {
+            let list = pvs.list_metadata(&Default::default()).await.ok()?;
+            let left = list
+                .items
+                .iter()
+                .filter(|p| {
+                    p.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("churn-"))
+                })
+                .count();
+            (left == n_retain).then_some(())
+        },
+    )
     .await;
     // A quiet moment, so late writes would show.
     tokio::time::sleep(Duration::from_secs(10)).await;
@@ -242,7 +277,10 @@ async fn main() {
     for e in &audit {
         if e["user"]["username"] == OPERATOR_USER
             && e["objectRef"]["resource"] == "volumeleftovers"
-            && matches!(e["verb"].as_str(), Some("create" | "patch" | "update" | "delete"))
+            && matches!(
+                e["verb"].as_str(),
+                Some("create" | "patch" | "update" | "delete")
+            )
         {
             *writes
                 .entry(e["objectRef"]["name"].as_str().unwrap_or("").to_string())
@@ -284,7 +322,9 @@ async fn main() {
         retain_writes.iter().min().unwrap_or(&0),
         retain_writes.iter().max().unwrap_or(&0)
     );
-    println!("false findings: {false_findings} (a VolumeLeftover seen for a Delete-policy volume deleted in time)");
+    println!(
+        "false findings: {false_findings} (a VolumeLeftover seen for a Delete-policy volume deleted in time)"
+    );
     println!(
         "Released -> VolumeLeftover created (server clock, whole seconds): p50 {:.0} s, p99 {:.0} s, max {:.0} s",
         percentile(&latency, 0.5),

@@ -244,7 +244,10 @@ pub async fn run(
     });
     let (stop_election, election_stop_rx) = tokio::sync::watch::channel(false);
     let election = settings.leader.clone().map(|s| {
-        health.set_leader(Some(format!("standby (lease {}/{})", s.namespace, s.lease_name)));
+        health.set_leader(Some(format!(
+            "standby (lease {}/{})",
+            s.namespace, s.lease_name
+        )));
         tokio::spawn(leader::run(client.clone(), s, role_tx, election_stop_rx))
     });
     let limits = Limits {

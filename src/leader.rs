@@ -251,7 +251,8 @@ pub async fn run(
                 if o.holder == me {
                     // Other replicas count the duration from when they see this change, later
                     // than `now`: stopping at now + duration keeps us inside their view.
-                    leading_until = Some(now + o.duration.saturating_sub(s.renew_every.min(o.duration / 3)));
+                    leading_until =
+                        Some(now + o.duration.saturating_sub(s.renew_every.min(o.duration / 3)));
                     if !matches!(*role.borrow(), Role::Leading { .. }) {
                         tracing::info!(lease = %s.lease_name, identity = %me, "leading");
                     }
@@ -321,7 +322,9 @@ pub async fn run(
         .await
         {
             Ok(Ok(_)) => tracing::info!(lease = %s.lease_name, "released the lease"),
-            Ok(Err(e)) => tracing::warn!(error = %describe(&e), "could not release the lease; it expires on its own"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %describe(&e), "could not release the lease; it expires on its own")
+            }
             Err(_) => tracing::warn!("releasing the lease timed out; it expires on its own"),
         }
     }

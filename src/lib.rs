@@ -85,7 +85,10 @@ pub fn tune(config: &mut kube::Config, watch_timeout: Duration) {
 /// Names this process in every request's User-Agent (`volume-leftovers/<version> (<identity>)`),
 /// so the API server's audit log tells replicas apart.
 pub fn name_client(config: &mut kube::Config, identity: &str) {
-    let ua = format!("volume-leftovers/{} ({identity})", env!("CARGO_PKG_VERSION"));
+    let ua = format!(
+        "volume-leftovers/{} ({identity})",
+        env!("CARGO_PKG_VERSION")
+    );
     if let Ok(v) = axum::http::HeaderValue::from_str(&ua) {
         config.headers.push((axum::http::header::USER_AGENT, v));
     }
@@ -118,10 +121,7 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
         request_timeout: args.request_timeout,
         leader: args.leader_elect.then(|| leader::LeaderSettings {
             lease_name: args.lease_name.clone(),
-            namespace: args
-                .lease_namespace
-                .clone()
-                .unwrap_or_else(own_namespace),
+            namespace: args.lease_namespace.clone().unwrap_or_else(own_namespace),
             identity: identity(),
             duration: args.lease_duration,
             renew_every: args.lease_duration / 3,

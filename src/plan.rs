@@ -118,8 +118,8 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
     // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
     // pipeline waits the delete grace.
-    let deleting = s.reclaim_policy == "Delete"
-        && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound");
+    let deleting =
+        s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound");
     let grace = if deleting {
         base.max(graces.delete_grace)
     } else {

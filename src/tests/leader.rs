@@ -28,7 +28,10 @@ fn held(holder: &str, changed_at: Instant) -> Observed {
 
 #[tokio::test(start_paused = true)]
 async fn no_lease_yet_is_created() {
-    assert_eq!(next_step(None, "me", &settings(), Instant::now()), Step::Create);
+    assert_eq!(
+        next_step(None, "me", &settings(), Instant::now()),
+        Step::Create
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -158,7 +158,11 @@ fn states_the_phase_does_not_date_wait_from_when_they_were_first_seen() {
 fn a_delete_policy_bound_volume_whose_claim_is_gone_waits_the_delete_grace() {
     // The PV controller releases it behind a backlog under churn, then the provisioner deletes it.
     let f = finding(
-        &pv("b").delete().bound().since(released_at()).claim("ns", "c", "u"),
+        &pv("b")
+            .delete()
+            .bound()
+            .since(released_at())
+            .claim("ns", "c", "u"),
         &lookup(),
     );
     assert_eq!(f.status.reason, Reason::BoundClaimMissing);

@@ -101,8 +101,10 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
 
-    let replicas: Arc<Mutex<Vec<Replica>>> =
-        Arc::new(Mutex::new(vec![start(cp, "replica-a"), start(cp, "replica-b")]));
+    let replicas: Arc<Mutex<Vec<Replica>>> = Arc::new(Mutex::new(vec![
+        start(cp, "replica-a"),
+        start(cp, "replica-b"),
+    ]));
     // Never two leaders at once: every replica's metric, sampled every 100 ms throughout.
     let overlap = Arc::new(Mutex::new(Vec::<String>::new()));
     let sampler = {
@@ -131,10 +133,7 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
 
     let first = wait_for("a leader", Duration::from_secs(60), || {
         let r = replicas.lock().unwrap();
-        let l = r
-            .iter()
-            .find(|r| leading(r) == Some(true))
-            .map(|r| r.name);
+        let l = r.iter().find(|r| leading(r) == Some(true)).map(|r| r.name);
         let all_ready = r.iter().all(ready);
         async move { l.filter(|_| all_ready) }
     })
@@ -147,7 +146,11 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
     })
     .await;
     let w = writes_of(cp, &r1.pv);
-    assert_eq!(w, BTreeMap::from([(first.to_string(), 2)]), "only the leader writes");
+    assert_eq!(
+        w,
+        BTreeMap::from([(first.to_string(), 2)]),
+        "only the leader writes"
+    );
 
     // kill -9 of the leader: the other takes over within the lease duration.
     let killed_at = Instant::now();
@@ -161,10 +164,7 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
     let r2 = released_volume(&admin, "ha2", "Retain").await;
     let second = wait_for("the standby to take over", Duration::from_secs(30), || {
         let r = replicas.lock().unwrap();
-        let l = r
-            .iter()
-            .find(|r| leading(r) == Some(true))
-            .map(|r| r.name);
+        let l = r.iter().find(|r| leading(r) == Some(true)).map(|r| r.name);
         async move { l }
     })
     .await;
@@ -180,12 +180,16 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
 
     // A fresh replica joins as standby; the leader gets SIGTERM: handover in about a second.
     replicas.lock().unwrap().push(start(cp, "replica-c"));
-    wait_for("replica-c ready as standby", Duration::from_secs(60), || {
-        let r = replicas.lock().unwrap();
-        let c = r.iter().find(|r| r.name == "replica-c").unwrap();
-        let ok = ready(c) && leading(c) == Some(false);
-        async move { ok.then_some(()) }
-    })
+    wait_for(
+        "replica-c ready as standby",
+        Duration::from_secs(60),
+        || {
+            let r = replicas.lock().unwrap();
+            let c = r.iter().find(|r| r.name == "replica-c").unwrap();
+            let ok = ready(c) && leading(c) == Some(false);
+            async move { ok.then_some(()) }
+        },
+    )
     .await;
     let termed_at = Instant::now();
     {

@@ -76,114 +76,236 @@ const RELEASED: Option<&str> = Some("Released");
 
 fn table() -> Vec<Odd> {
     use Reason::*;
-    let gone = |v: &mut Value, c: &Ctx| v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "uid-gone");
+    let gone =
+        |v: &mut Value, c: &Ctx| v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "uid-gone");
     vec![
-        odd("claimref-no-namespace", RELEASED, Some(ClaimRefInvalid), |v, _| {
-            v["spec"]["claimRef"] = json!({"kind": "PersistentVolumeClaim", "name": "c", "uid": "u1"})
-        })
+        odd(
+            "claimref-no-namespace",
+            RELEASED,
+            Some(ClaimRefInvalid),
+            |v, _| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "PersistentVolumeClaim", "name": "c", "uid": "u1"})
+            },
+        )
         .hints(&[Hint::ClaimRefIncomplete]),
-        odd("claimref-no-name", RELEASED, Some(ClaimRefInvalid), |v, c| {
-            v["spec"]["claimRef"] = json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "uid": "u1"})
-        })
+        odd(
+            "claimref-no-name",
+            RELEASED,
+            Some(ClaimRefInvalid),
+            |v, c| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "uid": "u1"})
+            },
+        )
         .hints(&[Hint::ClaimRefIncomplete]),
         odd("claimref-empty", RELEASED, Some(ClaimRefInvalid), |v, _| {
             v["spec"]["claimRef"] = json!({})
         })
         .hints(&[Hint::ClaimRefIncomplete]),
         odd("claimref-no-uid", RELEASED, Some(ClaimDeleted), |v, c| {
-            v["spec"]["claimRef"] = json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "name": "gone"})
+            v["spec"]["claimRef"] =
+                json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "name": "gone"})
         }),
-        odd("claimref-to-pod", RELEASED, Some(ClaimRefInvalid), |v, c| {
-            v["spec"]["claimRef"] = json!({"kind": "Pod", "namespace": c.ns, "name": "p", "uid": "u"})
-        })
+        odd(
+            "claimref-to-pod",
+            RELEASED,
+            Some(ClaimRefInvalid),
+            |v, c| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "Pod", "namespace": c.ns, "name": "p", "uid": "u"})
+            },
+        )
         .hints(&[Hint::ClaimRefNotAClaim]),
-        odd("claimref-to-pod-bound", Some("Bound"), Some(BoundClaimMissing), |v, c| {
-            v["spec"]["claimRef"] = json!({"kind": "Pod", "namespace": c.ns, "name": "p", "uid": "u"})
-        })
+        odd(
+            "claimref-to-pod-bound",
+            Some("Bound"),
+            Some(BoundClaimMissing),
+            |v, c| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "Pod", "namespace": c.ns, "name": "p", "uid": "u"})
+            },
+        )
         .hints(&[Hint::ClaimRefNotAClaim]),
-        odd("claimref-with-field-path", RELEASED, Some(ClaimDeleted), |v, c| {
-            v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "u");
-            v["spec"]["claimRef"]["fieldPath"] = json!("spec.containers{x}");
-            v["spec"]["claimRef"]["resourceVersion"] = json!("12345");
-        }),
-        odd("claimref-namespace-missing", RELEASED, Some(ClaimDeleted), |v, _| {
-            v["spec"]["claimRef"] = claim_ref("no-such-namespace-xyz", "gone", "u")
-        }),
+        odd(
+            "claimref-with-field-path",
+            RELEASED,
+            Some(ClaimDeleted),
+            |v, c| {
+                v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "u");
+                v["spec"]["claimRef"]["fieldPath"] = json!("spec.containers{x}");
+                v["spec"]["claimRef"]["resourceVersion"] = json!("12345");
+            },
+        ),
+        odd(
+            "claimref-namespace-missing",
+            RELEASED,
+            Some(ClaimDeleted),
+            |v, _| v["spec"]["claimRef"] = claim_ref("no-such-namespace-xyz", "gone", "u"),
+        ),
         odd("claim-recreated", RELEASED, Some(ClaimRecreated), |v, c| {
             v["spec"]["claimRef"] = claim_ref(&c.ns, "present", "an-older-uid")
         }),
-        odd("claim-still-present", RELEASED, Some(ClaimStillPresent), |v, c| {
-            v["spec"]["claimRef"] = claim_ref(&c.ns, "present", &c.present_uid)
-        }),
-        odd("released-no-claimref", RELEASED, Some(ReleasedWithoutClaim), |_, _| {}),
-        odd("unknown-phase-claim-gone", Some("Lost"), Some(PreboundClaimMissing), gone)
-            .hints(&[Hint::PhaseUnknown]),
+        odd(
+            "claim-still-present",
+            RELEASED,
+            Some(ClaimStillPresent),
+            |v, c| v["spec"]["claimRef"] = claim_ref(&c.ns, "present", &c.present_uid),
+        ),
+        odd(
+            "released-no-claimref",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |_, _| {},
+        ),
+        odd(
+            "unknown-phase-claim-gone",
+            Some("Lost"),
+            Some(PreboundClaimMissing),
+            gone,
+        )
+        .hints(&[Hint::PhaseUnknown]),
         odd("unknown-phase-no-claim", Some("Lost"), None, |_, _| {}),
         odd("lowercase-phase", Some("released"), None, |_, _| {}),
-        odd("pending-claim-gone", Some("Pending"), Some(PreboundClaimMissing), gone),
-        odd("available-prebound-gone", Some("Available"), Some(PreboundClaimMissing), |v, c| {
-            v["spec"]["claimRef"] = json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "name": "never"})
-        }),
+        odd(
+            "pending-claim-gone",
+            Some("Pending"),
+            Some(PreboundClaimMissing),
+            gone,
+        ),
+        odd(
+            "available-prebound-gone",
+            Some("Available"),
+            Some(PreboundClaimMissing),
+            |v, c| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "PersistentVolumeClaim", "namespace": c.ns, "name": "never"})
+            },
+        ),
         odd("available-plain", Some("Available"), None, |_, _| {}),
-        odd("bound-claim-gone", Some("Bound"), Some(BoundClaimMissing), gone),
-        odd("bound-claim-recreated", Some("Bound"), Some(BoundClaimMissing), |v, c| {
-            v["spec"]["claimRef"] = claim_ref(&c.ns, "present", "an-older-uid")
-        }),
+        odd(
+            "bound-claim-gone",
+            Some("Bound"),
+            Some(BoundClaimMissing),
+            gone,
+        ),
+        odd(
+            "bound-claim-recreated",
+            Some("Bound"),
+            Some(BoundClaimMissing),
+            |v, c| v["spec"]["claimRef"] = claim_ref(&c.ns, "present", "an-older-uid"),
+        ),
         odd("bound-healthy", Some("Bound"), None, |v, c| {
             v["spec"]["claimRef"] = claim_ref(&c.ns, "present", &c.present_uid)
         }),
         odd("bound-no-claimref", Some("Bound"), None, |_, _| {}),
-        odd("bound-claimref-no-namespace", Some("Bound"), None, |v, _| {
-            v["spec"]["claimRef"] = json!({"kind": "PersistentVolumeClaim", "name": "c", "uid": "u1"})
-        }),
-        odd("failed-with-message", Some("Failed"), Some(ReclaimFailed), gone)
-            .message("Recycle failed: the recycler pod was evicted"),
-        odd("failed-recycle", Some("Failed"), Some(ReclaimFailed), |v, _| {
-            v["spec"]["persistentVolumeReclaimPolicy"] = json!("Recycle")
-        }),
-        odd("failed-claimref-no-namespace", Some("Failed"), Some(ReclaimFailed), |v, _| {
-            v["spec"]["claimRef"] = json!({"name": "c"})
-        })
+        odd(
+            "bound-claimref-no-namespace",
+            Some("Bound"),
+            None,
+            |v, _| {
+                v["spec"]["claimRef"] =
+                    json!({"kind": "PersistentVolumeClaim", "name": "c", "uid": "u1"})
+            },
+        ),
+        odd(
+            "failed-with-message",
+            Some("Failed"),
+            Some(ReclaimFailed),
+            gone,
+        )
+        .message("Recycle failed: the recycler pod was evicted"),
+        odd(
+            "failed-recycle",
+            Some("Failed"),
+            Some(ReclaimFailed),
+            |v, _| v["spec"]["persistentVolumeReclaimPolicy"] = json!("Recycle"),
+        ),
+        odd(
+            "failed-claimref-no-namespace",
+            Some("Failed"),
+            Some(ReclaimFailed),
+            |v, _| v["spec"]["claimRef"] = json!({"name": "c"}),
+        )
         .hints(&[Hint::ClaimRefIncomplete]),
-        odd("delete-policy-released", RELEASED, Some(ClaimDeleted), |v, c| {
-            v["spec"]["persistentVolumeReclaimPolicy"] = json!("Delete");
-            v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "u");
-        })
+        odd(
+            "delete-policy-released",
+            RELEASED,
+            Some(ClaimDeleted),
+            |v, c| {
+                v["spec"]["persistentVolumeReclaimPolicy"] = json!("Delete");
+                v["spec"]["claimRef"] = claim_ref(&c.ns, "gone", "u");
+            },
+        )
         .hints(&[Hint::ReclaimPolicyDelete]),
-        odd("class-missing", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["storageClassName"] = json!("no-such-class")
-        })
+        odd(
+            "class-missing",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| v["spec"]["storageClassName"] = json!("no-such-class"),
+        )
         .hints(&[Hint::StorageClassMissing]),
-        odd("class-empty-string", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["storageClassName"] = json!("")
-        }),
-        odd("class-253-chars", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["storageClassName"] = json!(format!("c{}", "x".repeat(252)))
-        })
+        odd(
+            "class-empty-string",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| v["spec"]["storageClassName"] = json!(""),
+        ),
+        odd(
+            "class-253-chars",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| v["spec"]["storageClassName"] = json!(format!("c{}", "x".repeat(252))),
+        )
         .hints(&[Hint::StorageClassMissing]),
-        odd("capacity-in-bytes", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["capacity"] = json!({"storage": "21474836480"})
-        }),
-        odd("capacity-20gi", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["capacity"] = json!({"storage": "20Gi"})
-        }),
-        odd("huge-annotations", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["metadata"]["annotations"] = json!({
-                "example.com/blob": "x".repeat(200 * 1024),
-                "example.com/unicode": "ボリューム 🗄️ \u{0}-free text",
-            })
-        }),
-        odd("block-many-modes", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            v["spec"]["volumeMode"] = json!("Block");
-            v["spec"]["accessModes"] = json!(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"]);
-            v["spec"]["mountOptions"] = json!(["discard"]);
-        }),
+        odd(
+            "capacity-in-bytes",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| v["spec"]["capacity"] = json!({"storage": "21474836480"}),
+        ),
+        odd(
+            "capacity-20gi",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| v["spec"]["capacity"] = json!({"storage": "20Gi"}),
+        ),
+        odd(
+            "huge-annotations",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                v["metadata"]["annotations"] = json!({
+                    "example.com/blob": "x".repeat(200 * 1024),
+                    "example.com/unicode": "ボリューム 🗄️ \u{0}-free text",
+                })
+            },
+        ),
+        odd(
+            "block-many-modes",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                v["spec"]["volumeMode"] = json!("Block");
+                v["spec"]["accessModes"] =
+                    json!(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany"]);
+                v["spec"]["mountOptions"] = json!(["discard"]);
+            },
+        ),
         odd("src-csi", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "csi", json!({"driver": "rbd.csi.ceph.com", "volumeHandle": "0001-0009-rook-ceph-0000000000000002-x",
-                "volumeAttributes": {"pool": "p", "imageName": "csi-vol-x", "clusterID": "rook-ceph", "big": "y".repeat(4096)}}))
+            source(
+                v,
+                "csi",
+                json!({"driver": "rbd.csi.ceph.com", "volumeHandle": "0001-0009-rook-ceph-0000000000000002-x",
+                "volumeAttributes": {"pool": "p", "imageName": "csi-vol-x", "clusterID": "rook-ceph", "big": "y".repeat(4096)}}),
+            )
         }),
         odd("src-rbd", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "rbd", json!({"monitors": ["10.0.0.1:6789"], "image": "img"}))
+            source(
+                v,
+                "rbd",
+                json!({"monitors": ["10.0.0.1:6789"], "image": "img"}),
+            )
         }),
         odd("src-gce", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
             source(v, "gcePersistentDisk", json!({"pdName": "disk-1"}))
@@ -191,18 +313,42 @@ fn table() -> Vec<Odd> {
         odd("src-aws", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
             source(v, "awsElasticBlockStore", json!({"volumeID": "vol-1"}))
         }),
-        odd("src-azure-disk", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "azureDisk", json!({"diskName": "d", "diskURI": "https://x/d"}))
-        }),
-        odd("src-azure-file", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "azureFile", json!({"secretName": "s", "shareName": "sh"}))
-        }),
-        odd("src-cinder", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "cinder", json!({"volumeID": "c-1"}))
-        }),
-        odd("src-vsphere", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "vsphereVolume", json!({"volumePath": "[ds] v.vmdk"}))
-        }),
+        odd(
+            "src-azure-disk",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                source(
+                    v,
+                    "azureDisk",
+                    json!({"diskName": "d", "diskURI": "https://x/d"}),
+                )
+            },
+        ),
+        odd(
+            "src-azure-file",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                source(
+                    v,
+                    "azureFile",
+                    json!({"secretName": "s", "shareName": "sh"}),
+                )
+            },
+        ),
+        odd(
+            "src-cinder",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "cinder", json!({"volumeID": "c-1"})),
+        ),
+        odd(
+            "src-vsphere",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "vsphereVolume", json!({"volumePath": "[ds] v.vmdk"})),
+        ),
         odd("src-nfs", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
             source(v, "nfs", json!({"server": "10.0.0.3", "path": "/export"}))
         }),
@@ -212,20 +358,34 @@ fn table() -> Vec<Odd> {
                 {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}});
         }),
         odd("src-iscsi", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "iscsi", json!({"targetPortal": "10.0.0.2:3260", "iqn": "iqn.2001-04.com.example:s", "lun": 0}))
+            source(
+                v,
+                "iscsi",
+                json!({"targetPortal": "10.0.0.2:3260", "iqn": "iqn.2001-04.com.example:s", "lun": 0}),
+            )
         }),
         odd("src-fc", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "fc", json!({"targetWWNs": ["500a0982991b8dc5"], "lun": 2}))
+            source(
+                v,
+                "fc",
+                json!({"targetWWNs": ["500a0982991b8dc5"], "lun": 2}),
+            )
         }),
         odd("src-flex", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
             source(v, "flexVolume", json!({"driver": "example/lvm"}))
         }),
-        odd("src-cephfs", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "cephfs", json!({"monitors": ["10.0.0.1:6789"]}))
-        }),
-        odd("src-portworx", RELEASED, Some(ReleasedWithoutClaim), |v, _| {
-            source(v, "portworxVolume", json!({"volumeID": "px-1"}))
-        }),
+        odd(
+            "src-cephfs",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "cephfs", json!({"monitors": ["10.0.0.1:6789"]})),
+        ),
+        odd(
+            "src-portworx",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "portworxVolume", json!({"volumeID": "px-1"})),
+        ),
         odd("src-none-of-them", RELEASED, None, |v, _| {
             // Admitted only if the API allows a PV without a source; expected to be refused.
             v["spec"].as_object_mut().unwrap().remove("hostPath");
@@ -402,9 +562,18 @@ async fn odd_objects_the_api_server_accepts_are_reported_as_the_original_tool_wo
         .filter_map(|l| serde_json::from_str::<SevenKeys>(l).ok())
         .map(|k| (k.name.clone(), k))
         .collect();
-    assert!(seed.len() >= 25, "the original tool printed {} rows", seed.len());
+    assert!(
+        seed.len() >= 25,
+        "the original tool printed {} rows",
+        seed.len()
+    );
     for row in &seed {
-        assert_eq!(scan_rows.get(&row.name), Some(row), "scan row of {}", row.name);
+        assert_eq!(
+            scan_rows.get(&row.name),
+            Some(row),
+            "scan row of {}",
+            row.name
+        );
         let vl = leftovers
             .get_opt(&row.name)
             .await

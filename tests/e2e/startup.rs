@@ -313,7 +313,10 @@ fn scan_errors_are_one_line_naming_the_server_and_the_cause() {
     };
     let one_line = |stderr: &str| {
         assert_eq!(stderr.lines().count(), 1, "one line:\n{stderr}");
-        assert!(stderr.starts_with("volume-leftovers scan: cannot "), "{stderr}");
+        assert!(
+            stderr.starts_with("volume-leftovers scan: cannot "),
+            "{stderr}"
+        );
     };
 
     // Nothing listens there.

@@ -628,9 +628,11 @@ async fn shutdown_never_waits_on_a_hung_write_past_its_bound() {
     let operator = Operator::start(proxy.operator_client(cp).await, settings);
     operator.wait_synced().await;
     let r = released_volume(&admin, "stuck", "Retain").await;
-    wait_metric(&operator.metrics, "volume_leftovers_writes_in_flight", |v| {
-        v >= 1.0
-    })
+    wait_metric(
+        &operator.metrics,
+        "volume_leftovers_writes_in_flight",
+        |v| v >= 1.0,
+    )
     .await;
     let start = Instant::now();
     operator.stop().await;
