@@ -259,11 +259,11 @@ fn main() {
         if let Verdict::Leftover(f) = v {
             *by_reason.entry(f.status.reason.as_str()).or_default() += 1;
             let name = pv.metadata.name.as_deref().unwrap_or_default();
-            if let Action::Create { .. } = plan(name, Some(v), None, &now) {
+            if let Action::Create { .. } = plan(name, Some(v), None, &now, &now) {
                 applies += 1;
             }
-            let existing = desired(f, None, &now);
-            if let Action::Nothing = plan(name, Some(v), Some(&existing), &now) {
+            let existing = desired(f, None, &now, &now);
+            if let Action::Nothing = plan(name, Some(v), Some(&existing), &now, &now) {
                 nothing += 1;
             }
         }

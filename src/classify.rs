@@ -41,6 +41,8 @@ pub enum Verdict {
     Undecided(String),
     /// The object is too odd to say anything sensible about; the string says why (for a log).
     Skip(String),
+    /// Kept on purpose (the ignore label, an excluded class or selector): never a finding.
+    Ignored(crate::exclude::Exclusion),
 }
 
 const RELEASED: &str = "Released";
@@ -82,6 +84,9 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(uid) = pv.metadata.uid.as_deref().filter(|u| !u.is_empty()) else {
         return Verdict::Skip(format!("PersistentVolume {name} has no metadata.uid"));
     };
+    if let Some(why) = pv.excluded {
+        return Verdict::Ignored(why);
+    }
     let default_spec = VolumeSpec::default();
     let spec = pv.spec.as_ref().unwrap_or(&default_spec);
     let status = pv.status.as_ref();
@@ -221,6 +226,12 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
         storage_class_name: spec.storage_class_name.clone(),
         status: VolumeLeftoverStatus {
             reason,
+            // The hand-off fields (state, conditions, what an acknowledgement covers) are the
+            // planner's: they depend on the published object.
+            state: crate::crd::State::Open,
+            observed_generation: None,
+            conditions: Vec::new(),
+            acknowledged: None,
             message,
             hints: hints.into_iter().collect(),
             phase: phase_str.to_string(),
@@ -234,6 +245,11 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
                 .as_ref()
                 .and_then(|c| c.storage.as_ref())
                 .map(|q| q.0.clone()),
+            capacity_bytes: spec
+                .capacity
+                .as_ref()
+                .and_then(|c| c.storage.as_ref())
+                .and_then(|q| crate::quantity::bytes(&q.0)),
             access_modes: spec.access_modes.clone().unwrap_or_default(),
             volume_mode: spec
                 .volume_mode

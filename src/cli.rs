@@ -90,6 +90,49 @@ pub struct RunArgs {
     /// How long the Lease lasts without renewal (renewed every third of it; 3s to 10m).
     #[arg(long, env = "VL_LEASE_DURATION", default_value = "15s", value_parser = lease_duration)]
     pub lease_duration: Duration,
+    /// Publish Kubernetes Events on a PersistentVolume when its finding appears, changes reason
+    /// or clears (`kubectl describe pv` shows them); `--events=false` turns them off.
+    #[arg(long, env = "VL_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub events: bool,
+    /// What is kept out of the report.
+    #[command(flatten)]
+    pub exclude: ExcludeArgs,
+}
+
+/// Volumes kept out of the report on purpose (a PV labelled `leftovers.dev/ignore=true` always
+/// is).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ExcludeArgs {
+    /// StorageClasses whose volumes are never reported (comma-separated, repeatable).
+    #[arg(
+        long = "exclude-storage-class",
+        env = "VL_EXCLUDE_STORAGE_CLASSES",
+        value_delimiter = ','
+    )]
+    pub storage_classes: Vec<String>,
+    /// PVs whose labels match this selector are never reported (`team=db,env!=prod`,
+    /// `keep`, `tier in (a,b)`).
+    #[arg(long = "exclude-selector", env = "VL_EXCLUDE_SELECTOR", value_parser = selector)]
+    pub selector: Option<crate::selector::Selector>,
+}
+
+impl ExcludeArgs {
+    /// The exclusions these flags configure.
+    pub fn exclusions(&self) -> crate::exclude::Exclusions {
+        crate::exclude::Exclusions {
+            classes: self
+                .storage_classes
+                .iter()
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect(),
+            selector: self.selector.clone(),
+        }
+    }
+}
+
+fn selector(s: &str) -> Result<crate::selector::Selector, String> {
+    crate::selector::Selector::parse(s)
 }
 
 /// Flags of `scan`.
@@ -101,6 +144,9 @@ pub struct ScanArgs {
     /// Each list request is abandoned after this long (1s to 10m).
     #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
     pub request_timeout: Duration,
+    /// What is kept out of the report.
+    #[command(flatten)]
+    pub exclude: ExcludeArgs,
 }
 
 /// Log format.

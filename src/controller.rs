@@ -32,12 +32,17 @@ use crate::category::Category;
 use crate::classify::{Verdict, classify};
 use crate::clock::wall_clock;
 use crate::crd::{Reason, VolumeLeftover};
+use crate::events::{Change, Events};
+use crate::exclude::Exclusions;
+use crate::feed::Strip;
 use crate::feed::{FeedItem, FeedTiming, feed};
 use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
-use crate::schedule::{Condition, Decision, Echo, Held, Limits, Memo, Scheduler, WriteEnd};
+use crate::schedule::{
+    Condition, Decision, Echo, Held, Limits, Memo, Published, Scheduler, WriteEnd,
+};
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::volume::Volume;
 use crate::writer::{WriteError, Writer, Written};
@@ -69,6 +74,10 @@ pub struct Settings {
     /// Leader election: only the holder of the Lease decides and writes. `None`: this process
     /// is the only writer.
     pub leader: Option<LeaderSettings>,
+    /// Volumes kept out of the report on purpose (besides the `leftovers.dev/ignore` label).
+    pub exclusions: Exclusions,
+    /// Publish Kubernetes Events on the PersistentVolumes, as this replica (identity).
+    pub events: Option<String>,
 }
 
 impl Default for Settings {
@@ -88,6 +97,8 @@ impl Default for Settings {
             shutdown_grace: Duration::from_secs(5),
             reminder: Duration::from_secs(300),
             leader: None,
+            exclusions: Exclusions::default(),
+            events: None,
         }
     }
 }
@@ -157,7 +168,20 @@ enum Input {
 }
 
 type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
-type WriteFuture = Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>)> + Send>>;
+/// A write in flight: the name, what it did, and the change to tell people about once it landed.
+type WriteFuture =
+    Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>, Option<Told>)> + Send>>;
+
+/// An Event to publish about a PV once the write that made its change landed.
+#[derive(Clone, Debug)]
+pub struct Told {
+    /// The PV's name.
+    pub pv: String,
+    /// The PV's uid.
+    pub uid: String,
+    /// What changed.
+    pub change: Change,
+}
 
 struct Stores {
     pv: Store<Volume>,
@@ -186,6 +210,7 @@ struct Loop {
     index: RefIndex,
     scheduler: Scheduler,
     writes: FuturesUnordered<WriteFuture>,
+    events: Option<Events>,
 }
 
 /// Runs the controller until `shutdown` resolves. Returns only then: every error on the way
@@ -208,30 +233,28 @@ pub async fn run(
 
     let mut inputs: SelectAll<InputStream> = SelectAll::new();
     let pv_api: Api<Volume> = Api::all(client.clone());
+    let exclusions = Arc::new(settings.exclusions.clone());
+    let pv_strip: Strip<Volume> = Arc::new(move |pv: &mut Volume| mark_and_strip(pv, &exclusions));
     inputs.push(Box::pin(
-        feed(pv_api, cfg.clone(), strip_pv, pv_w, timing, seed("pv"))
+        feed(pv_api, cfg.clone(), pv_strip, pv_w, timing, seed("pv"))
             .map(|i| Input::Pv(Box::new(i))),
     ));
     let pvc_api: Api<ClaimMeta> = Api::all(client.clone());
+    let pvc_strip: Strip<ClaimMeta> = Arc::new(strip_claim);
     inputs.push(Box::pin(
-        feed(
-            pvc_api,
-            cfg.clone(),
-            strip_claim,
-            pvc_w,
-            timing,
-            seed("pvc"),
-        )
-        .map(|i| Input::Pvc(Box::new(i))),
+        feed(pvc_api, cfg.clone(), pvc_strip, pvc_w, timing, seed("pvc"))
+            .map(|i| Input::Pvc(Box::new(i))),
     ));
     let sc_api: Api<StorageClass> = Api::all(client.clone());
+    let sc_strip: Strip<StorageClass> = Arc::new(strip_class);
     inputs.push(Box::pin(
-        feed(sc_api, cfg.clone(), strip_class, sc_w, timing, seed("sc"))
+        feed(sc_api, cfg.clone(), sc_strip, sc_w, timing, seed("sc"))
             .map(|i| Input::Sc(Box::new(i))),
     ));
     let vl_api: Api<VolumeLeftover> = Api::all(client.clone());
+    let vl_strip: Strip<VolumeLeftover> = Arc::new(strip_leftover);
     inputs.push(Box::pin(
-        feed(vl_api, cfg, strip_leftover, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
+        feed(vl_api, cfg, vl_strip, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));
 
     metrics.init_reasons();
@@ -261,6 +284,10 @@ pub async fn run(
             sc: sc_store,
             vl: vl_store,
         },
+        events: settings
+            .events
+            .clone()
+            .map(|instance| Events::new(client.clone(), instance, settings.request_timeout)),
         writer: Writer::new(Api::all(client), settings.request_timeout),
         health,
         metrics,
@@ -273,6 +300,8 @@ pub async fn run(
     let mut resync = tokio::time::interval(l.settings.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     resync.tick().await;
+    let mut ages = tokio::time::interval(Duration::from_secs(15));
+    ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reminder = tokio::time::interval(l.settings.reminder);
     reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     reminder.tick().await;
@@ -290,8 +319,8 @@ pub async fn run(
             }
             Some(input) = inputs.next() => l.on_input(input),
             _ = l.scheduler.next_wake() => {}
-            Some((name, result)) = l.writes.next(), if !l.writes.is_empty() => {
-                l.on_written(&name, result);
+            Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
+                l.on_written(&name, result, told);
             }
             _ = resync.tick() => {
                 if l.scheduler.is_active() {
@@ -300,6 +329,7 @@ pub async fn run(
                 }
             }
             _ = reminder.tick() => l.remind(),
+            _ = ages.tick() => l.refresh_ages(),
         }
         l.dispatch();
     }
@@ -308,8 +338,8 @@ pub async fn run(
     // Let writes in flight finish, within a bound; new ones are not started.
     let pending = l.writes.len();
     let drained = tokio::time::timeout(l.settings.shutdown_grace, async {
-        while let Some((name, result)) = l.writes.next().await {
-            l.on_written(&name, result);
+        while let Some((name, result, told)) = l.writes.next().await {
+            l.on_written(&name, result, told);
         }
     })
     .await;
@@ -425,7 +455,7 @@ impl Loop {
                 // Our own writes come back here and compare equal; hand edits do not.
                 FeedItem::Applied(o) => {
                     let name = o.name_any();
-                    self.set_published(&name, published_reason(&o));
+                    self.set_published(&name, published(&o));
                     self.scheduler.mark(&name);
                 }
                 FeedItem::Deleted(o) => {
@@ -605,15 +635,15 @@ impl Loop {
         }
     }
 
-    fn set_published(&mut self, name: &str, reason: Option<Reason>) {
+    fn set_published(&mut self, name: &str, now: Option<Published>) {
         let memo = self.scheduler.memo(name);
-        let before = std::mem::replace(&mut memo.published, reason);
-        if before != reason {
-            if let Some(r) = before {
-                self.metrics.finding(r, -1);
+        let before = std::mem::replace(&mut memo.published, now.clone());
+        if before != now {
+            if let Some(p) = &before {
+                self.metrics.finding(p, -1);
             }
-            if let Some(r) = reason {
-                self.metrics.finding(r, 1);
+            if let Some(p) = &now {
+                self.metrics.finding(p, 1);
             }
         }
         self.scheduler.settle(name);
@@ -622,9 +652,9 @@ impl Loop {
     /// After a relist of VolumeLeftovers: objects deleted during the gap get no Delete event.
     fn recount_published(&mut self) {
         let state = self.stores.vl.state();
-        let now: std::collections::HashMap<String, Reason> = state
+        let now: std::collections::HashMap<String, Published> = state
             .iter()
-            .filter_map(|o| Some((o.name_any(), published_reason(o)?)))
+            .filter_map(|o| Some((o.name_any(), published(o)?)))
             .collect();
         let stale = self.scheduler.names_where(|s| s.memo.published.is_some());
         for name in stale {
@@ -632,8 +662,33 @@ impl Loop {
                 self.set_published(&name, None);
             }
         }
-        for (name, reason) in &now {
-            self.set_published(name, Some(*reason));
+        for (name, p) in now {
+            self.set_published(&name, Some(p));
+        }
+        self.refresh_ages();
+    }
+
+    /// The age of the oldest open finding per reason (it grows with the clock alone).
+    fn refresh_ages(&self) {
+        let now = jiff::Timestamp::now().as_second();
+        let mut oldest: std::collections::HashMap<Reason, i64> = std::collections::HashMap::new();
+        for name in self
+            .scheduler
+            .names_where(|s| s.memo.published.as_ref().is_some_and(|p| p.state.is_open()))
+        {
+            if let Some(p) = self
+                .scheduler
+                .get(&name)
+                .and_then(|s| s.memo.published.as_ref())
+            {
+                let age = (now - p.first_seen).max(0);
+                let e = oldest.entry(p.reason).or_default();
+                *e = (*e).max(age);
+            }
+        }
+        for r in Reason::ALL {
+            self.metrics
+                .oldest_open(r, oldest.get(&r).copied().unwrap_or(0));
         }
     }
 
@@ -649,21 +704,36 @@ impl Loop {
             metrics: &self.metrics,
             settings: &self.settings,
         };
-        let writes = self.scheduler.run(|name, memo| ctx.decide(name, memo));
-        for (name, action) in writes {
+        let writes = self.scheduler.run(|name, memo| {
+            let start = Instant::now();
+            let d = ctx.decide(name, memo);
+            ctx.metrics.decision_duration(start.elapsed());
+            d
+        });
+        for (name, (action, told)) in writes {
             let writer = self.writer.clone();
+            let metrics = self.metrics.clone();
             self.writes.push(Box::pin(async move {
+                let start = Instant::now();
                 let r = writer.execute(action).await;
-                (name, r)
+                let op = match &r {
+                    Ok(w) => w.op,
+                    Err(e) => e.op(),
+                };
+                metrics.write_duration(op, start.elapsed());
+                (name, r, told)
             }));
         }
         self.metrics
             .backlog(self.scheduler.queued(), self.writes.len());
     }
 
-    fn on_written(&mut self, name: &str, result: Result<Written, WriteError>) {
+    fn on_written(&mut self, name: &str, result: Result<Written, WriteError>, told: Option<Told>) {
         let end = match result {
             Ok(w) => {
+                if let (WriteEnd::Done, Some(t), Some(events)) = (&w.end, &told, &self.events) {
+                    events.emit(&t.pv, &t.uid, &t.change);
+                }
                 let result = if w.end == WriteEnd::Done {
                     "ok"
                 } else {
@@ -727,7 +797,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn decide(&self, name: &str, memo: &mut Memo) -> Decision<Action> {
+    fn decide(&self, name: &str, memo: &mut Memo) -> Decision<(Action, Option<Told>)> {
         self.metrics.decided();
         let now_i = Instant::now();
         // The subject and the operator's own objects must be current, or nothing is decided;
@@ -764,7 +834,10 @@ impl Ctx<'_> {
         let (action, held) = match verdict {
             None => {
                 memo.observed = None;
-                (plan::plan(name, None, existing.as_deref(), &now), None)
+                (
+                    plan::plan(name, None, existing.as_deref(), &now, &now),
+                    None,
+                )
             }
             Some(v) => {
                 let held = match &v {
@@ -776,6 +849,7 @@ impl Ctx<'_> {
                         tracing::debug!(pv = %name, "undecided: {why}");
                         Some(Held::Undecided)
                     }
+                    Verdict::Ignored(_) => Some(Held::Ignored),
                     Verdict::Healthy | Verdict::Leftover(_) => None,
                 };
                 let reason = match &v {
@@ -793,7 +867,7 @@ impl Ctx<'_> {
                         verdict,
                         first_seen,
                     } => (
-                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen),
+                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen, &now),
                         held,
                     ),
                 }
@@ -805,7 +879,11 @@ impl Ctx<'_> {
                 if held != Some(Held::Skipped) {
                     memo.logged = None;
                 }
-                Decision::Idle
+                // An acknowledgement that expires changes the state by the clock alone.
+                match plan::next_change(existing.as_deref(), &now) {
+                    Some(wait) => Decision::WaitFor(wait + Duration::from_secs(1)),
+                    None => Decision::Idle,
+                }
             }
             Action::Foreign { name: n } => {
                 self.log_once(
@@ -816,7 +894,10 @@ impl Ctx<'_> {
                 );
                 Decision::Idle
             }
-            write => Decision::Write(write),
+            write => {
+                let told = told(&write, existing.as_deref());
+                Decision::Write((write, told))
+            }
         }
     }
 
@@ -831,6 +912,7 @@ impl Ctx<'_> {
                 Some(Held::Pending(r)) => self.metrics.pending(r, delta),
                 Some(Held::Undecided) => self.metrics.undecided(delta),
                 Some(Held::Skipped) => self.metrics.skipped(delta),
+                Some(Held::Ignored) => self.metrics.ignored(delta),
                 None => {}
             }
         }
@@ -848,6 +930,58 @@ impl Ctx<'_> {
         }
         memo.logged = Some(line.to_string());
     }
+}
+
+/// The change a write makes, for the Event on the PV.
+fn told(action: &Action, existing: Option<&VolumeLeftover>) -> Option<Told> {
+    let before = existing.and_then(published_reason);
+    let (object, change) = match action {
+        Action::Create { object } | Action::Apply { object, .. } => {
+            let s = object.status.as_ref()?;
+            let change = match before {
+                None => Change::Found {
+                    reason: s.reason,
+                    message: s.message.clone(),
+                },
+                Some(from) if from != s.reason => Change::ReasonChanged {
+                    from,
+                    to: s.reason,
+                    message: s.message.clone(),
+                },
+                Some(_) => return None,
+            };
+            (object.as_ref(), change)
+        }
+        Action::Delete { .. } => {
+            let e = existing?;
+            (e, Change::Cleared { reason: before? })
+        }
+        Action::Nothing | Action::Foreign { .. } => return None,
+    };
+    Some(Told {
+        pv: object.spec.volume_name.clone(),
+        uid: object.spec.volume_uid.clone(),
+        change,
+    })
+}
+
+/// What a managed VolumeLeftover publishes, for the metrics.
+fn published(o: &VolumeLeftover) -> Option<Published> {
+    if !plan::is_managed(o) {
+        return None;
+    }
+    let s = o.status.as_ref()?;
+    Some(Published {
+        reason: s.reason,
+        storage_class: s
+            .storage_class
+            .as_ref()
+            .map(|c| c.name.clone())
+            .unwrap_or_default(),
+        state: s.state,
+        capacity_bytes: s.capacity_bytes.unwrap_or(0),
+        first_seen: s.first_seen.0.as_second(),
+    })
 }
 
 /// The reason a managed VolumeLeftover publishes.
@@ -878,6 +1012,17 @@ fn at_least(have: &str, want: &str) -> bool {
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Decides whether the volume is kept out of the report (from its labels and class), then
+/// strips what is not needed.
+pub fn mark_and_strip(pv: &mut Volume, exclusions: &Exclusions) {
+    let class = pv
+        .spec
+        .as_ref()
+        .and_then(|s| s.storage_class_name.as_deref());
+    pv.excluded = exclusions.why(pv.metadata.labels.as_ref(), class);
+    strip_pv(pv);
+}
 
 /// Drops what [`Volume`] still reads but nothing uses: labels, annotations, managedFields.
 /// Finalizers stay: a terminating volume's message names what holds it.

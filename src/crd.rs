@@ -14,9 +14,8 @@ pub const GROUP: &str = "leftovers.dev";
 
 /// A PersistentVolume that survived, lost or outlived its claim: one object per finding, named
 /// after the PersistentVolume. Written by the volume-leftovers operator, which reports and never
-/// decides: it does not patch, delete or create PersistentVolumes, claims or claimRefs. A human
-/// chooses whether to reuse the volume (clear its claimRef) or abandon it (delete the PV and the
-/// disk behind it).
+/// decides. `spec.acknowledgement` belongs to people and ticketing controllers: the operator never
+/// writes it.
 // clippy reads the repeated `printcolumn(type_ = ...)` arguments as duplicated attributes.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
@@ -29,7 +28,9 @@ pub const GROUP: &str = "leftovers.dev";
     shortname = "vl",
     category = "storage",
     status = "VolumeLeftoverStatus",
+    doc = "A PersistentVolume that survived, lost or outlived its claim: one object per finding, named after the PersistentVolume. Written by the volume-leftovers operator, which reports and never decides: it does not patch, delete or create PersistentVolumes, claims or claimRefs. A human chooses whether to reuse the volume (clear its claimRef) or abandon it (delete the PV and the disk behind it), and may acknowledge the finding in spec.acknowledgement.",
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason"),
+    printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Reclaim",
@@ -48,7 +49,29 @@ pub const GROUP: &str = "leftovers.dev";
         json_path = ".status.storageClass.name"
     ),
     printcolumn(name = "Capacity", type_ = "string", json_path = ".status.capacity"),
-    printcolumn(name = "Phase-Age", type_ = "date", json_path = ".status.phaseSince"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    ),
+    printcolumn(
+        name = "Hints",
+        type_ = "string",
+        json_path = ".status.hints",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Ticket",
+        type_ = "string",
+        json_path = ".spec.acknowledgement.ticket",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "Phase-Age",
+        type_ = "date",
+        json_path = ".status.phaseSince",
+        priority = "1"
+    ),
     printcolumn(
         name = "Handle",
         type_ = "string",
@@ -70,6 +93,104 @@ pub struct VolumeLeftoverSpec {
     /// different volume with a different UID.
     #[serde(rename = "volumeUID")]
     pub volume_uid: String,
+    /// "Known, ticket OPS-123, keep it until March": written by a person or a ticketing
+    /// controller (with its own field manager). The operator never writes, strips or changes it;
+    /// `status.state` says whether it still covers the finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledgement: Option<Acknowledgement>,
+}
+
+/// An acknowledgement of a finding.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Acknowledgement {
+    /// Who acknowledged it (a person, a team, a controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Why it is kept (for example "kept for the March migration").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The ticket that tracks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<String>,
+    /// Until when the acknowledgement holds; after it, `status.state` is `Expired`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Time>,
+}
+
+/// Whether a finding is open or acknowledged.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
+)]
+pub enum State {
+    /// Not acknowledged.
+    Open,
+    /// Acknowledged (`spec.acknowledgement`), and the acknowledgement still covers it.
+    Acknowledged,
+    /// Acknowledged until a time that has passed.
+    Expired,
+    /// Acknowledged, but the finding changed since (another reason, or another volume of the
+    /// same name): what was acknowledged is not what is reported now. Acknowledge it again to
+    /// cover the new finding.
+    Superseded,
+}
+
+impl State {
+    /// Every state, in a fixed order.
+    pub const ALL: [State; 4] = [
+        State::Open,
+        State::Acknowledged,
+        State::Expired,
+        State::Superseded,
+    ];
+
+    /// The state as written in the object.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Open => "Open",
+            State::Acknowledged => "Acknowledged",
+            State::Expired => "Expired",
+            State::Superseded => "Superseded",
+        }
+    }
+
+    /// Whether the finding needs someone's attention.
+    pub fn is_open(self) -> bool {
+        self != State::Acknowledged
+    }
+}
+
+/// A condition, as the Kubernetes API conventions define it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// `Open` or `Acknowledged`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A CamelCase word: the finding's reason for `Open`, the state for `Acknowledged`.
+    pub reason: String,
+    /// One sentence for people.
+    pub message: String,
+    /// When `status` last changed.
+    pub last_transition_time: Time,
+    /// The `metadata.generation` the condition was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// What an acknowledgement covered when the operator first saw it: the finding as it was then.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcknowledgedFinding {
+    /// The acknowledgement, as it was read.
+    pub acknowledgement: Acknowledgement,
+    /// The reason the finding had then.
+    pub reason: Reason,
+    /// The volume the finding was about then.
+    #[serde(rename = "volumeUID")]
+    pub volume_uid: String,
 }
 
 /// What was observed about the PersistentVolume. Recomputed from the cluster's state on every
@@ -79,6 +200,20 @@ pub struct VolumeLeftoverSpec {
 pub struct VolumeLeftoverStatus {
     /// Why this volume is reported (stable; safe to select on).
     pub reason: Reason,
+    /// Open, Acknowledged, Expired or Superseded.
+    #[serde(default = "open")]
+    pub state: State,
+    /// The `metadata.generation` this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The state as conditions, following the Kubernetes API conventions (for `kubectl wait`,
+    /// kstatus and Argo CD): `Open` (True while the finding needs attention: Open, Expired,
+    /// Superseded) and `Acknowledged` (True while an acknowledgement covers it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// What `spec.acknowledgement` covered when the operator first saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<AcknowledgedFinding>,
     /// One sentence for humans.
     pub message: String,
     /// Further facts that change what the finding means, sorted.
@@ -105,6 +240,9 @@ pub struct VolumeLeftoverStatus {
     /// The PersistentVolume's `spec.capacity.storage`, as written there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<String>,
+    /// The same capacity in bytes (rounded up), for tools that add it up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<i64>,
     /// The PersistentVolume's `spec.accessModes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access_modes: Vec<String>,
@@ -116,6 +254,10 @@ pub struct VolumeLeftoverStatus {
     /// When the operator first published this finding. Set once and kept while the finding lasts,
     /// across operator restarts.
     pub first_seen: Time,
+}
+
+fn open() -> State {
+    State::Open
 }
 
 /// Why a volume is reported.

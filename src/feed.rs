@@ -72,10 +72,13 @@ impl Default for FeedTiming {
     }
 }
 
+/// What a feed does to each object before the store sees it.
+pub type Strip<K> = std::sync::Arc<dyn Fn(&mut K) + Send + Sync>;
+
 struct State<K: Resource<DynamicType = ()> + Clone + 'static> {
     api: Api<K>,
     cfg: watcher::Config,
-    strip: fn(&mut K),
+    strip: Strip<K>,
     writer: Writer<K>,
     stream: Option<BoxStream<'static, watcher::Result<Event<K>>>>,
     listing: bool,
@@ -88,7 +91,7 @@ struct State<K: Resource<DynamicType = ()> + Clone + 'static> {
 pub fn feed<K>(
     api: Api<K>,
     cfg: watcher::Config,
-    strip: fn(&mut K),
+    strip: Strip<K>,
     writer: Writer<K>,
     timing: FeedTiming,
     seed: u64,

@@ -12,13 +12,17 @@ pub mod cli;
 pub mod clock;
 pub mod controller;
 pub mod crd;
+pub mod events;
+pub mod exclude;
 pub mod feed;
 pub mod index;
 pub mod leader;
 pub mod lookup;
 pub mod plan;
+pub mod quantity;
 pub mod scan;
 pub mod schedule;
+pub mod selector;
 pub mod telemetry;
 #[cfg(test)]
 mod tests;
@@ -126,6 +130,8 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
             duration: args.lease_duration,
             renew_every: args.lease_duration / 3,
         }),
+        exclusions: args.exclude.exclusions(),
+        events: args.events.then(identity),
         ..controller::Settings::default()
     }
 }

@@ -63,8 +63,16 @@ async fn scan(args: ScanArgs) -> ExitCode {
         Err(e) => return fatal("scan", &e),
     };
     let mut out = std::io::stdout().lock();
-    match volume_leftovers::scan::run(client, &server, args.request_timeout, args.output, &mut out)
-        .await
+    let exclusions = args.exclude.exclusions();
+    match volume_leftovers::scan::run(
+        client,
+        &server,
+        args.request_timeout,
+        &exclusions,
+        args.output,
+        &mut out,
+    )
+    .await
     {
         Ok((_, Outcome::Clean)) => ExitCode::SUCCESS,
         Ok((_, Outcome::Found)) => ExitCode::from(3),

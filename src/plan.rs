@@ -13,7 +13,10 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
 use crate::classify::{Finding, Verdict};
-use crate::crd::{Reason, VolumeLeftover, VolumeLeftoverSpec};
+use crate::crd::{
+    AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
+    VolumeLeftoverStatus,
+};
 
 /// Field manager of every write.
 pub const FIELD_MANAGER: &str = "volume-leftovers";
@@ -23,20 +26,24 @@ pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "volume-leftovers";
 /// Label with the finding's reason.
 pub const LABEL_REASON: &str = "leftovers.dev/reason";
-/// Label with the claim's namespace (empty when the claimRef names none).
+/// Label with the claim's namespace, when the claimRef names one.
 pub const LABEL_CLAIM_NAMESPACE: &str = "leftovers.dev/claim-namespace";
-/// Label with the StorageClass name (empty when there is none, or it is not a valid label value).
+/// Label with the StorageClass name, when there is one and it is a valid label value.
 pub const LABEL_STORAGE_CLASS: &str = "leftovers.dev/storage-class";
-/// Every label this operator writes; any other label on a VolumeLeftover belongs to someone else.
-/// Every one of them is always written (empty when there is nothing to say), so the set of
-/// fields the operator owns never shrinks: a field left out of a server-side apply after a
-/// create would stay behind, owned by nobody who would remove it.
-pub const OWN_LABELS: [&str; 4] = [
-    MANAGED_BY,
-    LABEL_REASON,
-    LABEL_CLAIM_NAMESPACE,
-    LABEL_STORAGE_CLASS,
-];
+/// Label with the state (Open, Acknowledged, Expired, Superseded).
+pub const LABEL_STATE: &str = "leftovers.dev/state";
+/// Prefix of one label per hint: `hint.leftovers.dev/ReclaimPolicyDelete: "true"`, so that
+/// `kubectl get vl -l hint.leftovers.dev/ReclaimPolicyDelete` lists the hung deletes.
+pub const HINT_LABEL_PREFIX: &str = "hint.leftovers.dev/";
+
+/// Whether a label is one this operator writes; any other label on a VolumeLeftover belongs to
+/// someone else and is never touched.
+pub fn is_own_label(key: &str) -> bool {
+    matches!(
+        key,
+        MANAGED_BY | LABEL_REASON | LABEL_CLAIM_NAMESPACE | LABEL_STORAGE_CLASS | LABEL_STATE
+    ) || key.starts_with(HINT_LABEL_PREFIX)
+}
 
 /// The decision for one name.
 #[derive(Clone, Debug)]
@@ -50,17 +57,17 @@ pub enum Action {
         /// The complete desired object.
         object: Box<VolumeLeftover>,
     },
-    /// The operator's own object differs: server-side apply the parts that differ.
+    /// The operator's own object differs: write the parts that differ. Labels, ownerReferences
+    /// and the operator's spec fields with a JSON merge patch that names only them (a label of
+    /// ours that no longer applies is removed; nobody else's field is mentioned); the status with
+    /// a server-side apply of the status subresource.
     Apply {
         /// The complete desired object.
         object: Box<VolumeLeftover>,
-        /// Labels, ownerReferences or spec differ.
-        meta: bool,
+        /// The metadata patch, when labels, ownerReferences or spec differ.
+        meta: Option<serde_json::Value>,
         /// Status differs.
         status: bool,
-        /// The resourceVersion the decision was made on: the apply is refused if the object
-        /// changed (or was deleted and re-made by someone else) since.
-        resource_version: Option<String>,
     },
     /// Delete the managed object with this UID (precondition, so a newer object survives).
     Delete {
@@ -235,12 +242,14 @@ pub fn is_managed(o: &VolumeLeftover) -> bool {
 /// Decides what to write for one PV name.
 ///
 /// `verdict` is `None` when the PV does not exist. `existing` is the VolumeLeftover of that name.
-/// `first_seen` dates a finding that has no object yet.
+/// `first_seen` dates a finding that has no object yet; `now` dates condition transitions and
+/// decides whether an acknowledgement has expired.
 pub fn plan(
     name: &str,
     verdict: Option<&Verdict>,
     existing: Option<&VolumeLeftover>,
     first_seen: &Time,
+    now: &Time,
 ) -> Action {
     if existing.is_some_and(|o| !is_managed(o)) {
         // Someone else's object under our name: never touched, never deleted.
@@ -253,20 +262,19 @@ pub fn plan(
     }
     match verdict {
         Some(Verdict::Leftover(f)) => {
-            let object = desired(f, existing, first_seen);
+            let object = desired(f, existing, first_seen, now);
             match existing {
                 None => Action::Create {
                     object: Box::new(object),
                 },
                 Some(e) => {
-                    let meta = !same_meta(e, &object);
+                    let meta = meta_patch(e, &object);
                     let status = e.status != object.status;
-                    if meta || status {
+                    if meta.is_some() || status {
                         Action::Apply {
                             object: Box::new(object),
                             meta,
                             status,
-                            resource_version: e.metadata.resource_version.clone(),
                         }
                     } else {
                         Action::Nothing
@@ -277,7 +285,8 @@ pub fn plan(
         // A skipped or undecided PV keeps whatever was published: the odd object is logged, and
         // nothing is concluded from an unknown.
         Some(Verdict::Skip(_) | Verdict::Undecided(_)) => Action::Nothing,
-        Some(Verdict::Healthy) | None => match existing {
+        // Kept on purpose: a person or the configuration said so; what was published goes.
+        Some(Verdict::Healthy | Verdict::Ignored(_)) | None => match existing {
             Some(e) => Action::Delete {
                 name: name.to_string(),
                 uid: e.metadata.uid.clone(),
@@ -288,11 +297,13 @@ pub fn plan(
 }
 
 /// The complete object for a finding. `firstSeen` is kept from the existing object when it is
-/// about the same volume (uid); otherwise it is `first_seen`.
+/// about the same volume (uid); otherwise it is `first_seen`. The state, the acknowledgement it
+/// covers and the conditions follow from the existing object's `spec.acknowledgement`.
 pub fn desired(
     f: &Finding,
     existing: Option<&VolumeLeftover>,
     first_seen: &Time,
+    now: &Time,
 ) -> VolumeLeftover {
     let mut status = f.status.clone();
     status.first_seen = existing
@@ -300,51 +311,164 @@ pub fn desired(
         .filter(|e| e.spec.volume_uid == f.volume_uid)
         .and_then(|e| e.status.as_ref())
         .map_or_else(|| first_seen.clone(), |s| s.first_seen.clone());
+    hand_off(&mut status, f, existing, now);
     let mut o = VolumeLeftover::new(
         &f.volume_name,
         VolumeLeftoverSpec {
             volume_name: f.volume_name.clone(),
             volume_uid: f.volume_uid.clone(),
+            acknowledgement: existing.and_then(|e| e.spec.acknowledgement.clone()),
         },
     );
     o.metadata = ObjectMeta {
         name: Some(f.volume_name.clone()),
-        labels: Some(labels(f)),
-        owner_references: Some(vec![OwnerReference {
-            api_version: "v1".into(),
-            kind: "PersistentVolume".into(),
-            name: f.volume_name.clone(),
-            uid: f.volume_uid.clone(),
-            // No blockOwnerDeletion: it needs delete rights on the PV under
-            // OwnerReferencesPermissionEnforcement, and nothing should wait for us.
-            block_owner_deletion: None,
-            controller: None,
-        }]),
+        labels: Some(labels(&status)),
+        owner_references: Some(vec![owner(f)]),
         ..ObjectMeta::default()
     };
     o.status = Some(status);
     o
 }
 
-fn labels(f: &Finding) -> BTreeMap<String, String> {
-    let value = |v: Option<&str>| {
-        v.filter(|v| is_label_value(v))
-            .unwrap_or_default()
-            .to_string()
+fn owner(f: &Finding) -> OwnerReference {
+    OwnerReference {
+        api_version: "v1".into(),
+        kind: "PersistentVolume".into(),
+        name: f.volume_name.clone(),
+        uid: f.volume_uid.clone(),
+        // No blockOwnerDeletion: it needs delete rights on the PV under
+        // OwnerReferencesPermissionEnforcement, and nothing should wait for us.
+        block_owner_deletion: None,
+        controller: None,
+    }
+}
+
+/// State, acknowledgement covered, observed generation and conditions.
+///
+/// An acknowledgement covers the finding as it was when the operator first saw it (its reason
+/// and volume). When the finding changes reason (an acknowledged ClaimDeleted becomes
+/// ClaimRecreated: someone made a claim of that name) or the PV is re-created under the same name,
+/// what was acknowledged is no longer what is reported: the state is `Superseded`, and a person
+/// acknowledges again (any edit of `spec.acknowledgement`) to cover the new finding. Past
+/// `until`, the state is `Expired`.
+fn hand_off(
+    status: &mut VolumeLeftoverStatus,
+    f: &Finding,
+    existing: Option<&VolumeLeftover>,
+    now: &Time,
+) {
+    let ack = existing.and_then(|e| e.spec.acknowledgement.as_ref());
+    let before = existing.and_then(|e| e.status.as_ref());
+    let (state, acknowledged) = match ack {
+        None => (State::Open, None),
+        Some(a) => {
+            let covered = before
+                .and_then(|s| s.acknowledged.clone())
+                .filter(|c| c.acknowledgement == *a)
+                .unwrap_or_else(|| AcknowledgedFinding {
+                    acknowledgement: a.clone(),
+                    reason: f.status.reason,
+                    volume_uid: f.volume_uid.clone(),
+                });
+            let state = if a.until.as_ref().is_some_and(|u| u.0 <= now.0) {
+                State::Expired
+            } else if covered.reason != f.status.reason || covered.volume_uid != f.volume_uid {
+                State::Superseded
+            } else {
+                State::Acknowledged
+            };
+            (state, Some(covered))
+        }
     };
-    let s = &f.status;
-    BTreeMap::from([
+    let generation = existing.map_or(Some(1), |e| e.metadata.generation);
+    status.state = state;
+    status.acknowledged = acknowledged;
+    status.observed_generation = generation;
+    let ticket = ack
+        .and_then(|a| a.ticket.as_deref())
+        .map_or(String::new(), |t| format!(" (ticket {t})"));
+    let (ack_status, ack_message) = match state {
+        State::Acknowledged => ("True", format!("Acknowledged{ticket}.")),
+        State::Open => ("False", "Not acknowledged.".to_string()),
+        State::Expired => ("False", format!("The acknowledgement{ticket} has expired.")),
+        State::Superseded => (
+            "False",
+            format!(
+                "The acknowledgement{ticket} covered {}; the finding has changed since.",
+                status
+                    .acknowledged
+                    .as_ref()
+                    .map_or("another finding", |c| c.reason.as_str())
+            ),
+        ),
+    };
+    let wanted = [
+        (
+            "Acknowledged",
+            ack_status,
+            state.as_str().to_string(),
+            ack_message,
+        ),
+        (
+            "Open",
+            if state.is_open() { "True" } else { "False" },
+            f.status.reason.as_str().to_string(),
+            f.status.message.clone(),
+        ),
+    ];
+    status.conditions = wanted
+        .into_iter()
+        .map(|(type_, st, reason, message)| {
+            let last_transition_time = before
+                .and_then(|b| b.conditions.iter().find(|c| c.type_ == type_))
+                .filter(|c| c.status == st)
+                .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
+            Condition {
+                type_: type_.into(),
+                status: st.into(),
+                reason,
+                message,
+                last_transition_time,
+                observed_generation: generation,
+            }
+        })
+        .collect();
+}
+
+/// When the published state of `existing` changes by the clock alone (an acknowledgement's
+/// `until` passing), if it does.
+pub fn next_change(existing: Option<&VolumeLeftover>, now: &Time) -> Option<Duration> {
+    let until = existing?.spec.acknowledgement.as_ref()?.until.as_ref()?;
+    let left = Duration::try_from(until.0.duration_since(now.0)).ok()?;
+    (!left.is_zero()).then_some(left)
+}
+
+fn labels(s: &VolumeLeftoverStatus) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::from([
         (MANAGED_BY.to_string(), MANAGED_BY_VALUE.to_string()),
         (LABEL_REASON.to_string(), s.reason.as_str().to_string()),
-        (
-            LABEL_CLAIM_NAMESPACE.to_string(),
-            value(s.claim.as_ref().and_then(|c| c.namespace.as_deref())),
-        ),
-        (
-            LABEL_STORAGE_CLASS.to_string(),
-            value(s.storage_class.as_ref().map(|c| c.name.as_str())),
-        ),
-    ])
+        (LABEL_STATE.to_string(), s.state.as_str().to_string()),
+    ]);
+    if let Some(ns) = s
+        .claim
+        .as_ref()
+        .and_then(|c| c.namespace.as_deref())
+        .filter(|v| is_label_value(v))
+    {
+        l.insert(LABEL_CLAIM_NAMESPACE.into(), ns.into());
+    }
+    if let Some(class) = s
+        .storage_class
+        .as_ref()
+        .map(|c| c.name.as_str())
+        .filter(|v| is_label_value(v))
+    {
+        l.insert(LABEL_STORAGE_CLASS.into(), class.into());
+    }
+    for h in &s.hints {
+        l.insert(format!("{HINT_LABEL_PREFIX}{}", h.as_str()), "true".into());
+    }
+    l
 }
 
 /// A non-empty label value: at most 63 characters, alphanumerics and `-_.` inside, alphanumeric
@@ -360,21 +484,61 @@ pub fn is_label_value(v: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-/// Whether the parts of metadata and spec this operator owns already say what `want` says.
-/// Labels and ownerReferences that others added are theirs and do not count.
-fn same_meta(have: &VolumeLeftover, want: &VolumeLeftover) -> bool {
+/// The JSON merge patch that makes the parts of metadata and spec this operator owns say what
+/// `want` says, or `None` when they already do. It names only those parts: our labels (a label
+/// of ours that no longer applies is set to null, which removes it), the ownerReference to the PV
+/// (the list is written whole, so the others' entries are carried over) and `spec.volumeName` /
+/// `spec.volumeUID`; `spec.acknowledgement` and everyone else's labels are never mentioned. It
+/// carries the resourceVersion the decision was made on: refused if the object changed since.
+fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json::Value> {
     let empty = BTreeMap::new();
     let have_labels = have.metadata.labels.as_ref().unwrap_or(&empty);
     let want_labels = want.metadata.labels.as_ref().unwrap_or(&empty);
-    let labels_same = OWN_LABELS
-        .iter()
-        .all(|k| have_labels.get(*k) == want_labels.get(*k));
-    let owners_same = want.metadata.owner_references.iter().flatten().all(|w| {
-        have.metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|h| h == w)
-    });
-    labels_same && owners_same && have.spec == want.spec
+    let mut labels = serde_json::Map::new();
+    for (k, v) in want_labels {
+        if have_labels.get(k) != Some(v) {
+            labels.insert(k.clone(), serde_json::Value::String(v.clone()));
+        }
+    }
+    for k in have_labels.keys() {
+        if is_own_label(k) && !want_labels.contains_key(k) {
+            labels.insert(k.clone(), serde_json::Value::Null);
+        }
+    }
+    let have_owners = have.metadata.owner_references.clone().unwrap_or_default();
+    let ours = want.metadata.owner_references.clone().unwrap_or_default();
+    let owners_same = ours.iter().all(|w| have_owners.contains(w))
+        && !have_owners.iter().any(|h| {
+            h.kind == "PersistentVolume" && h.name == want.spec.volume_name && !ours.contains(h)
+        });
+    let spec_same = have.spec.volume_name == want.spec.volume_name
+        && have.spec.volume_uid == want.spec.volume_uid;
+    if labels.is_empty() && owners_same && spec_same {
+        return None;
+    }
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(
+        "resourceVersion".into(),
+        serde_json::json!(have.metadata.resource_version),
+    );
+    if !labels.is_empty() {
+        metadata.insert("labels".into(), serde_json::Value::Object(labels));
+    }
+    if !owners_same {
+        // Ours replace any stale reference to an older PV of this name; the rest stay.
+        let mut list: Vec<OwnerReference> = have_owners
+            .into_iter()
+            .filter(|h| !(h.kind == "PersistentVolume" && h.name == want.spec.volume_name))
+            .collect();
+        list.extend(ours);
+        metadata.insert("ownerReferences".into(), serde_json::json!(list));
+    }
+    let mut patch = serde_json::json!({ "metadata": metadata });
+    if !spec_same {
+        patch["spec"] = serde_json::json!({
+            "volumeName": want.spec.volume_name,
+            "volumeUID": want.spec.volume_uid,
+        });
+    }
+    Some(patch)
 }

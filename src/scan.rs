@@ -21,6 +21,7 @@ use crate::category::{Category, describe};
 use crate::classify::{Finding, Verdict, classify};
 use crate::clock::wall_clock;
 use crate::crd::{Hint, Reason};
+use crate::exclude::Exclusions;
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::volume::Volume;
 
@@ -164,7 +165,12 @@ fn forbidden(e: &ScanError) -> bool {
 }
 
 /// Reads claims and classes (compact), then PVs page by page, and classifies them.
-pub async fn read(client: Client, server: &str, timeout: Duration) -> Result<Report, ScanError> {
+pub async fn read(
+    client: Client,
+    server: &str,
+    timeout: Duration,
+    exclusions: &Exclusions,
+) -> Result<Report, ScanError> {
     let r = Reader {
         client,
         server: server.to_string(),
@@ -229,7 +235,12 @@ pub async fn read(client: Client, server: &str, timeout: Duration) -> Result<Rep
             async move { api.list(&lp).await }
         },
         |items| {
-            for pv in items {
+            for mut pv in items {
+                let class = pv
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.storage_class_name.as_deref());
+                pv.excluded = exclusions.why(pv.metadata.labels.as_ref(), class);
                 match classify(&pv, &facts, now.clone()) {
                     Verdict::Leftover(f) => {
                         if rests_on_absence(&f) {
@@ -238,7 +249,7 @@ pub async fn read(client: Client, server: &str, timeout: Duration) -> Result<Rep
                             findings.push(*f);
                         }
                     }
-                    Verdict::Healthy | Verdict::Undecided(_) => {}
+                    Verdict::Healthy | Verdict::Undecided(_) | Verdict::Ignored(_) => {}
                     Verdict::Skip(why) => tracing::warn!("skipped: {why}"),
                 }
             }
@@ -289,7 +300,7 @@ pub fn findings<'a>(pvs: impl IntoIterator<Item = &'a Volume>, facts: &Facts) ->
         .into_iter()
         .filter_map(|pv| match classify(pv, facts, now.clone()) {
             Verdict::Leftover(f) => Some(*f),
-            Verdict::Healthy | Verdict::Undecided(_) => None,
+            Verdict::Healthy | Verdict::Undecided(_) | Verdict::Ignored(_) => None,
             Verdict::Skip(why) => {
                 tracing::warn!("skipped: {why}");
                 None
@@ -516,10 +527,11 @@ pub async fn run(
     client: Client,
     server: &str,
     timeout: Duration,
+    exclusions: &Exclusions,
     format: Format,
     out: &mut impl Write,
 ) -> Result<(Report, Outcome), ScanError> {
-    let report = read(client, server, timeout).await?;
+    let report = read(client, server, timeout, exclusions).await?;
     write_report(out, &report.findings, format)?;
     out.flush()?;
     let outcome = if !report.missing.is_empty() {

@@ -52,6 +52,23 @@ pub enum Held {
     Undecided,
     /// The volume is too odd to judge.
     Skipped,
+    /// The volume is kept out of the report on purpose.
+    Ignored,
+}
+
+/// What a published finding counts for in the metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// Its reason.
+    pub reason: Reason,
+    /// Its StorageClass (empty when none).
+    pub storage_class: String,
+    /// Its state.
+    pub state: crate::crd::State,
+    /// Its capacity in bytes (0 when unknown).
+    pub capacity_bytes: i64,
+    /// Its firstSeen, in seconds since the epoch.
+    pub first_seen: i64,
 }
 
 /// What the controller remembers about a name between decisions.
@@ -61,8 +78,8 @@ pub struct Memo {
     pub echo: Option<(Echo, Instant)>,
     /// The grace clock of a held state.
     pub observed: Option<Observed>,
-    /// The reason of the managed VolumeLeftover the store shows for this name.
-    pub published: Option<Reason>,
+    /// What the managed VolumeLeftover the store shows for this name publishes.
+    pub published: Option<Published>,
     /// Why the volume is not published, when it is held.
     pub held: Option<Held>,
     /// The last line logged about this name (a skip or a foreign object), to log once per change.

@@ -13,6 +13,7 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
@@ -286,6 +287,22 @@ struct ReasonLabel {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct FindingLabels {
+    reason: &'static str,
+    storage_class: String,
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OpLabel {
+    op: &'static str,
+}
+
+fn write_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 12))
+}
+
 /// Prometheus metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -296,10 +313,16 @@ pub struct Metrics {
     writes: Family<WriteLabel, Counter>,
     write_requests: Counter,
     writes_blocked: Gauge,
-    findings: Family<ReasonLabel, Gauge>,
+    findings: Family<FindingLabels, Gauge>,
+    capacity: Family<FindingLabels, Gauge>,
+    oldest_open: Family<ReasonLabel, Gauge>,
     pending: Family<ReasonLabel, Gauge>,
+    ready: Gauge,
+    write_duration: Family<OpLabel, Histogram, fn() -> Histogram>,
+    decision_duration: Histogram,
     undecided: Gauge,
     skipped: Gauge,
+    ignored: Gauge,
     decisions: Counter,
     queued: Gauge,
     in_flight: Gauge,
@@ -346,11 +369,38 @@ impl Default for Metrics {
             "1 while writes fail as a whole (403 or missing CRD on VolumeLeftovers, or failures on several findings in a row)",
             writes_blocked.clone(),
         );
-        let findings = Family::<ReasonLabel, Gauge>::default();
+        let findings = Family::<FindingLabels, Gauge>::default();
         registry.register(
             "findings",
-            "Published findings (VolumeLeftovers managed by the operator) by reason",
+            "Published findings (VolumeLeftovers managed by the operator) by reason, StorageClass and state; every replica exports them from its cache (aggregate with max)",
             findings.clone(),
+        );
+        let capacity = Family::<FindingLabels, Gauge>::default();
+        registry.register(
+            "findings_capacity_bytes",
+            "Capacity held by published findings, in bytes, by reason, StorageClass and state",
+            capacity.clone(),
+        );
+        let oldest_open = Family::<ReasonLabel, Gauge>::default();
+        registry.register(
+            "oldest_open_finding_seconds",
+            "Age since firstSeen of the oldest finding that needs attention (Open, Expired, Superseded), by reason; 0 when none",
+            oldest_open.clone(),
+        );
+        let ready = Gauge::default();
+        registry.register("ready", "1 when /readyz answers 200", ready.clone());
+        let write_duration =
+            Family::<OpLabel, Histogram, fn() -> Histogram>::new_with_constructor(write_buckets);
+        registry.register(
+            "write_duration_seconds",
+            "Time a write to a VolumeLeftover took (all its requests), by operation",
+            write_duration.clone(),
+        );
+        let decision_duration = Histogram::new(exponential_buckets(0.000_01, 4.0, 10));
+        registry.register(
+            "decision_duration_seconds",
+            "Time one decision (classification and planning of a PV name) took",
+            decision_duration.clone(),
         );
         let pending = Family::<ReasonLabel, Gauge>::default();
         registry.register(
@@ -369,6 +419,12 @@ impl Default for Metrics {
             "skipped_volumes",
             "PersistentVolumes too odd to classify (each logged once)",
             skipped.clone(),
+        );
+        let ignored = Gauge::default();
+        registry.register(
+            "ignored_volumes",
+            "PersistentVolumes kept out of the report on purpose (leftovers.dev/ignore, excluded classes or selector)",
+            ignored.clone(),
         );
         let decisions = Counter::default();
         registry.register(
@@ -409,9 +465,15 @@ impl Default for Metrics {
             write_requests,
             writes_blocked,
             findings,
+            capacity,
+            oldest_open,
             pending,
+            ready,
+            write_duration,
+            decision_duration,
             undecided,
             skipped,
+            ignored,
             decisions,
             queued,
             in_flight,
@@ -457,24 +519,43 @@ impl Metrics {
         self.writes_blocked.set(i64::from(blocked));
     }
 
-    /// Adds `delta` to the published findings of `reason`.
-    pub fn finding(&self, reason: Reason, delta: i64) {
-        self.findings
+    /// Adds `delta` to the published findings of `p`'s labels and its capacity.
+    pub fn finding(&self, p: &crate::schedule::Published, delta: i64) {
+        let labels = FindingLabels {
+            reason: p.reason.as_str(),
+            storage_class: p.storage_class.clone(),
+            state: p.state.as_str(),
+        };
+        self.findings.get_or_create(&labels).inc_by(delta);
+        self.capacity
+            .get_or_create(&labels)
+            .inc_by(delta.saturating_mul(p.capacity_bytes));
+    }
+
+    /// Sets the age of the oldest open finding of `reason`.
+    pub fn oldest_open(&self, reason: Reason, seconds: i64) {
+        self.oldest_open
             .get_or_create(&ReasonLabel {
                 reason: reason.as_str(),
             })
-            .inc_by(delta);
+            .set(seconds);
     }
 
-    /// Sets the published findings of every reason (after a relist).
-    pub fn set_findings(&self, counts: &[(Reason, i64)]) {
-        for (reason, n) in counts {
-            self.findings
-                .get_or_create(&ReasonLabel {
-                    reason: reason.as_str(),
-                })
-                .set(*n);
-        }
+    /// Records how long a write took.
+    pub fn write_duration(&self, op: &'static str, d: Duration) {
+        self.write_duration
+            .get_or_create(&OpLabel { op })
+            .observe(d.as_secs_f64());
+    }
+
+    /// Records how long a decision took.
+    pub fn decision_duration(&self, d: Duration) {
+        self.decision_duration.observe(d.as_secs_f64());
+    }
+
+    /// Whether /readyz answers 200.
+    pub fn ready(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
     }
 
     /// Adds `delta` to the findings of `reason` waiting for their grace period.
@@ -489,6 +570,11 @@ impl Metrics {
     /// Adds `delta` to the undecided volumes.
     pub fn undecided(&self, delta: i64) {
         self.undecided.inc_by(delta);
+    }
+
+    /// Adds `delta` to the volumes kept out of the report on purpose.
+    pub fn ignored(&self, delta: i64) {
+        self.ignored.inc_by(delta);
     }
 
     /// Adds `delta` to the skipped volumes.
@@ -516,11 +602,20 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
-    /// Makes every reason appear (at 0) in the exposition.
+    /// Makes every family appear in the exposition (labelled families at their known label
+    /// values, at 0), so dashboards and alerts see series before anything happens.
     pub fn init_reasons(&self) {
         for r in Reason::ALL {
-            self.finding(r, 0);
             self.pending(r, 0);
+            self.oldest_open(r, 0);
+        }
+        for k in Kind::ALL {
+            let _ = self.relists.get_or_create(&KindLabel { resource: k });
+            self.store_state(k, StoreState::Pending);
+        }
+        for op in ["create", "apply", "delete"] {
+            let _ = self.writes.get_or_create(&WriteLabel { op, result: "ok" });
+            let _ = self.write_duration.get_or_create(&OpLabel { op });
         }
     }
 
@@ -570,6 +665,7 @@ async fn readyz(State(s): State<Shared>) -> impl IntoResponse {
 }
 
 async fn metrics_handler(State(s): State<Shared>) -> impl IntoResponse {
+    s.metrics.ready(s.health.report().0);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -26,6 +26,10 @@ pub struct Volume {
     /// `status`, whole (it is small).
     #[serde(default)]
     pub status: Option<PersistentVolumeStatus>,
+    /// Why the volume is kept out of the report, decided from its labels when it is read (the
+    /// labels themselves are not kept).
+    #[serde(skip)]
+    pub excluded: Option<crate::exclude::Exclusion>,
 }
 
 /// The parts of `PersistentVolumeSpec` that are read.

@@ -26,8 +26,8 @@ pub enum WriteError {
         /// Cause, in one line.
         message: String,
     },
-    /// Applying labels, ownerReferences and spec failed.
-    #[error("applying VolumeLeftover {name}: {message}")]
+    /// Patching labels, ownerReferences and spec failed.
+    #[error("patching VolumeLeftover {name}: {message}")]
     Apply {
         /// Object name.
         name: String,
@@ -181,27 +181,24 @@ impl Writer {
                 object,
                 meta,
                 status,
-                resource_version,
             } => {
                 let name = object.name_any();
                 let mut written = None;
                 let mut requests = 0;
-                if meta {
-                    let mut main = (*object).clone();
-                    main.status = None;
-                    // A precondition: refused (409) if the object changed since the decision,
-                    // or (when it was deleted meanwhile) the create that an apply would do is
-                    // refused because a resourceVersion is set.
-                    main.metadata.resource_version = resource_version;
+                if let Some(patch) = meta {
                     requests += 1;
+                    let mp = PatchParams {
+                        field_manager: Some(FIELD_MANAGER.to_string()),
+                        ..PatchParams::default()
+                    };
                     match self
-                        .bounded(self.api.patch(&name, &pp, &Patch::Apply(&main)))
+                        .bounded(self.api.patch(&name, &mp, &Patch::Merge(&patch)))
                         .await
                     {
                         Ok(o) => written = Some(o),
-                        Err((Category::Conflict | Category::NotFound | Category::Invalid, _))
-                            if main.metadata.resource_version.is_some() =>
-                        {
+                        // Changed since the decision (the patch carries its resourceVersion), or
+                        // deleted meanwhile: decide again on what the store shows next.
+                        Err((Category::Conflict | Category::NotFound, _)) => {
                             return Ok(Written {
                                 op: "apply",
                                 end: WriteEnd::Outdated,

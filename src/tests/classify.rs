@@ -467,6 +467,7 @@ fn claims_unknown_never_make_claim_missing_true_in_any_phase() {
             ),
             Verdict::Healthy | Verdict::Undecided(_) => {}
             Verdict::Skip(why) => panic!("phase {phase} skipped: {why}"),
+            Verdict::Ignored(why) => panic!("phase {phase} ignored: {why:?}"),
         }
     }
 }
@@ -629,6 +630,11 @@ fn mariadb_status_is_observed_field_by_field() {
     assert_eq!(f.volume_uid, "pv-uid-mariadb-pv");
     let VolumeLeftoverStatus {
         reason,
+        state,
+        observed_generation,
+        conditions,
+        acknowledged,
+        capacity_bytes,
         message,
         hints,
         phase,
@@ -673,6 +679,12 @@ fn mariadb_status_is_observed_field_by_field() {
         })
     );
     assert_eq!(capacity.as_deref(), Some("250Mi"));
+    assert_eq!(capacity_bytes, Some(250 * 1024 * 1024));
+    // The hand-off fields are the planner's.
+    assert_eq!(state, crate::crd::State::Open);
+    assert_eq!(observed_generation, None);
+    assert!(conditions.is_empty());
+    assert_eq!(acknowledged, None);
     assert_eq!(access_modes, vec!["ReadWriteOnce".to_string()]);
     assert_eq!(volume_mode, "Filesystem");
     assert_eq!(

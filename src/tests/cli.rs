@@ -101,7 +101,11 @@ fn run_defaults() {
         lease_name,
         lease_namespace,
         lease_duration,
+        events,
+        exclude,
     } = r;
+    assert!(events, "Events on the PVs are on unless turned off");
+    assert!(exclude.storage_classes.is_empty() && exclude.selector.is_none());
     assert!(!leader_elect, "one process is the only writer unless asked");
     assert_eq!(lease_name, "volume-leftovers");
     assert_eq!(lease_namespace, None);

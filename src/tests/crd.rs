@@ -74,13 +74,14 @@ fn crd_printer_columns_are_what_a_storage_admin_scans_first() {
         default_view,
         vec![
             ("Reason", "string", ".status.reason"),
+            ("State", "string", ".status.state"),
             ("Phase", "string", ".status.phase"),
             ("Reclaim", "string", ".status.reclaimPolicy"),
             ("Claim", "string", ".status.claim.ref"),
             ("Claim-Missing", "string", ".status.claim.missing"),
             ("Class", "string", ".status.storageClass.name"),
             ("Capacity", "string", ".status.capacity"),
-            ("Phase-Age", "date", ".status.phaseSince"),
+            ("Age", "date", ".metadata.creationTimestamp"),
         ]
     );
 }

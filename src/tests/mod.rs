@@ -9,5 +9,7 @@ mod index;
 mod leader;
 mod plan;
 mod props;
+mod quantity;
 mod scan;
 mod schedule;
+mod selector;

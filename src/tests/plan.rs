@@ -10,11 +10,12 @@ use super::fixtures::{
     released_at,
 };
 use crate::classify::{Finding, Verdict, classify};
+use crate::crd::{Acknowledgement, State};
 use crate::crd::{Reason, VolumeLeftover};
 use crate::plan::{
-    Action, ClockStart, Gated, Graces, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STORAGE_CLASS,
-    MANAGED_BY, MANAGED_BY_VALUE, Observed, desired, gate, grace_of, is_label_value, is_managed,
-    plan,
+    Action, ClockStart, Gated, Graces, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE,
+    LABEL_STORAGE_CLASS, MANAGED_BY, MANAGED_BY_VALUE, Observed, desired, gate, grace_of,
+    is_label_value, is_managed, next_change, plan,
 };
 use crate::volume::Volume;
 
@@ -43,7 +44,7 @@ fn leftover(f: &Finding) -> Verdict {
 
 /// What the operator would have published for `f`, as read back from the API server.
 fn published(f: &Finding) -> VolumeLeftover {
-    desired(f, None, &now()).stored_as("vl-uid-1")
+    desired(f, None, &now(), &now()).stored_as("vl-uid-1")
 }
 
 /// The grace clock of `f`'s state, started `seconds_ago`.
@@ -62,8 +63,7 @@ fn expect_apply(a: Action) -> (VolumeLeftover, bool, bool) {
             object,
             meta,
             status,
-            ..
-        } => (*object, meta, status),
+        } => (*object, meta.is_some(), status),
         other => panic!("expected Apply, got {other:?}"),
     }
 }
@@ -383,8 +383,14 @@ fn gate_passes_healthy_undecided_and_skip_through_and_stops_the_clock() {
 #[test]
 fn finding_with_nothing_published_is_created() {
     let f = mariadb_finding();
-    let object = expect_create(plan("mariadb-pv", Some(&leftover(&f)), None, &now()));
-    let want = desired(&f, None, &now());
+    let object = expect_create(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        None,
+        &now(),
+        &now(),
+    ));
+    let want = desired(&f, None, &now(), &now());
     assert_eq!(object.metadata, want.metadata);
     assert_eq!(object.spec, want.spec);
     assert_eq!(object.status, want.status);
@@ -398,6 +404,7 @@ fn finding_already_published_the_same_needs_nothing() {
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
+        &now(),
         &now(),
     ));
 }
@@ -413,6 +420,7 @@ fn published_object_read_back_as_json_needs_nothing() {
         Some(&leftover(&f)),
         Some(&existing),
         &now(),
+        &now(),
     ));
 }
 
@@ -426,6 +434,7 @@ fn only_a_status_change_applies_status_only() {
         "mariadb-pv",
         Some(&leftover(&after)),
         Some(&existing),
+        &now(),
         &now(),
     ));
     assert!(!meta);
@@ -448,6 +457,7 @@ fn a_new_reason_changes_the_reason_label_and_the_status() {
         Some(&leftover(&recreated)),
         Some(&existing),
         &now(),
+        &now(),
     ));
     assert!(meta && status);
     assert_eq!(
@@ -464,6 +474,7 @@ fn a_hand_edited_reason_label_is_reverted() {
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
+        &now(),
         &now(),
     ));
     assert!(meta);
@@ -484,6 +495,7 @@ fn a_removed_label_of_ours_is_restored() {
             Some(&leftover(&f)),
             Some(&existing),
             &now(),
+            &now(),
         ));
         assert!(meta, "removing {key} must be reverted");
         assert!(!status, "{key}");
@@ -491,34 +503,74 @@ fn a_removed_label_of_ours_is_restored() {
 }
 
 #[test]
-fn a_label_of_ours_that_has_nothing_to_say_is_emptied_not_dropped() {
-    // The class is now unnamed: the storage-class label turns empty. Dropping it would leave it
-    // behind, owned by the create that wrote it, and the object would never compare equal.
+fn a_label_of_ours_that_no_longer_applies_is_removed_by_the_patch() {
+    // The class is now unnamed: the merge patch sets the storage-class label to null.
     let mut f = mariadb_finding();
     let existing = published(&f);
     f.status.storage_class = None;
-    let (object, meta, _) = expect_apply(plan(
+    match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
         &now(),
-    ));
-    assert!(meta);
-    let labels = object.metadata.labels.expect("labels");
-    assert_eq!(
-        labels.get(LABEL_STORAGE_CLASS).map(String::as_str),
-        Some("")
-    );
+        &now(),
+    ) {
+        Action::Apply { meta: Some(p), .. } => {
+            assert_eq!(
+                p["metadata"]["labels"][LABEL_STORAGE_CLASS],
+                serde_json::Value::Null
+            );
+            assert!(
+                p["metadata"]["labels"].get(LABEL_REASON).is_none(),
+                "only what changes"
+            );
+            assert!(p.get("spec").is_none(), "the spec is not mentioned: {p}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_metadata_patch_never_mentions_the_acknowledgement_or_someone_elses_label() {
+    let f = mariadb_finding();
+    let mut existing = published(&f).label("team", "storage");
+    existing.spec.acknowledgement = Some(ack("OPS-1", None));
+    existing.spec.volume_uid = "an-older-pv".into();
+    match plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ) {
+        Action::Apply { meta: Some(p), .. } => {
+            let spec = p["spec"].as_object().expect("spec");
+            assert_eq!(
+                spec.keys().collect::<Vec<_>>(),
+                ["volumeName", "volumeUID"],
+                "{p}"
+            );
+            assert!(p["metadata"]["labels"].get("team").is_none(), "{p}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
 fn an_apply_carries_the_resource_version_it_was_decided_on() {
     let f = mariadb_finding();
     let existing = published(&f).label(LABEL_REASON, "Edited");
-    match plan("mariadb-pv", Some(&leftover(&f)), Some(&existing), &now()) {
-        Action::Apply {
-            resource_version, ..
-        } => assert_eq!(resource_version.as_deref(), Some("1001")),
+    match plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ) {
+        Action::Apply { meta: Some(p), .. } => {
+            assert_eq!(p["metadata"]["resourceVersion"], "1001");
+            assert_eq!(p["metadata"]["labels"][LABEL_REASON], "ClaimDeleted");
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -531,6 +583,7 @@ fn a_foreign_label_added_by_someone_else_is_not_ours_to_change() {
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
+        &now(),
         &now(),
     ));
 }
@@ -555,6 +608,7 @@ fn an_extra_owner_reference_added_by_someone_else_is_not_ours_to_change() {
         Some(&leftover(&f)),
         Some(&existing),
         &now(),
+        &now(),
     ));
 }
 
@@ -567,6 +621,7 @@ fn a_removed_owner_reference_of_ours_is_restored() {
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
+        &now(),
         &now(),
     ));
     assert!(meta);
@@ -583,6 +638,7 @@ fn a_hand_edited_spec_is_reverted() {
         Some(&leftover(&f)),
         Some(&existing),
         &now(),
+        &now(),
     ));
     assert!(meta);
     assert!(!status);
@@ -598,6 +654,7 @@ fn a_hand_edited_status_is_reverted() {
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
+        &now(),
         &now(),
     ));
     assert!(!meta);
@@ -618,7 +675,7 @@ fn first_seen_is_kept_from_the_published_object() {
     };
     assert_eq!(later.status.first_seen, now_plus(3600));
     assert_eq!(
-        desired(&later, Some(&existing), &now())
+        desired(&later, Some(&existing), &now(), &now())
             .status
             .expect("status")
             .first_seen,
@@ -628,6 +685,7 @@ fn first_seen_is_kept_from_the_published_object() {
         "mariadb-pv",
         Some(&leftover(&later)),
         Some(&existing),
+        &now(),
         &now(),
     ));
 }
@@ -642,6 +700,7 @@ fn first_seen_is_kept_when_the_finding_changes() {
         "mariadb-pv",
         Some(&leftover(&later)),
         Some(&existing),
+        &now(),
         &now(),
     ));
     assert!(status);
@@ -669,6 +728,7 @@ fn a_pv_recreated_under_the_same_name_updates_spec_and_owner_reference() {
         Some(&leftover(&again)),
         Some(&existing),
         &now(),
+        &now(),
     ));
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-new");
@@ -687,6 +747,7 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
         Some(&leftover(&again)),
         Some(&existing),
         &now_plus(3600),
+        &now(),
     ));
     assert!(status);
     assert_eq!(object.status.expect("status").first_seen, now_plus(3600));
@@ -712,6 +773,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
         Some(&Verdict::Healthy),
         Some(&existing),
         &now(),
+        &now(),
     ) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
@@ -724,7 +786,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
 #[test]
 fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
     let existing = published(&mariadb_finding());
-    match plan("mariadb-pv", None, Some(&existing), &now()) {
+    match plan("mariadb-pv", None, Some(&existing), &now(), &now()) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
             assert_eq!(uid.as_deref(), Some("vl-uid-1"));
@@ -735,8 +797,8 @@ fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
 
 #[test]
 fn healthy_with_nothing_published_needs_nothing() {
-    expect_nothing(plan("a", Some(&Verdict::Healthy), None, &now()));
-    expect_nothing(plan("a", None, None, &now()));
+    expect_nothing(plan("a", Some(&Verdict::Healthy), None, &now(), &now()));
+    expect_nothing(plan("a", None, None, &now(), &now()));
 }
 
 #[test]
@@ -746,8 +808,14 @@ fn skip_keeps_what_was_published() {
         Verdict::Skip("odd".into()),
         Verdict::Undecided("stale".into()),
     ] {
-        expect_nothing(plan("mariadb-pv", Some(&v), Some(&existing), &now()));
-        expect_nothing(plan("mariadb-pv", Some(&v), None, &now()));
+        expect_nothing(plan(
+            "mariadb-pv",
+            Some(&v),
+            Some(&existing),
+            &now(),
+            &now(),
+        ));
+        expect_nothing(plan("mariadb-pv", Some(&v), None, &now(), &now()));
     }
 }
 
@@ -755,7 +823,13 @@ fn skip_keeps_what_was_published() {
 fn a_finding_over_an_unmanaged_object_is_foreign() {
     let f = mariadb_finding();
     let foreign = published(&f).without_label(MANAGED_BY);
-    match plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign), &now()) {
+    match plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&foreign),
+        &now(),
+        &now(),
+    ) {
         Action::Foreign { name } => assert_eq!(name, "mariadb-pv"),
         other => panic!("expected Foreign, got {other:?}"),
     }
@@ -767,7 +841,13 @@ fn an_object_managed_by_someone_else_is_foreign() {
     let foreign = published(&f).label(MANAGED_BY, "helm");
     assert!(!is_managed(&foreign));
     assert!(matches!(
-        plan("mariadb-pv", Some(&leftover(&f)), Some(&foreign), &now()),
+        plan(
+            "mariadb-pv",
+            Some(&leftover(&f)),
+            Some(&foreign),
+            &now(),
+            &now()
+        ),
         Action::Foreign { .. }
     ));
 }
@@ -780,12 +860,14 @@ fn an_unmanaged_object_is_never_deleted() {
         Some(&Verdict::Healthy),
         Some(&foreign),
         &now(),
+        &now(),
     ));
-    expect_nothing(plan("mariadb-pv", None, Some(&foreign), &now()));
+    expect_nothing(plan("mariadb-pv", None, Some(&foreign), &now(), &now()));
     expect_nothing(plan(
         "mariadb-pv",
         Some(&Verdict::Skip("odd".into())),
         Some(&foreign),
+        &now(),
         &now(),
     ));
 }
@@ -794,21 +876,30 @@ fn an_unmanaged_object_is_never_deleted() {
 
 #[test]
 fn desired_object_is_named_after_the_pv_and_names_it_in_its_spec() {
-    let o = desired(&mariadb_finding(), None, &now());
+    let o = desired(&mariadb_finding(), None, &now(), &now());
     assert_eq!(o.metadata.name.as_deref(), Some("mariadb-pv"));
     assert_eq!(o.spec.volume_name, "mariadb-pv");
     assert_eq!(o.spec.volume_uid, "pv-uid-mariadb-pv");
-    assert_eq!(o.status, Some(mariadb_finding().status));
+    assert_eq!(o.spec.acknowledgement, None);
+    let s = o.status.expect("status");
+    assert_eq!(s.reason, mariadb_finding().status.reason);
+    assert_eq!(s.state, State::Open);
+    assert_eq!(
+        s.observed_generation,
+        Some(1),
+        "a create makes generation 1"
+    );
     assert_eq!(o.metadata.namespace, None, "cluster-scoped");
 }
 
 #[test]
-fn desired_object_has_all_four_labels() {
-    let o = desired(&mariadb_finding(), None, &now());
+fn desired_object_has_its_labels() {
+    let o = desired(&mariadb_finding(), None, &now(), &now());
     assert!(is_managed(&o));
     let expected: BTreeMap<String, String> = [
         (MANAGED_BY, MANAGED_BY_VALUE),
         (LABEL_REASON, "ClaimDeleted"),
+        (LABEL_STATE, "Open"),
         (LABEL_CLAIM_NAMESPACE, "mariadb"),
         (LABEL_STORAGE_CLASS, "standard"),
     ]
@@ -819,43 +910,72 @@ fn desired_object_has_all_four_labels() {
 }
 
 #[test]
-fn desired_object_without_claim_or_class_has_empty_claim_and_class_labels() {
-    let f = finding(&pv("a").retain().released(), &lookup());
-    let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
-    assert_eq!(
-        labels.keys().map(String::as_str).collect::<Vec<_>>(),
-        vec![
-            MANAGED_BY,
-            LABEL_CLAIM_NAMESPACE,
-            LABEL_REASON,
-            LABEL_STORAGE_CLASS
-        ]
+fn each_hint_is_a_label_to_select_on() {
+    let f = finding(
+        &mariadb_pv().delete(),
+        &lookup().with_class("standard", "Retain"),
     );
-    assert_eq!(labels[LABEL_CLAIM_NAMESPACE], "");
-    assert_eq!(labels[LABEL_STORAGE_CLASS], "");
+    let labels = desired(&f, None, &now(), &now())
+        .metadata
+        .labels
+        .expect("labels");
+    assert_eq!(
+        labels
+            .get("hint.leftovers.dev/ReclaimPolicyDelete")
+            .map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        labels
+            .get("hint.leftovers.dev/ReclaimPolicyMismatch")
+            .map(String::as_str),
+        Some("true")
+    );
 }
 
 #[test]
-fn a_class_name_too_long_for_a_label_gets_an_empty_label() {
+fn desired_object_without_claim_or_class_has_no_claim_or_class_label() {
+    let f = finding(&pv("a").retain().released(), &lookup());
+    let labels = desired(&f, None, &now(), &now())
+        .metadata
+        .labels
+        .expect("labels");
+    assert_eq!(
+        labels.keys().map(String::as_str).collect::<Vec<_>>(),
+        vec![MANAGED_BY, LABEL_REASON, LABEL_STATE]
+    );
+}
+
+#[test]
+fn a_class_name_too_long_for_a_label_gets_no_label() {
     let long = "c".repeat(70);
     let f = finding(&pv("a").retain().released().class(&long), &lookup());
     assert_eq!(f.status.storage_class.as_ref().expect("class").name, long);
-    let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
-    assert_eq!(labels[LABEL_STORAGE_CLASS], "", "{labels:?}");
+    let labels = desired(&f, None, &now(), &now())
+        .metadata
+        .labels
+        .expect("labels");
+    assert!(!labels.contains_key(LABEL_STORAGE_CLASS), "{labels:?}");
 }
 
 #[test]
-fn an_invalid_class_name_gets_an_empty_label() {
+fn an_invalid_class_name_gets_no_label() {
     for bad in ["-fast", "fast.", "fast/ssd"] {
         let f = finding(&pv("a").retain().released().class(bad), &lookup());
-        let labels = desired(&f, None, &now()).metadata.labels.expect("labels");
-        assert_eq!(labels[LABEL_STORAGE_CLASS], "", "{bad}: {labels:?}");
+        let labels = desired(&f, None, &now(), &now())
+            .metadata
+            .labels
+            .expect("labels");
+        assert!(
+            !labels.contains_key(LABEL_STORAGE_CLASS),
+            "{bad}: {labels:?}"
+        );
     }
 }
 
 #[test]
 fn desired_object_has_one_owner_reference_to_the_pv_without_block_owner_deletion() {
-    let o = desired(&mariadb_finding(), None, &now());
+    let o = desired(&mariadb_finding(), None, &now(), &now());
     assert_eq!(
         o.metadata.owner_references,
         Some(vec![OwnerReference {
@@ -871,7 +991,7 @@ fn desired_object_has_one_owner_reference_to_the_pv_without_block_owner_deletion
 
 #[test]
 fn desired_object_serialises_the_api_version_and_kind() {
-    let v = serde_json::to_value(desired(&mariadb_finding(), None, &now())).expect("json");
+    let v = serde_json::to_value(desired(&mariadb_finding(), None, &now(), &now())).expect("json");
     assert_eq!(v["apiVersion"], "leftovers.dev/v1alpha1");
     assert_eq!(v["kind"], "VolumeLeftover");
     assert!(
@@ -918,4 +1038,206 @@ fn label_values_that_are_invalid() {
     ] {
         assert!(!is_label_value(bad), "{bad:?} is not a valid label value");
     }
+}
+
+// ---- acknowledgement and state ----
+
+fn ack(ticket: &str, until: Option<Time>) -> Acknowledgement {
+    Acknowledgement {
+        by: Some("alice".into()),
+        reason: Some("kept for the migration".into()),
+        ticket: Some(ticket.into()),
+        until,
+    }
+}
+
+/// The published object, acknowledged by someone else (their write bumps the generation).
+fn acknowledged(f: &Finding, a: Acknowledgement) -> VolumeLeftover {
+    let mut o = published(f);
+    o.spec.acknowledgement = Some(a);
+    o.metadata.generation = Some(2);
+    o
+}
+
+fn status_of(a: Action) -> crate::crd::VolumeLeftoverStatus {
+    match a {
+        Action::Apply {
+            object,
+            meta,
+            status,
+        } => {
+            assert!(status, "a status write");
+            if let Some(p) = &meta {
+                assert!(p.get("spec").is_none(), "the spec is someone else's: {p}");
+            }
+            object.status.expect("status")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_acknowledgement_is_recorded_with_what_it_covers_and_the_state_turns_acknowledged() {
+    let f = mariadb_finding();
+    let existing = acknowledged(&f, ack("OPS-123", None));
+    let s = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert_eq!(s.state, State::Acknowledged);
+    assert_eq!(s.observed_generation, Some(2));
+    let covered = s.acknowledged.expect("covered");
+    assert_eq!(covered.reason, Reason::ClaimDeleted);
+    assert_eq!(covered.volume_uid, f.volume_uid);
+    let types: Vec<(&str, &str)> = s
+        .conditions
+        .iter()
+        .map(|c| (c.type_.as_str(), c.status.as_str()))
+        .collect();
+    assert_eq!(types, [("Acknowledged", "True"), ("Open", "False")]);
+    assert!(s.conditions[0].message.contains("OPS-123"));
+    assert!(
+        s.conditions
+            .iter()
+            .all(|c| c.observed_generation == Some(2))
+    );
+}
+
+#[test]
+fn once_recorded_an_acknowledgement_writes_nothing_more() {
+    let f = mariadb_finding();
+    let mut existing = acknowledged(&f, ack("OPS-123", None));
+    let s = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    existing.status = Some(s);
+    existing
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert(LABEL_STATE.into(), "Acknowledged".into());
+    expect_nothing(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now_plus(60),
+        &now_plus(60),
+    ));
+}
+
+#[test]
+fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
+    let f = mariadb_finding();
+    let mut existing = acknowledged(&f, ack("OPS-123", None));
+    existing.status = Some(status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    )));
+    let recreated = finding(
+        &mariadb_pv(),
+        &lookup()
+            .with_class("standard", "Retain")
+            .with_claim("mariadb", "mariadb", "uid-new"),
+    );
+    assert_eq!(recreated.status.reason, Reason::ClaimRecreated);
+    let s = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&recreated)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert_eq!(s.state, State::Superseded);
+    assert_eq!(
+        s.acknowledged.expect("covered").reason,
+        Reason::ClaimDeleted
+    );
+    assert!(
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Open" && c.status == "True")
+    );
+}
+
+#[test]
+fn editing_the_acknowledgement_acknowledges_the_finding_as_it_is_now() {
+    let f = mariadb_finding();
+    let mut existing = acknowledged(&f, ack("OPS-123", None));
+    existing.status = Some(status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    )));
+    let recreated = finding(
+        &mariadb_pv(),
+        &lookup()
+            .with_class("standard", "Retain")
+            .with_claim("mariadb", "mariadb", "uid-new"),
+    );
+    existing.spec.acknowledgement = Some(ack("OPS-124", None));
+    let s = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&recreated)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert_eq!(s.state, State::Acknowledged);
+    assert_eq!(
+        s.acknowledged.expect("covered").reason,
+        Reason::ClaimRecreated
+    );
+}
+
+#[test]
+fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
+    let f = mariadb_finding();
+    let existing = acknowledged(&f, ack("OPS-123", Some(now_plus(3600))));
+    assert_eq!(
+        next_change(Some(&existing), &now()),
+        Some(Duration::from_secs(3600))
+    );
+    let before = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert_eq!(before.state, State::Acknowledged);
+    let after = status_of(plan(
+        "mariadb-pv",
+        Some(&leftover(&f)),
+        Some(&existing),
+        &now_plus(3600),
+        &now_plus(3600),
+    ));
+    assert_eq!(after.state, State::Expired);
+    assert_eq!(next_change(Some(&existing), &now_plus(3600)), None);
+}
+
+#[test]
+fn a_condition_keeps_its_transition_time_while_its_status_holds() {
+    let f = mariadb_finding();
+    let first = desired(&f, None, &now(), &now());
+    let mut existing = first.clone().stored_as("vl-uid-1");
+    existing.status = first.status.clone();
+    let later = desired(&f, Some(&existing), &now(), &now_plus(600));
+    assert_eq!(
+        later.status, first.status,
+        "nothing changed: the same bytes"
+    );
 }

@@ -289,16 +289,17 @@ proptest! {
         let verdict = classify(&volume, &w, now());
         let Verdict::Leftover(f) = &verdict else { return Ok(()); };
         let name = f.volume_name.clone();
-        let first = desired(f, None, &now());
+        let first = desired(f, None, &now(), &now());
         // As the API server gives it back: through JSON, with a uid and resourceVersion.
         let mut stored: VolumeLeftover =
             serde_json::from_slice(&serde_json::to_vec(&first).expect("json")).expect("parse");
         stored.metadata.uid = Some("vl-uid".into());
         stored.metadata.resource_version = Some("7".into());
+        stored.metadata.generation = Some(1);
         prop_assert_eq!(
             serde_json::to_vec(&first).expect("json"),
-            serde_json::to_vec(&desired(f, None, &now())).expect("json")
+            serde_json::to_vec(&desired(f, None, &now(), &now())).expect("json")
         );
-        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&stored), &now()), Action::Nothing));
+        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&stored), &now(), &now()), Action::Nothing));
     }
 }

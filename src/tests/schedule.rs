@@ -281,7 +281,13 @@ async fn a_forbidden_write_blocks_at_once_and_the_first_success_releases_every_p
 #[tokio::test(start_paused = true)]
 async fn a_memo_keeps_the_name_and_clearing_it_lets_the_state_go() {
     let mut s = active(4);
-    s.memo("a").published = Some(Reason::ClaimDeleted);
+    s.memo("a").published = Some(crate::schedule::Published {
+        reason: Reason::ClaimDeleted,
+        storage_class: String::new(),
+        state: crate::crd::State::Open,
+        capacity_bytes: 0,
+        first_seen: 0,
+    });
     s.settle("a");
     assert!(s.contains("a"));
     s.memo("a").published = None;

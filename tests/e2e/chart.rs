@@ -332,6 +332,12 @@ fn assert_operator_rbac(cp: &ControlPlane, user: &str, ns: &str, lease: &str) {
     no(&["get", "secrets", "-n", ns]);
     no(&["list", "pods", "-n", ns]);
     no(&["get", "configmaps", "-n", ns]);
+    // Events on the PVs (src/events.rs): create and patch events.k8s.io Events, nothing more.
+    yes(&["create", "events.events.k8s.io", "-n", "default"]);
+    yes(&["patch", "events.events.k8s.io", "-n", "default"]);
+    for verb in ["get", "list", "watch", "delete", "update"] {
+        no(&[verb, "events.events.k8s.io", "-n", "default"]);
+    }
     no(&["create", "events", "-n", ns]);
     no(&["list", "customresourcedefinitions.apiextensions.k8s.io"]);
 }
@@ -885,7 +891,14 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     let rule = &one(&docs, "PrometheusRule").value;
     assert_eq!(
         rule["spec"]["groups"][0]["rules"][0]["alert"],
-        "VolumeLeftoversNotReady"
+        "VolumeLeftoversOpenForADay"
+    );
+    assert!(
+        rule["spec"]["groups"][0]["rules"][0]["annotations"]["runbook_url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("/VolumeLeftoversOpenForADay.md")),
+        "{}",
+        rule["spec"]["groups"][0]["rules"][0]
     );
     let dash = one(&docs, "ConfigMap");
     assert_eq!(dash.name(), format!("{fullname}-dashboard"));
@@ -902,7 +915,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     .expect("the dashboard is JSON");
     assert_eq!(
         json["panels"][0]["targets"][0]["expr"],
-        "sum by (reason) (volume_leftovers_findings)"
+        "sum by (reason) (max by (namespace, reason, storage_class, state) (volume_leftovers_findings))"
     );
     let sa = &one(&docs, "ServiceAccount").value;
     assert_eq!(sa["metadata"]["annotations"]["example.com/role"], "none");

@@ -6,6 +6,7 @@ mod chart;
 mod deploy;
 mod fault;
 mod ha;
+mod handoff;
 mod image;
 mod lifecycle;
 mod odd;

@@ -138,21 +138,23 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
         [
             "NAME",
             "REASON",
+            "STATE",
             "PHASE",
             "RECLAIM",
             "CLAIM",
             "CLAIM-MISSING",
             "CLASS",
             "CAPACITY",
-            "PHASE-AGE"
+            "AGE"
         ]
     );
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(
-        &row[..8],
+        &row[..9],
         [
             "mariadb-pv",
             "ClaimDeleted",
+            "Open",
             "Released",
             "Retain",
             "mariadb/mariadb",
@@ -435,6 +437,7 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
         volume_leftovers::crd::VolumeLeftoverSpec {
             volume_name: theirs.pv.clone(),
             volume_uid: "hand-made".into(),
+            acknowledgement: None,
         },
     );
     foreign.metadata.labels = Some([("team".to_string(), "storage".to_string())].into());

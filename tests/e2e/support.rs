@@ -378,6 +378,8 @@ pub fn test_settings() -> Settings {
         shutdown_grace: Duration::from_secs(3),
         reminder: Duration::from_secs(60),
         leader: None,
+        exclusions: Default::default(),
+        events: Some("e2e-operator".into()),
     }
 }
 

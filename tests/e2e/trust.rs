@@ -398,6 +398,7 @@ async fn freeze_leftovers(admin: &Client, name: &str) {
                 volume_leftovers::crd::VolumeLeftoverSpec {
                     volume_name: probe.clone(),
                     volume_uid: "x".into(),
+                    acknowledgement: None,
                 },
             );
             match leftovers.create(&Default::default(), &o).await {

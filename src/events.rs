@@ -1,0 +1,129 @@
+//! Kubernetes Events on the PersistentVolume when its finding appears, changes reason or clears,
+//! so `kubectl describe pv` shows them. I/O: creates and patches events.k8s.io Events (the only
+//! write besides VolumeLeftovers and the Lease); best effort, bounded, never blocks the loop.
+//!
+//! kube-runtime's `Recorder` uses the events API with its series: a repeat of the same event
+//! within its cache time is one Event whose `series.count` grows, not a new object. Events of a
+//! cluster-scoped object live in the `default` namespace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use tokio::sync::Semaphore;
+
+use crate::crd::Reason;
+
+/// What changed about a finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A finding was published.
+    Found {
+        /// Its reason.
+        reason: Reason,
+        /// Its message.
+        message: String,
+    },
+    /// A published finding changed reason.
+    ReasonChanged {
+        /// Before.
+        from: Reason,
+        /// Now.
+        to: Reason,
+        /// The new message.
+        message: String,
+    },
+    /// A published finding cleared (the volume is healthy, gone, or kept on purpose).
+    Cleared {
+        /// The reason it had.
+        reason: Reason,
+    },
+}
+
+impl Change {
+    fn event(&self) -> Event {
+        let (type_, reason, note) = match self {
+            Change::Found { reason, message } => (
+                EventType::Warning,
+                format!("Leftover{}", reason.as_str()),
+                message.clone(),
+            ),
+            Change::ReasonChanged { from, to, message } => (
+                EventType::Warning,
+                format!("Leftover{}", to.as_str()),
+                format!("Was {}. {message}", from.as_str()),
+            ),
+            Change::Cleared { reason } => (
+                EventType::Normal,
+                "LeftoverCleared".to_string(),
+                format!(
+                    "No longer reported (was {}); its VolumeLeftover was deleted.",
+                    reason.as_str()
+                ),
+            ),
+        };
+        Event {
+            type_,
+            reason,
+            // The events API caps a note at 1 KiB.
+            note: Some(note.chars().take(1000).collect()),
+            action: "Report".into(),
+            secondary: None,
+        }
+    }
+}
+
+/// Publishes events without waiting for them.
+#[derive(Clone)]
+pub struct Events {
+    recorder: Arc<Recorder>,
+    slots: Arc<Semaphore>,
+    timeout: Duration,
+}
+
+impl Events {
+    /// Events reported by `volume-leftovers` from `instance` (this replica).
+    pub fn new(client: Client, instance: String, timeout: Duration) -> Events {
+        let reporter = Reporter {
+            controller: "volume-leftovers".into(),
+            instance: Some(instance),
+        };
+        Events {
+            recorder: Arc::new(Recorder::new(client, reporter)),
+            // A few at a time; beyond that, events are dropped rather than queued without bound.
+            slots: Arc::new(Semaphore::new(4)),
+            timeout,
+        }
+    }
+
+    /// Publishes `change` about the PersistentVolume `name`/`uid`, in the background. Returns
+    /// false when it was dropped because too many are in flight.
+    pub fn emit(&self, name: &str, uid: &str, change: &Change) -> bool {
+        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            tracing::debug!(pv = %name, "events: too many in flight; this one is dropped");
+            return false;
+        };
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("PersistentVolume".into()),
+            name: Some(name.to_string()),
+            uid: Some(uid.to_string()),
+            ..ObjectReference::default()
+        };
+        let (recorder, event, timeout) = (self.recorder.clone(), change.event(), self.timeout);
+        let pv = name.to_string();
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tokio::time::timeout(timeout, recorder.publish(&event, &reference)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(%pv, error = %crate::category::describe(&e), "event not published")
+                }
+                Err(_) => tracing::debug!(%pv, "event not published in time"),
+            }
+        });
+        true
+    }
+}

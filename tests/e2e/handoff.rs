@@ -1,0 +1,311 @@
+//! Hand-off to people and tools, on the real control plane: an acknowledgement written by a
+//! ticketing controller with its own field manager (never written, stripped or fought over by the
+//! operator), the state and conditions `kubectl wait` reads, expiry without a restart, a finding
+//! that changes under its acknowledgement, Events on the PV, the ignore label and exclusions.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolume;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use volume_leftovers::crd::{Reason, State, VolumeLeftover};
+
+use crate::support::*;
+
+fn state(o: &VolumeLeftover) -> Option<State> {
+    o.status.as_ref().map(|s| s.state)
+}
+
+/// The ticketing controller's acknowledgement, with its own field manager (server-side apply).
+async fn acknowledge(api: &Api<VolumeLeftover>, name: &str, ticket: &str, until: Option<&str>) {
+    let mut ack = json!({"by": "ticket-bot", "reason": "kept for the migration", "ticket": ticket});
+    if let Some(u) = until {
+        ack["until"] = json!(u);
+    }
+    let body = json!({
+        "apiVersion": "leftovers.dev/v1alpha1",
+        "kind": "VolumeLeftover",
+        "metadata": {"name": name},
+        "spec": {"acknowledgement": ack},
+    });
+    api.patch(
+        name,
+        &PatchParams::apply("ticket-bot").force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("acknowledging {name}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledgement_is_never_fought_over_and_its_state_follows_the_finding() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let r = released_volume(&admin, "ack", "Retain").await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted, Open", |o| {
+        reason(o) == Some(Reason::ClaimDeleted) && state(o) == Some(State::Open)
+    })
+    .await;
+    operator.wait_idle().await;
+    let before = cp.operator_writes(&r.pv);
+
+    acknowledge(&leftovers, &r.pv, "OPS-123", None).await;
+    // kubectl wait reads the condition.
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Acknowledged",
+        "--timeout=60s",
+        &format!("volumeleftover/{}", r.pv),
+    ])
+    .unwrap();
+    let o = leftovers.get(&r.pv).await.unwrap();
+    let s = o.status.clone().unwrap();
+    assert_eq!(s.state, State::Acknowledged);
+    assert_eq!(s.observed_generation, o.metadata.generation);
+    assert_eq!(
+        o.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("leftovers.dev/state"))
+            .map(String::as_str),
+        Some("Acknowledged")
+    );
+    operator.wait_idle().await;
+    let after_ack = cp.operator_writes(&r.pv);
+    assert_eq!(
+        after_ack - before,
+        2,
+        "one patch of the state label and one status apply; the acknowledgement itself untouched"
+    );
+    // Field ownership: the acknowledgement belongs to ticket-bot alone.
+    let raw: serde_json::Value = serde_json::from_str(
+        &cp.kubectl_ok(&[
+            "get",
+            "volumeleftover",
+            &r.pv,
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    let owners: Vec<String> = raw["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["fieldsV1"]["f:spec"]
+                .as_object()
+                .is_some_and(|f| f.contains_key("f:acknowledgement"))
+        })
+        .map(|m| m["manager"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        owners,
+        ["ticket-bot"],
+        "{}",
+        raw["metadata"]["managedFields"]
+    );
+    // A restart writes nothing and keeps it acknowledged.
+    operator.stop().await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_idle().await;
+    assert_eq!(
+        cp.operator_writes(&r.pv),
+        after_ack,
+        "no write after restart"
+    );
+    assert_eq!(
+        state(&leftovers.get(&r.pv).await.unwrap()),
+        Some(State::Acknowledged)
+    );
+
+    // The finding changes reason under the acknowledgement: it is no longer what was
+    // acknowledged.
+    let claims =
+        Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::namespaced(admin.clone(), &r.ns);
+    create(&claims, &pvc(&r.ns, "data", &r.class, "1Gi")).await;
+    let o = wait_leftover(&leftovers, &r.pv, "Superseded", |o| {
+        reason(o) == Some(Reason::ClaimRecreated) && state(o) == Some(State::Superseded)
+    })
+    .await;
+    let covered = o.status.unwrap().acknowledged.unwrap();
+    assert_eq!(covered.reason, Reason::ClaimDeleted);
+    assert_eq!(
+        o.spec.acknowledgement.unwrap().ticket.as_deref(),
+        Some("OPS-123")
+    );
+
+    // A person acknowledges again, for a few seconds: it expires without a restart.
+    let until = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(4))
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    acknowledge(&leftovers, &r.pv, "OPS-124", Some(&until)).await;
+    wait_leftover(&leftovers, &r.pv, "Acknowledged again", |o| {
+        state(o) == Some(State::Acknowledged)
+    })
+    .await;
+    wait_leftover(&leftovers, &r.pv, "Expired", |o| {
+        state(o) == Some(State::Expired)
+    })
+    .await;
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=Open",
+        "--timeout=30s",
+        &format!("volumeleftover/{}", r.pv),
+    ])
+    .unwrap();
+    operator.stop().await;
+    delete(&claims, "data").await;
+    delete(&leftovers, &r.pv).await;
+    r.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let r = released_volume(&admin, "events", "Retain").await;
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let described = wait_for("the Event on the PV", Duration::from_secs(30), || async {
+        let out = cp.kubectl_ok(&["describe", "pv", &r.pv]).ok()?;
+        out.contains("LeftoverClaimDeleted").then_some(out)
+    })
+    .await;
+    assert!(described.contains("volume-leftovers"), "{described}");
+    // The finding clears: another Event says so.
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    pvs.patch(
+        &r.pv,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"claimRef": null}})),
+    )
+    .await
+    .unwrap();
+    wait_leftover_gone(&leftovers, &r.pv).await;
+    wait_for("the cleared Event", Duration::from_secs(30), || async {
+        let out = cp.kubectl_ok(&["describe", "pv", &r.pv]).ok()?;
+        out.contains("LeftoverCleared").then_some(())
+    })
+    .await;
+    // Through the events API, regarding the PV, reported by this operator.
+    let events = cp
+        .kubectl_ok(&[
+            "get",
+            "events.events.k8s.io",
+            "-n",
+            "default",
+            "-o",
+            "json",
+            "--field-selector",
+            &format!("regarding.name={}", r.pv),
+        ])
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&events).unwrap();
+    let items = v["items"].as_array().unwrap();
+    assert!(items.len() >= 2, "{events}");
+    assert!(
+        items
+            .iter()
+            .all(|e| e["reportingController"] == "volume-leftovers"),
+        "{events}"
+    );
+    operator.stop().await;
+    r.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_kept_on_purpose_has_no_finding_and_exclusions_apply() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let kept = released_volume(&admin, "kept", "Retain").await;
+    let by_class = released_volume(&admin, "byclass", "Retain").await;
+    let by_label = released_volume(&admin, "bylabel", "Retain").await;
+    pvs.patch(
+        &by_label.pv,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "archive"}}})),
+    )
+    .await
+    .unwrap();
+    for r in [&kept, &by_class, &by_label] {
+        wait_pv_phase(&pvs, &r.pv, "Released").await;
+    }
+    let mut settings = test_settings();
+    settings.exclusions = volume_leftovers::exclude::Exclusions {
+        classes: [by_class.class.clone()].into(),
+        selector: Some(volume_leftovers::selector::Selector::parse("team=archive").unwrap()),
+    };
+    let operator = Operator::start(cp.operator_client().await, settings);
+    // Published first: nothing kept yet.
+    wait_leftover(&leftovers, &kept.pv, "published", |o| reason(o).is_some()).await;
+    // A person keeps it on purpose: the finding goes.
+    pvs.patch(
+        &kept.pv,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"leftovers.dev/ignore": "true"}}})),
+    )
+    .await
+    .unwrap();
+    wait_leftover_gone(&leftovers, &kept.pv).await;
+    operator.wait_idle().await;
+    for r in [&by_class, &by_label] {
+        assert!(
+            leftovers.get_opt(&r.pv).await.unwrap().is_none(),
+            "{} is excluded",
+            r.pv
+        );
+    }
+    assert_eq!(
+        metric(&operator.metrics, "volume_leftovers_ignored_volumes"),
+        3.0
+    );
+    operator.stop().await;
+    for r in [&kept, &by_class, &by_label] {
+        r.cleanup(&admin).await;
+    }
+}
+
+#[tokio::test]
+async fn kubectl_shows_the_type_description_first_and_the_hints_in_wide_output() {
+    let cp = cp();
+    let out = wait_for(
+        "the CRD's OpenAPI to be published",
+        Duration::from_secs(60),
+        || async { cp.kubectl_ok(&["explain", "volumeleftover"]).ok() },
+    )
+    .await;
+    let text = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("DESCRIPTION: A PersistentVolume that survived, lost or outlived its claim"),
+        "{out}"
+    );
+    assert!(!text.contains("Auto-generated"), "{out}");
+    let crd = cp
+        .kubectl_ok(&[
+            "get",
+            "crd",
+            "volumeleftovers.leftovers.dev",
+            "-o",
+            "jsonpath={.spec.versions[0].additionalPrinterColumns[*].name}",
+        ])
+        .unwrap();
+    for col in ["Reason", "State", "Age", "Hints", "Ticket"] {
+        assert!(crd.split_whitespace().any(|c| c == col), "{col}: {crd}");
+    }
+}
