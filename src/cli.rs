@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// or clears (`kubectl describe pv` shows them); `--events=false` turns them off.
     #[arg(long, env = "VL_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub events: bool,
+    /// Mirror the findings into one OpenReports ClusterReport (`volume-leftovers`), for
+    /// policy-reporter; only when its CRD is installed.
+    #[arg(long, env = "VL_OPENREPORTS", default_value_t = false)]
+    pub openreports: bool,
     /// What is kept out of the report.
     #[command(flatten)]
     pub exclude: ExcludeArgs,

@@ -40,6 +40,7 @@ use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
+use crate::report::{Applied, ReportWriter, cluster_report};
 use crate::schedule::{
     Condition, Decision, Echo, Held, Limits, Memo, Published, Scheduler, WriteEnd,
 };
@@ -78,6 +79,8 @@ pub struct Settings {
     pub exclusions: Exclusions,
     /// Publish Kubernetes Events on the PersistentVolumes, as this replica (identity).
     pub events: Option<String>,
+    /// Mirror the findings into an OpenReports ClusterReport (when its CRD is installed).
+    pub openreports: bool,
 }
 
 impl Default for Settings {
@@ -99,6 +102,7 @@ impl Default for Settings {
             leader: None,
             exclusions: Exclusions::default(),
             events: None,
+            openreports: false,
         }
     }
 }
@@ -211,6 +215,21 @@ struct Loop {
     scheduler: Scheduler,
     writes: FuturesUnordered<WriteFuture>,
     events: Option<Events>,
+    report: Option<Report>,
+}
+
+/// A ClusterReport write in flight: the content, and how it went.
+type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
+
+/// The OpenReports mirror: its writer, whether the findings changed since it was last written,
+/// the last content written, and the write in flight.
+struct Report {
+    writer: ReportWriter,
+    dirty: bool,
+    last: Option<serde_json::Value>,
+    in_flight: FuturesUnordered<ReportFuture>,
+    not_before: Instant,
+    missing_logged: bool,
 }
 
 /// Runs the controller until `shutdown` resolves. Returns only then: every error on the way
@@ -288,6 +307,14 @@ pub async fn run(
             .events
             .clone()
             .map(|instance| Events::new(client.clone(), instance, settings.request_timeout)),
+        report: settings.openreports.then(|| Report {
+            writer: ReportWriter::new(client.clone(), settings.request_timeout),
+            dirty: true,
+            last: None,
+            in_flight: FuturesUnordered::new(),
+            not_before: Instant::now(),
+            missing_logged: false,
+        }),
         writer: Writer::new(Api::all(client), settings.request_timeout),
         health,
         metrics,
@@ -300,6 +327,8 @@ pub async fn run(
     let mut resync = tokio::time::interval(l.settings.resync);
     resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     resync.tick().await;
+    let mut report_tick = tokio::time::interval(Duration::from_secs(5));
+    report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ages = tokio::time::interval(Duration::from_secs(15));
     ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reminder = tokio::time::interval(l.settings.reminder);
@@ -330,6 +359,13 @@ pub async fn run(
             }
             _ = reminder.tick() => l.remind(),
             _ = ages.tick() => l.refresh_ages(),
+            _ = report_tick.tick() => l.report(),
+            Some((content, applied)) = async {
+                match l.report.as_mut() {
+                    Some(r) if !r.in_flight.is_empty() => r.in_flight.next().await,
+                    _ => std::future::pending().await,
+                }
+            } => l.reported(content, applied),
         }
         l.dispatch();
     }
@@ -457,13 +493,16 @@ impl Loop {
                     let name = o.name_any();
                     self.set_published(&name, published(&o));
                     self.scheduler.mark(&name);
+                    self.report_changed();
                 }
                 FeedItem::Deleted(o) => {
                     let name = o.name_any();
                     self.set_published(&name, None);
                     self.scheduler.mark(&name);
+                    self.report_changed();
                 }
                 FeedItem::Listed => {
+                    self.report_changed();
                     self.recount_published();
                     self.listed(Kind::volumeleftovers);
                 }
@@ -666,6 +705,69 @@ impl Loop {
             self.set_published(&name, Some(p));
         }
         self.refresh_ages();
+    }
+
+    fn report_changed(&mut self) {
+        if let Some(r) = self.report.as_mut() {
+            r.dirty = true;
+        }
+    }
+
+    /// Writes the OpenReports ClusterReport when the findings changed (the leader only; one
+    /// write at a time; nothing when the content is what was last written).
+    fn report(&mut self) {
+        let leading = self.role.borrow().may_write(Instant::now())
+            && self.scheduler.is_active()
+            && self.health.trust(Kind::volumeleftovers, Instant::now()) == Trust::Current;
+        let Some(r) = self.report.as_mut() else {
+            return;
+        };
+        if !leading || !r.dirty || !r.in_flight.is_empty() || Instant::now() < r.not_before {
+            return;
+        }
+        let state = self.stores.vl.state();
+        let content = cluster_report(state.iter().map(|o| o.as_ref()));
+        r.dirty = false;
+        if r.last.as_ref() == Some(&content) {
+            return;
+        }
+        let writer = r.writer.clone();
+        r.in_flight.push(Box::pin(async move {
+            let applied = writer.apply(&content).await;
+            (content, applied)
+        }));
+    }
+
+    fn reported(&mut self, content: serde_json::Value, applied: Applied) {
+        let Some(r) = self.report.as_mut() else {
+            return;
+        };
+        match applied {
+            Applied::Done => {
+                if r.missing_logged {
+                    tracing::info!(
+                        "OpenReports ClusterReport written again (its CRD is installed)"
+                    );
+                }
+                r.missing_logged = false;
+                r.last = Some(content);
+            }
+            Applied::NotInstalled => {
+                if !r.missing_logged {
+                    tracing::warn!(
+                        "the OpenReports CRD (clusterreports.openreports.io) is not installed: the findings are not mirrored; trying again at the next resync"
+                    );
+                }
+                r.missing_logged = true;
+                r.dirty = true;
+                r.not_before = Instant::now() + self.settings.resync;
+            }
+            Applied::Failed(category, error) => {
+                tracing::warn!(category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
+                r.dirty = true;
+                r.not_before = Instant::now() + Duration::from_secs(30);
+            }
+        }
     }
 
     /// The age of the oldest open finding per reason (it grows with the clock alone).

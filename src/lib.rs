@@ -20,6 +20,7 @@ pub mod leader;
 pub mod lookup;
 pub mod plan;
 pub mod quantity;
+pub mod report;
 pub mod scan;
 pub mod schedule;
 pub mod selector;
@@ -132,6 +133,7 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
         }),
         exclusions: args.exclude.exclusions(),
         events: args.events.then(identity),
+        openreports: args.openreports,
         ..controller::Settings::default()
     }
 }

@@ -102,8 +102,10 @@ fn run_defaults() {
         lease_namespace,
         lease_duration,
         events,
+        openreports,
         exclude,
     } = r;
+    assert!(!openreports, "the OpenReports mirror is opt-in");
     assert!(events, "Events on the PVs are on unless turned off");
     assert!(exclude.storage_classes.is_empty() && exclude.selector.is_none());
     assert!(!leader_elect, "one process is the only writer unless asked");

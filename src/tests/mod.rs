@@ -10,6 +10,7 @@ mod leader;
 mod plan;
 mod props;
 mod quantity;
+mod report;
 mod scan;
 mod schedule;
 mod selector;

@@ -309,3 +309,105 @@ async fn kubectl_shows_the_type_description_first_and_the_hints_in_wide_output()
         assert!(crd.split_whitespace().any(|c| c == col), "{col}: {crd}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    // The real OpenReports CRDs, from their Go module (tools/openreports-crd.sh fetches them).
+    let out = std::process::Command::new(repo().join("tools/openreports-crd.sh"))
+        .output()
+        .expect("tools/openreports-crd.sh");
+    assert!(
+        out.status.success(),
+        "the OpenReports CRDs could not be fetched (tests never skip): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths = String::from_utf8(out.stdout).unwrap();
+    for p in paths.lines() {
+        cp.kubectl_ok(&["apply", "--server-side", "-f", p]).unwrap();
+    }
+    cp.kubectl_ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/clusterreports.openreports.io",
+    ])
+    .unwrap();
+    // What the chart grants with openReports.enabled.
+    let rbac = format!(
+        r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{{"name":"vl-openreports"}},
+"rules":[{{"apiGroups":["openreports.io"],"resources":["clusterreports"],"verbs":["get","create","patch"]}}]}}
+---
+{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{{"name":"vl-openreports"}},
+"roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"vl-openreports"}},
+"subjects":[{{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"{OPERATOR_USER}"}}]}}"#
+    );
+    let rbac_file = cp.dir.join("vl-openreports.yaml");
+    std::fs::write(&rbac_file, rbac).unwrap();
+    cp.kubectl_ok(&["apply", "-f", rbac_file.to_str().unwrap()])
+        .unwrap();
+
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let r = released_volume(&admin, "report", "Retain").await;
+    let mut settings = test_settings();
+    settings.openreports = true;
+    let operator = Operator::start(cp.operator_client().await, settings);
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let report = || async move {
+        let out = cp
+            .kubectl_ok(&["get", "clusterreport", "volume-leftovers", "-o", "json"])
+            .ok()?;
+        serde_json::from_str::<serde_json::Value>(&out).ok()
+    };
+    let result_of = |rep: &serde_json::Value, pv: &str| {
+        rep["results"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|x| x["resources"][0]["name"] == pv).cloned())
+    };
+    let rep = wait_for("the ClusterReport", Duration::from_secs(60), || async {
+        let rep = report().await?;
+        result_of(&rep, &r.pv).map(|_| rep)
+    })
+    .await;
+    let mine = result_of(&rep, &r.pv).unwrap();
+    assert_eq!(mine["policy"], "ClaimDeleted");
+    assert_eq!(mine["result"], "fail");
+    assert_eq!(mine["category"], "Storage");
+    assert_eq!(rep["source"], "volume-leftovers");
+    // Exact counts.
+    let results = rep["results"].as_array().unwrap();
+    let fails = results.iter().filter(|x| x["result"] == "fail").count();
+    let skips = results.iter().filter(|x| x["result"] == "skip").count();
+    assert_eq!(rep["summary"]["fail"], fails);
+    assert_eq!(rep["summary"]["skip"], skips);
+
+    // Acknowledged: the result turns skip.
+    acknowledge(&leftovers, &r.pv, "OPS-7", None).await;
+    let rep = wait_for("the result to be skip", Duration::from_secs(60), || async {
+        let rep = report().await?;
+        (result_of(&rep, &r.pv)?["result"] == "skip").then_some(rep)
+    })
+    .await;
+    assert_eq!(
+        result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],
+        "OPS-7"
+    );
+    // Nothing changes: nothing is rewritten.
+    operator.wait_idle().await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let rv = report().await.unwrap()["metadata"]["resourceVersion"].clone();
+    operator.wait_idle().await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        report().await.unwrap()["metadata"]["resourceVersion"],
+        rv,
+        "no rewrite when nothing changed"
+    );
+    operator.stop().await;
+    delete(&leftovers, &r.pv).await;
+    r.cleanup(&admin).await;
+}

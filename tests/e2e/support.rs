@@ -380,6 +380,7 @@ pub fn test_settings() -> Settings {
         leader: None,
         exclusions: Default::default(),
         events: Some("e2e-operator".into()),
+        openreports: false,
     }
 }
 

@@ -1,0 +1,153 @@
+//! The findings as one OpenReports `ClusterReport` (`openreports.io/v1alpha1`), for
+//! policy-reporter and the dashboards that read it. The report itself is pure ([`cluster_report`]:
+//! the same findings give the same bytes, in PV-name order); [`ReportWriter`] applies it (I/O,
+//! opt-in with `--openreports`, only when the OpenReports CRD is installed).
+
+use std::time::Duration;
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use crate::category::{Category, describe};
+use crate::crd::{Reason, State, VolumeLeftover};
+use crate::plan::{FIELD_MANAGER, is_managed};
+
+/// Name of the report.
+pub const REPORT_NAME: &str = "volume-leftovers";
+
+/// The severity of a finding's reason, for policy-reporter's views.
+pub fn severity(r: Reason) -> &'static str {
+    match r {
+        // A Bound volume whose claim is gone, or a failed reclaim: data may be at risk now.
+        Reason::BoundClaimMissing | Reason::ReclaimFailed => "high",
+        Reason::ClaimDeleted
+        | Reason::ClaimRecreated
+        | Reason::ClaimRefInvalid
+        | Reason::ReleasedWithoutClaim
+        | Reason::PreboundClaimMissing => "medium",
+        Reason::ClaimStillPresent | Reason::ClaimUnknown => "low",
+    }
+}
+
+/// The ClusterReport for these VolumeLeftovers (the operator's own; others are left out),
+/// deterministic: results in PV-name order, timestamps from `firstSeen`, summary counts exact.
+pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover>) -> Value {
+    let mut items: Vec<&VolumeLeftover> = leftovers
+        .into_iter()
+        .filter(|o| is_managed(o) && o.status.is_some())
+        .collect();
+    items.sort_by(|a, b| a.spec.volume_name.cmp(&b.spec.volume_name));
+    let (mut fail, mut skip) = (0u64, 0u64);
+    let results: Vec<Value> = items
+        .iter()
+        .filter_map(|o| {
+            let s = o.status.as_ref()?;
+            let acknowledged = s.state == State::Acknowledged;
+            if acknowledged {
+                skip += 1;
+            } else {
+                fail += 1;
+            }
+            let mut properties = serde_json::Map::new();
+            let mut put = |k: &str, v: Option<String>| {
+                if let Some(v) = v.filter(|v| !v.is_empty()) {
+                    properties.insert(k.into(), Value::String(v));
+                }
+            };
+            put("state", Some(s.state.as_str().into()));
+            put(
+                "storageClass",
+                s.storage_class.as_ref().map(|c| c.name.clone()),
+            );
+            put("capacity", s.capacity.clone());
+            put("claim", s.claim.as_ref().map(|c| c.reference.clone()));
+            put(
+                "firstSeen",
+                Some(s.first_seen.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            );
+            put(
+                "ticket",
+                o.spec
+                    .acknowledgement
+                    .as_ref()
+                    .and_then(|a| a.ticket.clone()),
+            );
+            put("volumeHandle", s.source.volume_handle.clone());
+            Some(json!({
+                "policy": s.reason.as_str(),
+                "result": if acknowledged { "skip" } else { "fail" },
+                "severity": severity(s.reason),
+                "category": "Storage",
+                "source": "volume-leftovers",
+                "message": s.message,
+                "scored": true,
+                "timestamp": {"seconds": s.first_seen.0.as_second(), "nanos": 0},
+                "resources": [{
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "name": o.spec.volume_name,
+                    "uid": o.spec.volume_uid,
+                }],
+                "properties": properties,
+            }))
+        })
+        .collect();
+    json!({
+        "apiVersion": "openreports.io/v1alpha1",
+        "kind": "ClusterReport",
+        "metadata": {
+            "name": REPORT_NAME,
+            "labels": {"app.kubernetes.io/managed-by": "volume-leftovers"},
+        },
+        "source": "volume-leftovers",
+        "summary": {"pass": 0, "fail": fail, "warn": 0, "error": 0, "skip": skip},
+        "results": results,
+    })
+}
+
+/// How applying the report went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Written (or already the same).
+    Done,
+    /// The OpenReports CRD is not installed.
+    NotInstalled,
+    /// It failed; try again later.
+    Failed(Category, String),
+}
+
+/// Applies the report when it changed.
+#[derive(Clone)]
+pub struct ReportWriter {
+    api: Api<DynamicObject>,
+    timeout: Duration,
+}
+
+impl ReportWriter {
+    /// A writer for cluster-scoped `ClusterReport`s.
+    pub fn new(client: Client, timeout: Duration) -> ReportWriter {
+        let gvk = GroupVersionKind::gvk("openreports.io", "v1alpha1", "ClusterReport");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "clusterreports");
+        ReportWriter {
+            api: Api::all_with(client, &ar),
+            timeout,
+        }
+    }
+
+    /// Server-side applies `report`.
+    pub async fn apply(&self, report: &Value) -> Applied {
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        match tokio::time::timeout(
+            self.timeout,
+            self.api.patch(REPORT_NAME, &pp, &Patch::Apply(report)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Applied::Done,
+            Ok(Err(e)) if Category::of(&e) == Category::NotFound => Applied::NotInstalled,
+            Ok(Err(e)) => Applied::Failed(Category::of(&e), describe(&e)),
+            Err(_) => Applied::Failed(Category::Timeout, "no answer".into()),
+        }
+    }
+}
