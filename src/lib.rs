@@ -20,6 +20,7 @@ pub mod leader;
 pub mod lookup;
 pub mod plan;
 pub mod quantity;
+pub mod rbd;
 pub mod report;
 pub mod scan;
 pub mod schedule;

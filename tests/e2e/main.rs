@@ -2,6 +2,7 @@
 //! built from Go modules by controlplane/build.sh). One test binary, so each shared control
 //! plane is started once.
 
+mod ceph;
 mod chart;
 mod deploy;
 mod fault;
