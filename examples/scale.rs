@@ -242,6 +242,7 @@ fn main() {
     let lookup = StoreLookup {
         claims: View::Current(&claim_store),
         classes: View::Current(&class_store),
+        census: None,
     };
     let now = Time(jiff::Timestamp::UNIX_EPOCH);
     let state = pv_store.state();

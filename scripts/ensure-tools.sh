@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Makes sure the daemonless container tools that scripts/image.sh and scripts/run-image.sh use are
-# on PATH, installing the missing ones from Debian's packages (tool name = package name).
+# Makes sure the daemonless container tools that scripts/image.sh and scripts/run-image.sh use, and
+# the Ceph daemons and CLIs of the census tests (ceph/up.sh), are on PATH, installing the missing
+# ones from Debian's packages (tool name = package name, except rbd: ceph-common).
 #
-#   scripts/ensure-tools.sh TOOL...      e.g. buildah skopeo   or   umoci runc
+#   scripts/ensure-tools.sh TOOL...      e.g. buildah skopeo   or   umoci runc   or   ceph-mon ceph-osd rbd
 #
 # Fast and silent when every tool is present (one `command -v` each). Otherwise, as root on a
 # Debian-like system, one non-interactive `apt-get install --no-install-recommends` (with an
@@ -13,11 +14,15 @@ set -euo pipefail
 missing=()
 for tool in "$@"; do
   case "$tool" in
-    buildah | skopeo | umoci | runc) ;;
+    buildah | skopeo | umoci | runc | ceph-mon | ceph-osd | rbd) ;;
     *) echo "ensure-tools.sh: unknown tool $tool" >&2; exit 2 ;;
   esac
   # runc lives in /usr/sbin, which a non-login PATH may lack.
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
+done
+# Package names.
+for i in "${!missing[@]}"; do
+  [ "${missing[$i]}" != rbd ] || missing[$i]=ceph-common
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -8,6 +8,10 @@
 #   VL_BINARY     use this binary instead of running `cargo build --release --locked`
 #   VL_IMAGE_DIR  output directory (default target/image)
 #   VL_STRIP      0 keeps the binary's debug sections (default: objcopy --strip-debug, 92 -> 16 MB)
+#   VL_IMAGE_CEPH 1 adds the Ceph client libraries (librbd.so.1, librados.so.2 and every library
+#                 they need, from this machine's Debian packages librbd1 and librados2) for the
+#                 opt-in Ceph RBD census, and tags the image VERSION-ceph; the operator loads them
+#                 only when the census is configured
 #   VL_IMAGE_SOURCE  the org.opencontainers.image.source label, taken as given; set but empty: no
 #                 label. Unset: the `origin` remote when it names a host (user and password
 #                 dropped, `git@host:owner/repo.git` and ssh:// turned into https://host/owner/repo);
@@ -70,6 +74,9 @@ out=$(cd "$out" && pwd)
 exec 9>"$out/.lock"
 flock 9
 ctx=$out/context
+ceph=${VL_IMAGE_CEPH:-0}
+[ "$ceph" = 0 ] || [ "$ceph" = 1 ] || { echo "image.sh: VL_IMAGE_CEPH must be 0 or 1" >&2; exit 2; }
+[ "$ceph" = 0 ] || version=$version-ceph
 tarball=$out/$name-$version.tar
 ref=$name:$version
 
@@ -126,6 +133,23 @@ if [ -n "$interp" ]; then
   echo "   dynamically linked: $(printf '%s\n' "$interp" "${libs[@]}" | sort -u | tr '\n' ' ')" >&2
 else
   echo "   statically linked: no libraries" >&2
+fi
+if [ "$ceph" = 1 ]; then
+  # dlopen()ed by name at run time: the two libraries and their closure, at their own paths.
+  ceph_libs=()
+  for l in librbd.so.1 librados.so.2; do
+    p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ { print $NF; exit }')
+    [ -n "$p" ] || { echo "image.sh: $l not found (apt-get install librbd1 librados2)" >&2; exit 1; }
+    ceph_libs+=("$p")
+    mapfile -t -O "${#ceph_libs[@]}" ceph_libs < <(ldd "$p" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+  done
+  mapfile -t ceph_libs < <(printf '%s\n' "${ceph_libs[@]}" | sort -u)
+  for lib in "${ceph_libs[@]}"; do
+    mkdir -p "$ctx/rootfs$(dirname "$lib")"
+    cp -L "$lib" "$ctx/rootfs$lib"
+    chmod 0755 "$ctx/rootfs$lib"
+  done
+  echo "   Ceph client libraries: ${#ceph_libs[@]} files, $(du -sh "$ctx/rootfs" | cut -f1) of libraries in all" >&2
 fi
 
 cat >"$ctx/rootfs/etc/passwd" <<'EOF'

@@ -27,6 +27,8 @@ tools/build.sh promtool >/dev/null
 tools/build.sh lua >/dev/null
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
+echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
+scripts/ensure-tools.sh ceph-mon ceph-osd rbd
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
 
@@ -45,19 +47,24 @@ cargo test --tests --locked 2>&1 | tee "$log"
 # Every control plane a test started must be gone once the test binaries have exited (each has a
 # watchdog that stops it within a second or two of its owner's exit), and so must every container.
 runs="$CARGO_TARGET_DIR/tmp/controlplane-"
+cephs="$CARGO_TARGET_DIR/tmp/ceph-"
 for _ in $(seq 20); do
-  pgrep -f "$runs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null || break
+  pgrep -f "$runs" >/dev/null || pgrep -f "$cephs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null || break
   sleep 0.5
 done
 if pgrep -af "$runs"; then
   echo "test.sh: control-plane processes outlived the tests (listed above)" >&2
   exit 1
 fi
+if pgrep -af "$cephs"; then
+  echo "test.sh: Ceph daemons outlived the tests (listed above)" >&2
+  exit 1
+fi
 if pgrep -af '^/usr/local/bin/volume-leftovers '; then
   echo "test.sh: an image test's container outlived the tests (listed above)" >&2
   exit 1
 fi
-echo "== no control-plane process or container left behind"
+echo "== no control-plane process, Ceph daemon or container left behind"
 
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"

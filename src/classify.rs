@@ -11,9 +11,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::{
-    ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
+    ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
+    VolumeSourceInfo,
 };
-pub use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
+pub use crate::lookup::{ClaimFacts, ClassFacts, Found, ImageFound, Lookup};
 use crate::volume::{Volume, VolumeSpec};
 
 /// One finding: what to publish about a PersistentVolume.
@@ -27,6 +28,16 @@ pub struct Finding {
     pub storage_class_name: Option<String>,
     /// The observation; `first_seen` is `now` (the planner decides the published one).
     pub status: VolumeLeftoverStatus,
+    /// The VolumeLeftover's name when it is not the PersistentVolume's (a finding about an
+    /// image no volume references).
+    pub object_name: Option<String>,
+}
+
+impl Finding {
+    /// The VolumeLeftover's name.
+    pub fn name(&self) -> &str {
+        self.object_name.as_deref().unwrap_or(&self.volume_name)
+    }
 }
 
 /// The verdict on one PersistentVolume.
@@ -76,8 +87,51 @@ impl Phase {
     }
 }
 
-/// Classifies one PersistentVolume.
+/// Classifies one PersistentVolume: what its phase and claim say, and, where the storage
+/// backend's census covers its image, whether the image is gone (`VolumeWithoutImage` wins over
+/// the claim's story: it is the more urgent one, and its message says both).
 pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
+    let verdict = classify_claim(pv, lookup, now.clone());
+    if !matches!(verdict, Verdict::Healthy | Verdict::Leftover(_)) {
+        return verdict;
+    }
+    let Some(spec) = pv.spec.as_ref() else {
+        return verdict;
+    };
+    let ImageFound::Missing { in_trash } = lookup.image(
+        &volume_source(spec),
+        pv.metadata.creation_timestamp.as_ref(),
+    ) else {
+        return verdict;
+    };
+    let (Some(name), Some(uid)) = (pv.metadata.name.as_deref(), pv.metadata.uid.as_deref()) else {
+        return verdict;
+    };
+    let phase_str = pv
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("");
+    describe(
+        Described {
+            pv,
+            name,
+            uid,
+            spec,
+            phase: Phase::of(phase_str),
+            phase_str,
+            claim: spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup)),
+            reason: Reason::VolumeWithoutImage,
+            deleted_at: None,
+            in_trash,
+        },
+        lookup,
+        now,
+    )
+}
+
+/// Classifies one PersistentVolume by its phase and its claim.
+fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(name) = pv.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
         return Verdict::Skip("PersistentVolume without metadata.name".into());
     };
@@ -152,6 +206,54 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
         }
     };
 
+    describe(
+        Described {
+            pv,
+            name,
+            uid,
+            spec,
+            phase,
+            phase_str,
+            claim,
+            reason,
+            deleted_at: None,
+            in_trash: false,
+        },
+        lookup,
+        now,
+    )
+}
+
+/// What a finding is about, with its reason decided.
+struct Described<'a> {
+    pv: &'a Volume,
+    name: &'a str,
+    uid: &'a str,
+    spec: &'a VolumeSpec,
+    phase: Phase,
+    phase_str: &'a str,
+    claim: Option<ObservedClaim>,
+    reason: Reason,
+    deleted_at: Option<Time>,
+    /// The census found the image gone and it is in the RBD trash.
+    in_trash: bool,
+}
+
+/// Everything a finding says about its PersistentVolume once its reason is decided.
+fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
+    let Described {
+        pv,
+        name,
+        uid,
+        spec,
+        phase,
+        phase_str,
+        claim,
+        reason,
+        deleted_at,
+        in_trash,
+    } = d;
+    let status = pv.status.as_ref();
     let reclaim_policy = spec
         .persistent_volume_reclaim_policy
         .clone()
@@ -168,6 +270,9 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     };
 
     let mut hints = BTreeSet::new();
+    if in_trash {
+        hints.insert(Hint::ImageInTrash);
+    }
     if reclaim_policy == "Delete" && matches!(phase, Phase::Released | Phase::Failed) {
         hints.insert(Hint::ReclaimPolicyDelete);
     }
@@ -189,7 +294,7 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             hints.insert(Hint::ReclaimPolicyMismatch);
         }
     }
-    if pv.metadata.deletion_timestamp.is_some() {
+    if pv.metadata.deletion_timestamp.is_some() && deleted_at.is_none() {
         hints.insert(Hint::VolumeTerminating);
     }
     if let Some(c) = &claim {
@@ -207,6 +312,9 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let phase_since = status.and_then(|s| s.last_phase_transition_time.clone());
     let facts = MessageFacts {
         reason,
+        uid,
+        deleted_at: deleted_at.as_ref(),
+        source: &volume_source(spec),
         pv: name,
         phase: phase_str,
         phase_since: phase_since.as_ref(),
@@ -257,7 +365,17 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
                 .unwrap_or_else(|| "Filesystem".to_string()),
             source: volume_source(spec),
             first_seen: now,
+            subject: if deleted_at.is_some() {
+                Subject::Image
+            } else if reason == Reason::VolumeWithoutImage {
+                Subject::VolumeAndImage
+            } else {
+                Subject::Volume
+            },
+            deleted_at,
+            image: None,
         },
+        object_name: None,
     }))
 }
 
@@ -352,6 +470,9 @@ fn observe_class(name: &str, lookup: &impl Lookup) -> Option<StorageClassInfo> {
 /// sentence (no "for 12 minutes" that would change on every evaluation).
 struct MessageFacts<'a> {
     reason: Reason,
+    uid: &'a str,
+    deleted_at: Option<&'a Time>,
+    source: &'a VolumeSourceInfo,
     pv: &'a str,
     phase: &'a str,
     phase_since: Option<&'a Time>,
@@ -421,11 +542,52 @@ fn message(f: &MessageFacts<'_>) -> String {
             "PersistentVolume {pv} is Failed: its {} reclaim did not complete.",
             f.reclaim
         ),
+        Reason::VolumeWithoutImage => format!(
+            "PersistentVolume {pv} is {} ({}) but {} is gone from the storage backend: two censuses in a row did not find it{}.{}",
+            if f.phase.is_empty() {
+                "without a phase"
+            } else {
+                f.phase
+            },
+            if claim_ref.is_empty() {
+                "no claimRef".to_string()
+            } else {
+                format!("claim {claim_ref}")
+            },
+            disk(f.source),
+            if f.hints.contains(&Hint::ImageInTrash) {
+                "; it is in the pool's trash, restorable until it is purged"
+            } else {
+                ""
+            },
+            if f.phase == BOUND {
+                " A Bound volume without its image: its data is lost unless the image is restored."
+            } else {
+                ""
+            },
+        ),
+        Reason::ImageWithoutVolume => format!(
+            "{} is not referenced by any PersistentVolume.",
+            disk(f.source)
+        ),
+        Reason::VolumeDeleted => format!(
+            "PersistentVolume {pv} (uid {}) was deleted at {}; {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
+            f.uid,
+            f.deleted_at
+                .map_or("an unknown time".to_string(), timestamp),
+            why_kept(f.reclaim),
+            disk(f.source),
+            if claim_ref.is_empty() {
+                "none"
+            } else {
+                claim_ref
+            },
+        ),
     };
     if f.hints.contains(&Hint::ClaimRefNotAClaim) && f.reason != Reason::ClaimRefInvalid {
         m.push_str(&format!(" Its claimRef {}.", claim_ref_oddity(f.claim)));
     }
-    if f.hints.contains(&Hint::ReclaimPolicyDelete) {
+    if f.hints.contains(&Hint::ReclaimPolicyDelete) && f.reason != Reason::VolumeDeleted {
         match f.phase_since {
             Some(t) => m.push_str(&format!(
                 " Its reclaim policy is Delete and it has been {} since {}: the provisioner's delete hung or failed.",
@@ -437,7 +599,7 @@ fn message(f: &MessageFacts<'_>) -> String {
             ),
         }
     }
-    if let Some(t) = f.deleting_since {
+    if let (Some(t), false) = (f.deleting_since, f.reason == Reason::VolumeDeleted) {
         if f.finalizers.is_empty() {
             m.push_str(&format!(" It is being deleted since {}.", timestamp(t)));
         } else {
@@ -449,6 +611,134 @@ fn message(f: &MessageFacts<'_>) -> String {
         }
     }
     m
+}
+
+/// Why deleting a volume with this reclaim policy left its disk, in words.
+fn why_kept(reclaim: &str) -> String {
+    if reclaim == "Delete" {
+        "its reclaim policy was Delete but its phase was Failed (its delete had failed), so Kubernetes may not have deleted".into()
+    } else {
+        format!("its reclaim policy was {reclaim}, so Kubernetes did not delete")
+    }
+}
+
+/// The disk or image behind a volume, in words.
+fn disk(s: &VolumeSourceInfo) -> String {
+    match (
+        &s.pool,
+        &s.image_name,
+        &s.disk_name,
+        &s.path,
+        &s.volume_handle,
+    ) {
+        (Some(pool), Some(image), ..) => format!("the RBD image {pool}/{image}"),
+        (_, _, Some(disk), ..) => format!("the {} disk {disk}", s.kind),
+        (_, _, _, Some(path), _) => format!("the {} storage at {path}", s.kind),
+        (.., Some(handle)) => format!(
+            "the volume {handle} of driver {}",
+            s.driver.as_deref().unwrap_or("?")
+        ),
+        _ => format!("the {} storage behind it", s.kind),
+    }
+}
+
+/// Whether deleting this PersistentVolume left its disk behind: its reclaim policy was not
+/// Delete (Retain, or Recycle, which never deletes the disk), or its delete was known to have
+/// failed (phase Failed). A Delete-policy volume deleted otherwise is assumed deleted with it: the
+/// provisioner deletes the backend volume before the PV object.
+pub fn leaves_a_disk(reclaim_policy: &str, phase: &str) -> bool {
+    reclaim_policy != "Delete" || phase == FAILED
+}
+
+/// The tombstone of a PersistentVolume that was deleted (its last known object), when deleting it
+/// left its disk behind. `deleted_at` is its deletionTimestamp when it had one.
+pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
+    let name = pv.metadata.name.as_deref().filter(|n| !n.is_empty())?;
+    let uid = pv.metadata.uid.as_deref().filter(|u| !u.is_empty())?;
+    if pv.excluded.is_some() {
+        return None;
+    }
+    let default_spec = VolumeSpec::default();
+    let spec = pv.spec.as_ref().unwrap_or(&default_spec);
+    let phase_str = pv
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("");
+    let policy = spec
+        .persistent_volume_reclaim_policy
+        .as_deref()
+        .unwrap_or("Retain");
+    if !leaves_a_disk(policy, phase_str) {
+        return None;
+    }
+    let deleted_at = pv
+        .metadata
+        .deletion_timestamp
+        .clone()
+        .unwrap_or_else(|| now.clone());
+    let claim = spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup));
+    match describe(
+        Described {
+            pv,
+            name,
+            uid,
+            spec,
+            phase: Phase::of(phase_str),
+            phase_str,
+            claim,
+            reason: Reason::VolumeDeleted,
+            deleted_at: Some(deleted_at),
+            in_trash: false,
+        },
+        lookup,
+        now,
+    ) {
+        Verdict::Leftover(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// The tombstone of a PersistentVolume that vanished while the watch was down (no final object):
+/// built from what its published finding said, when deleting it left its disk behind.
+pub fn tombstone_of(
+    published: &VolumeLeftoverStatus,
+    volume_name: &str,
+    volume_uid: &str,
+    now: &Time,
+) -> Option<Finding> {
+    // Only a volume's own finding becomes its tombstone (one about its image being gone does
+    // not: the disk is gone too).
+    if published.reason == Reason::VolumeDeleted || published.subject != Subject::Volume {
+        return None;
+    }
+    if !leaves_a_disk(&published.reclaim_policy, &published.phase) {
+        return None;
+    }
+    let mut status = published.clone();
+    status.hints.retain(|h| *h != Hint::VolumeTerminating);
+    status.reason = Reason::VolumeDeleted;
+    status.subject = Subject::Image;
+    status.deleted_at = Some(now.clone());
+    let claim_ref = status.claim.as_ref().map_or("", |c| c.reference.as_str());
+    status.message = format!(
+        "PersistentVolume {volume_name} (uid {volume_uid}) was deleted while the operator was not watching (seen gone at {}); {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
+        timestamp(now),
+        why_kept(&status.reclaim_policy),
+        disk(&status.source),
+        if claim_ref.is_empty() {
+            "none"
+        } else {
+            claim_ref
+        },
+    );
+    Some(Finding {
+        volume_name: volume_name.to_string(),
+        volume_uid: volume_uid.to_string(),
+        storage_class_name: status.storage_class.as_ref().map(|c| c.name.clone()),
+        status,
+        object_name: None,
+    })
 }
 
 fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
@@ -473,7 +763,8 @@ fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
 }
 
 /// Where the data lives. Exhaustive over the sources the API knows, so a new one is a choice.
-fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
+/// Where a volume's data lives, from its spec.
+pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
     if let Some(csi) = &spec.csi {
         let attrs = csi.volume_attributes.as_ref();
@@ -483,6 +774,8 @@ fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
         s.volume_handle = Some(csi.volume_handle.clone());
         s.pool = attr(attrs.and_then(|a| a.pool.as_ref()));
         s.image_name = attr(attrs.and_then(|a| a.image_name.as_ref()));
+        s.cluster_id = attr(attrs.and_then(|a| a.cluster_id.as_ref()));
+        s.rados_namespace = attr(attrs.and_then(|a| a.rados_namespace.as_ref()));
     } else if let Some(rbd) = &spec.rbd {
         s.kind = "rbd".into();
         s.pool = Some(rbd.pool.clone().unwrap_or_else(|| "rbd".into()));

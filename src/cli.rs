@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// or clears (`kubectl describe pv` shows them); `--events=false` turns them off.
     #[arg(long, env = "VL_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
     pub events: bool,
+    /// Delete a tombstone (`VolumeDeleted`: a Retain volume was deleted, its disk was not) this
+    /// long after the volume's delete. Unset: it stays until acknowledged or until the storage
+    /// backend's census shows the image gone.
+    #[arg(long, env = "VL_TOMBSTONE_TTL", value_parser = wait)]
+    pub tombstone_ttl: Option<Duration>,
     /// Mirror the findings into one OpenReports ClusterReport (`volume-leftovers`), for
     /// policy-reporter; only when its CRD is installed.
     #[arg(long, env = "VL_OPENREPORTS", default_value_t = false)]
@@ -101,6 +106,49 @@ pub struct RunArgs {
     /// What is kept out of the report.
     #[command(flatten)]
     pub exclude: ExcludeArgs,
+    /// The storage backend's census.
+    #[command(flatten)]
+    pub census: CensusArgs,
+}
+
+/// The opt-in Ceph RBD census.
+#[derive(Debug, Args, Clone)]
+pub struct CensusArgs {
+    /// The census configuration: a YAML file naming the Ceph clusters (ceph-csi's clusterID,
+    /// monitors, a read-only user and its keyring or key file) and the pools to census. Unset:
+    /// no census, and no Ceph library is needed.
+    #[arg(long, env = "VL_CENSUS_CONFIG")]
+    pub census_config: Option<std::path::PathBuf>,
+    /// How often each pool is censused (1s to 24h).
+    #[arg(long, env = "VL_CENSUS_INTERVAL", default_value = "10m", value_parser = resync)]
+    pub census_interval: Duration,
+    /// How old an image that no PersistentVolume references must be before it is reported (the
+    /// provisioner creates the image before the PV).
+    #[arg(long, env = "VL_CENSUS_IMAGE_GRACE", default_value = "1h", value_parser = wait)]
+    pub census_image_grace: Duration,
+    /// The bound of each Ceph request: connecting, each monitor and OSD operation (1s to 10m).
+    #[arg(long, env = "VL_CENSUS_TIMEOUT", default_value = "10s", value_parser = request_timeout)]
+    pub census_timeout: Duration,
+}
+
+impl CensusArgs {
+    /// The census settings, from the configuration file; `None` without one.
+    pub fn settings(&self) -> Result<Option<crate::ceph::CensusSettings>, String> {
+        let Some(path) = &self.census_config else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading the census configuration {}: {e}", path.display()))?;
+        let config = crate::census::CensusConfig::parse(&text)
+            .map_err(|e| format!("the census configuration {}: {e}", path.display()))?;
+        Ok(Some(crate::ceph::CensusSettings {
+            config,
+            interval: self.census_interval,
+            image_grace: self.census_image_grace,
+            timeout: self.census_timeout,
+            deadline: self.census_interval.max(Duration::from_secs(300)),
+        }))
+    }
 }
 
 /// Volumes kept out of the report on purpose (a PV labelled `leftovers.dev/ignore=true` always
@@ -151,6 +199,9 @@ pub struct ScanArgs {
     /// What is kept out of the report.
     #[command(flatten)]
     pub exclude: ExcludeArgs,
+    /// The storage backend's census (two listings of each pool, a moment apart).
+    #[command(flatten)]
+    pub census: CensusArgs,
 }
 
 /// Log format.

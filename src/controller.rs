@@ -29,8 +29,11 @@ use tokio::time::Instant;
 
 use crate::backoff::seed;
 use crate::category::Category;
-use crate::classify::{Verdict, classify};
+use crate::census::{Census, PoolKey, Resolved, image_ref};
+use crate::ceph::CensusReport;
+use crate::classify::{Finding, ImageFound, Verdict, classify, volume_source};
 use crate::clock::wall_clock;
+use crate::crd::VolumeSourceInfo;
 use crate::crd::{Reason, VolumeLeftover};
 use crate::events::{Change, Events};
 use crate::exclude::Exclusions;
@@ -47,6 +50,7 @@ use crate::schedule::{
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::volume::Volume;
 use crate::writer::{WriteError, Writer, Written};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Tuning of the loop.
 #[derive(Clone, Debug)]
@@ -81,6 +85,11 @@ pub struct Settings {
     pub events: Option<String>,
     /// Mirror the findings into an OpenReports ClusterReport (when its CRD is installed).
     pub openreports: bool,
+    /// How long a tombstone (`VolumeDeleted`) is kept after its volume's delete. `None`: until
+    /// it is acknowledged or the storage backend's census shows its image gone.
+    pub tombstone_ttl: Option<Duration>,
+    /// The storage backend's census (opt-in).
+    pub census: Option<crate::ceph::CensusSettings>,
 }
 
 impl Default for Settings {
@@ -103,6 +112,8 @@ impl Default for Settings {
             exclusions: Exclusions::default(),
             events: None,
             openreports: false,
+            tombstone_ttl: None,
+            census: None,
         }
     }
 }
@@ -131,12 +142,14 @@ impl<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> View<'a, K> {
     }
 }
 
-/// Claims and classes as the operator sees them, from the reflector stores.
+/// Claims and classes as the operator sees them, from the reflector stores, and the census.
 pub struct StoreLookup<'a> {
     /// Claim metadata.
     pub claims: View<'a, ClaimMeta>,
     /// StorageClasses.
     pub classes: View<'a, StorageClass>,
+    /// The storage backend's census, when it is on.
+    pub census: Option<&'a Census>,
 }
 
 impl Lookup for StoreLookup<'_> {
@@ -161,6 +174,13 @@ impl Lookup for StoreLookup<'_> {
             View::Stale => Found::Stale,
         }
     }
+
+    fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
+        match (self.census, image_ref(source)) {
+            (Some(c), Some(r)) => c.image(&r, created),
+            _ => ImageFound::NotCensused,
+        }
+    }
 }
 
 /// One item of the merged feeds (boxed: a PV is a few hundred bytes to kilobytes).
@@ -169,6 +189,7 @@ enum Input {
     Pvc(Box<FeedItem<ClaimMeta>>),
     Sc(Box<FeedItem<StorageClass>>),
     Vl(Box<FeedItem<VolumeLeftover>>),
+    Census(Box<CensusReport>),
 }
 
 type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
@@ -216,6 +237,16 @@ struct Loop {
     writes: FuturesUnordered<WriteFuture>,
     events: Option<Events>,
     report: Option<Report>,
+    census: Option<CensusState>,
+}
+
+/// The census as the loop keeps it: each pool's state and the findings about images nothing
+/// references, by VolumeLeftover name.
+struct CensusState {
+    census: Census,
+    orphans: std::collections::BTreeMap<String, (PoolKey, Finding)>,
+    /// Why each failing pool failed, to log once per change.
+    failing: std::collections::BTreeMap<PoolKey, String>,
 }
 
 /// A ClusterReport write in flight: the content, and how it went.
@@ -276,6 +307,17 @@ pub async fn run(
         feed(vl_api, cfg, vl_strip, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));
 
+    let census_task = settings.census.clone().map(|c| {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        for k in c.config.pools() {
+            metrics.census_pending(&k.to_string());
+        }
+        inputs.push(Box::pin(
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
+                .map(|r| Input::Census(Box::new(r))),
+        ));
+        tokio::spawn(crate::ceph::run(c, pv_store.clone(), tx))
+    });
     metrics.init_reasons();
     // The election runs beside the loop; without it this process leads for ever.
     let (role_tx, role_rx) = tokio::sync::watch::channel(match &settings.leader {
@@ -322,6 +364,11 @@ pub async fn run(
         scheduler: Scheduler::new(limits, seed("scheduler")),
         writes: FuturesUnordered::new(),
         role: role_rx,
+        census: settings.census.as_ref().map(|c| CensusState {
+            census: Census::new(&c.config, c.image_grace),
+            orphans: Default::default(),
+            failing: Default::default(),
+        }),
         settings,
     };
     let mut resync = tokio::time::interval(l.settings.resync);
@@ -371,6 +418,10 @@ pub async fn run(
     }
     l.health.shutting_down();
     drop(inputs);
+    if let Some(t) = census_task {
+        // A census in a blocking call finishes on its own (bounded by its timeouts).
+        t.abort();
+    }
     // Let writes in flight finish, within a bound; new ones are not started.
     let pending = l.writes.len();
     let drained = tokio::time::timeout(l.settings.shutdown_grace, async {
@@ -427,14 +478,21 @@ impl Loop {
 
     fn on_input(&mut self, input: Input) {
         match input {
+            Input::Census(report) => self.on_census(*report),
             Input::Pv(item) => match *item {
                 FeedItem::Applied(pv) => {
                     self.index.apply(&pv);
-                    self.scheduler.mark(&pv.name_any());
+                    let name = pv.name_any();
+                    self.image_referenced(&pv);
+                    // The name is a live volume's again (a tombstone not yet written is
+                    // superseded by it).
+                    self.scheduler.memo(&name).tombstone = None;
+                    self.scheduler.mark(&name);
                 }
                 FeedItem::Deleted(pv) => {
                     let name = pv.name_any();
                     self.index.delete(&name);
+                    self.stash_tombstone(&name, &pv);
                     self.scheduler.mark(&name);
                 }
                 FeedItem::Listed => {
@@ -491,6 +549,10 @@ impl Loop {
                 // Our own writes come back here and compare equal; hand edits do not.
                 FeedItem::Applied(o) => {
                     let name = o.name_any();
+                    if is_tombstone_of(&o, self.scheduler.memo(&name).tombstone.as_deref()) {
+                        // Published (by this replica or the leader before it).
+                        self.scheduler.memo(&name).tombstone = None;
+                    }
                     self.set_published(&name, published(&o));
                     self.scheduler.mark(&name);
                     self.report_changed();
@@ -664,6 +726,143 @@ impl Loop {
         }
     }
 
+    /// Keeps the tombstone of a volume whose delete was just watched, from its last object, unless
+    /// deleting it did not leave its disk or its tombstone is already published.
+    fn stash_tombstone(&mut self, name: &str, pv: &Volume) {
+        let now_i = Instant::now();
+        let lookup = StoreLookup {
+            claims: View::new(
+                &self.stores.pvc,
+                self.health.trust(Kind::persistentvolumeclaims, now_i),
+            ),
+            classes: View::new(
+                &self.stores.sc,
+                self.health.trust(Kind::storageclasses, now_i),
+            ),
+            // Whether its image is gone is decided when the tombstone is.
+            census: None,
+        };
+        let t = crate::classify::tombstone(pv, &lookup, wall_clock());
+        let published = self.stores.vl.get(&ObjectRef::new(name));
+        let t = t.filter(|t| {
+            !published
+                .as_deref()
+                .is_some_and(|o| is_tombstone_of(o, Some(t)))
+        });
+        if let Some(t) = &t {
+            tracing::info!(pv = %name, uid = %t.volume_uid, "a PersistentVolume whose disk outlives it was deleted; its finding becomes the last record of the disk");
+        }
+        self.scheduler.memo(name).tombstone = t.map(Box::new);
+    }
+
+    /// A pool's census completed (or failed).
+    fn on_census(&mut self, report: CensusReport) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let key = report.key.clone();
+        let label = key.to_string();
+        match &report.result {
+            Ok(snap) => {
+                self.metrics.census_done(
+                    &label,
+                    snap.images.len(),
+                    report.elapsed.as_secs_f64(),
+                    report.requests,
+                );
+                if let Some(was) = cs.failing.remove(&key) {
+                    tracing::info!(pool = %label, after = %was, "the census of the pool works again");
+                } else {
+                    tracing::debug!(pool = %label, images = snap.images.len(), "census done");
+                }
+            }
+            Err(e) => {
+                self.metrics.census_failed(&label, report.requests);
+                if cs.failing.get(&key) != Some(e) {
+                    tracing::warn!(pool = %label, error = %e, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again");
+                    cs.failing.insert(key.clone(), e.clone());
+                }
+            }
+        }
+        cs.census.record(&key, report.result);
+        if !cs.census.is_trusted(&key) {
+            // Nothing is concluded: what is published stays.
+            return;
+        }
+        // Which images of the pool a volume or a tombstone names; which volumes may have lost
+        // their image (or got it back).
+        let mut referenced = std::collections::HashSet::new();
+        let mut marks: Vec<String> = Vec::new();
+        let state = &cs.census.pools[&key];
+        let (cur, prev) = (state.current.clone(), state.previous.clone());
+        let in_pool = |source: &VolumeSourceInfo| {
+            let r = image_ref(source)?;
+            matches!(cs.census.resolve(&r), Resolved::Pool(k) if *k == key).then_some(r.name)
+        };
+        for pv in self.stores.pv.state() {
+            let Some(spec) = pv.spec.as_ref() else {
+                continue;
+            };
+            if let Some(img) = in_pool(&volume_source(spec)) {
+                let now_missing = cur.as_ref().is_some_and(|c| !c.images.contains_key(&img));
+                let was_missing = prev.as_ref().is_some_and(|p| !p.images.contains_key(&img));
+                if now_missing || was_missing {
+                    marks.push(pv.name_any());
+                }
+                referenced.insert(img);
+            }
+        }
+        for o in self.stores.vl.state() {
+            let Some(s) = o.status.as_ref().filter(|_| plan::is_managed(&o)) else {
+                continue;
+            };
+            if s.reason == Reason::VolumeDeleted
+                && let Some(img) = in_pool(&s.source)
+            {
+                referenced.insert(img);
+                marks.push(o.name_any());
+            }
+            if s.reason == Reason::ImageWithoutVolume {
+                marks.push(o.name_any());
+            }
+        }
+        // Tombstones not written yet (a delete just watched) name their image too.
+        for n in self.scheduler.names_where(|st| st.memo.tombstone.is_some()) {
+            if let Some(t) = self.scheduler.memo(&n).tombstone.as_deref()
+                && let Some(img) = in_pool(&t.status.source)
+            {
+                referenced.insert(img);
+            }
+        }
+        let now = wall_clock();
+        let found = cs.census.orphans(&key, &referenced, &now);
+        cs.orphans.retain(|_, (k, _)| *k != key);
+        for f in found {
+            marks.push(f.name().to_string());
+            cs.orphans.insert(f.name().to_string(), (key.clone(), f));
+        }
+        for n in marks {
+            self.scheduler.mark(&n);
+        }
+    }
+
+    /// A volume names an image that was reported as referenced by nothing: that finding goes.
+    fn image_referenced(&mut self, pv: &Volume) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let Some(r) = pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))) else {
+            return;
+        };
+        let Resolved::Pool(key) = cs.census.resolve(&r) else {
+            return;
+        };
+        let name = crate::census::leftover_name(key, &r.name);
+        if cs.orphans.remove(&name).is_some() {
+            self.scheduler.mark(&name);
+        }
+    }
+
     /// Queues every PV and every VolumeLeftover.
     fn sweep(&mut self) {
         for o in self.stores.vl.state() {
@@ -805,6 +1004,7 @@ impl Loop {
             health: &self.health,
             metrics: &self.metrics,
             settings: &self.settings,
+            census: self.census.as_ref(),
         };
         let writes = self.scheduler.run(|name, memo| {
             let start = Instant::now();
@@ -896,6 +1096,7 @@ struct Ctx<'a> {
     health: &'a Health,
     metrics: &'a Metrics,
     settings: &'a Settings,
+    census: Option<&'a CensusState>,
 }
 
 impl Ctx<'_> {
@@ -930,16 +1131,59 @@ impl Ctx<'_> {
                 &self.stores.sc,
                 self.health.trust(Kind::storageclasses, now_i),
             ),
+            census: self.census.map(|c| &c.census),
         };
         let pv = self.stores.pv.get(&ObjectRef::new(name));
+        if let Some(pv) = pv.as_deref()
+            && let Some(e) = existing.as_deref()
+            && published_reason(e) == Some(Reason::VolumeWithoutImage)
+            && let Some(spec) = pv.spec.as_ref()
+            && lookup.image(
+                &volume_source(spec),
+                pv.metadata.creation_timestamp.as_ref(),
+            ) == ImageFound::Unknown
+        {
+            // The census cannot say now (Ceph is down): a missing image is not found again by
+            // an outage, nor is its finding cleared.
+            self.hold(memo, Some(Held::Undecided));
+            return Decision::Idle;
+        }
+        if pv.is_none()
+            && let Some(action) = self.decide_image(name, existing.as_deref(), &now)
+        {
+            self.hold(memo, None);
+            return match action {
+                Action::Nothing | Action::Foreign { .. } => Decision::Idle,
+                write => {
+                    let told = told(&write, existing.as_deref());
+                    Decision::Write((write, told))
+                }
+            };
+        }
         let verdict = pv.as_deref().map(|pv| classify(pv, &lookup, now.clone()));
         let (action, held) = match verdict {
             None => {
                 memo.observed = None;
-                (
-                    plan::plan(name, None, existing.as_deref(), &now, &now),
-                    None,
-                )
+                if is_tombstone_of_any(existing.as_deref(), memo.tombstone.as_deref()) {
+                    memo.tombstone = None;
+                }
+                let image_gone =
+                    self.tombstone_image_gone(memo.tombstone.as_deref(), existing.as_deref());
+                let action = plan::gone(
+                    name,
+                    memo.tombstone.as_deref(),
+                    existing.as_deref(),
+                    &now,
+                    self.settings.tombstone_ttl,
+                    image_gone,
+                );
+                if matches!(
+                    action,
+                    Action::Nothing | Action::Delete { .. } | Action::Foreign { .. }
+                ) {
+                    memo.tombstone = None;
+                }
+                (action, None)
             }
             Some(v) => {
                 let held = match &v {
@@ -981,8 +1225,17 @@ impl Ctx<'_> {
                 if held != Some(Held::Skipped) {
                     memo.logged = None;
                 }
-                // An acknowledgement that expires changes the state by the clock alone.
-                match plan::next_change(existing.as_deref(), &now) {
+                // An acknowledgement that expires, or a tombstone's TTL, changes the state by
+                // the clock alone.
+                let ttl = self.settings.tombstone_ttl;
+                match [
+                    plan::next_change(existing.as_deref(), &now),
+                    plan::tombstone_expires(existing.as_deref(), &now, ttl),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                {
                     Some(wait) => Decision::WaitFor(wait + Duration::from_secs(1)),
                     None => Decision::Idle,
                 }
@@ -1001,6 +1254,73 @@ impl Ctx<'_> {
                 Decision::Write((write, told))
             }
         }
+    }
+
+    /// For a name that is no PV's: the finding about an image nothing references, while the
+    /// census says so (`None`: not an image's name).
+    fn decide_image(
+        &self,
+        name: &str,
+        existing: Option<&VolumeLeftover>,
+        now: &Time,
+    ) -> Option<Action> {
+        let managed = existing.filter(|o| plan::is_managed(o));
+        let published_image = managed
+            .and_then(|o| o.status.as_ref())
+            .filter(|s| s.reason == Reason::ImageWithoutVolume);
+        let cs = match self.census {
+            Some(cs) => cs,
+            // The census was turned off: nobody vouches for these any more.
+            None => return published_image.map(|_| plan::plan(name, None, existing, now, now)),
+        };
+        if let Some((_, f)) = cs.orphans.get(name) {
+            return Some(plan::plan(
+                name,
+                Some(&Verdict::Leftover(Box::new(f.clone()))),
+                existing,
+                now,
+                now,
+            ));
+        }
+        let s = published_image?;
+        let key = s
+            .image
+            .as_ref()
+            .map(|i| PoolKey::new(&i.cluster_id, &i.pool, i.rados_namespace.as_deref()));
+        let vouched = key
+            .as_ref()
+            .is_none_or(|k| !cs.census.pools.contains_key(k) || cs.census.is_trusted(k));
+        Some(if vouched {
+            // The pool's census no longer finds it unreferenced (or the pool is no longer
+            // censused).
+            plan::plan(name, None, existing, now, now)
+        } else {
+            // The census cannot say now: what is published stays.
+            Action::Nothing
+        })
+    }
+
+    /// Whether the census shows the image of a tombstone gone (confirmed by two censuses, not in
+    /// the trash).
+    fn tombstone_image_gone(
+        &self,
+        fresh: Option<&Finding>,
+        existing: Option<&VolumeLeftover>,
+    ) -> bool {
+        let Some(cs) = self.census else {
+            return false;
+        };
+        let source = match (fresh, existing.and_then(|e| e.status.as_ref())) {
+            (Some(f), _) => &f.status.source,
+            (None, Some(s)) if s.reason == Reason::VolumeDeleted => &s.source,
+            _ => return false,
+        };
+        let Some(r) = image_ref(source) else {
+            return false;
+        };
+        // The volume existed before any census of this process.
+        let long_ago = Time(jiff::Timestamp::UNIX_EPOCH);
+        cs.census.image(&r, Some(&long_ago)) == ImageFound::Missing { in_trash: false }
     }
 
     /// Records why a name is held, keeping the gauges current.
@@ -1065,6 +1385,21 @@ fn told(action: &Action, existing: Option<&VolumeLeftover>) -> Option<Told> {
         uid: object.spec.volume_uid.clone(),
         change,
     })
+}
+
+/// Whether `o` is the operator's published tombstone of the volume `t` is about.
+fn is_tombstone_of(o: &VolumeLeftover, t: Option<&Finding>) -> bool {
+    t.is_some_and(|t| {
+        plan::is_managed(o)
+            && o.spec.volume_uid == t.volume_uid
+            && o.status
+                .as_ref()
+                .is_some_and(|s| s.reason == Reason::VolumeDeleted)
+    })
+}
+
+fn is_tombstone_of_any(o: Option<&VolumeLeftover>, t: Option<&Finding>) -> bool {
+    o.is_some_and(|o| is_tombstone_of(o, t))
 }
 
 /// What a managed VolumeLeftover publishes, for the metrics.

@@ -251,9 +251,82 @@ pub struct VolumeLeftoverStatus {
     /// Where the data lives in the storage backend: the disk or image a human must find before
     /// deciding anything.
     pub source: VolumeSourceInfo,
-    /// When the operator first published this finding. Set once and kept while the finding lasts,
-    /// across operator restarts.
+    /// When the finding began: the PersistentVolume's phase transition time (plus the grace
+    /// period) where the phase dates it, else when the operator first published it. Set once and
+    /// kept while the finding lasts, across operator restarts.
     pub first_seen: Time,
+    /// What the finding is about: the PersistentVolume, a backend image or disk without one, or
+    /// both together.
+    #[serde(default)]
+    pub subject: Subject,
+    /// When the PersistentVolume was deleted (for `VolumeDeleted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<Time>,
+    /// What the storage backend's census saw of the image (census findings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageInfo>,
+}
+
+/// An RBD image as the census saw it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInfo {
+    /// ceph-csi's cluster id of the Ceph cluster (as configured for the census).
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    /// The pool.
+    pub pool: String,
+    /// The RADOS namespace, when not the default one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rados_namespace: Option<String>,
+    /// The image's name.
+    pub name: String,
+    /// The image's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Provisioned size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<i64>,
+    /// When it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Time>,
+    /// Addresses of the clients that have it open or mapped (sorted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watchers: Vec<String>,
+    /// The owner ceph-csi recorded in the image's metadata, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<ImageOwner>,
+}
+
+/// The PersistentVolume, claim and cluster ceph-csi recorded on an image it provisioned.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageOwner {
+    /// `csi.storage.k8s.io/pv/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_name: Option<String>,
+    /// `csi.storage.k8s.io/pvc/namespace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_namespace: Option<String>,
+    /// `csi.storage.k8s.io/pvc/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_name: Option<String>,
+    /// `csi.ceph.com/cluster/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+}
+
+/// What a finding is about.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum Subject {
+    /// A PersistentVolume (and what it says about its claim and its disk).
+    #[default]
+    Volume,
+    /// A disk or image in the storage backend whose PersistentVolume is gone, or that no
+    /// PersistentVolume names.
+    Image,
+    /// A PersistentVolume and its image together (for example, the image it names is gone).
+    VolumeAndImage,
 }
 
 fn open() -> State {
@@ -297,11 +370,24 @@ pub enum Reason {
     PreboundClaimMissing,
     /// Phase Failed: the reclaim (recycle or delete) of the volume failed.
     ReclaimFailed,
+    /// The PersistentVolume was deleted, but its reclaim policy was Retain (or its delete had
+    /// failed), so the disk or image behind it was not: this object is the last record of which
+    /// disk belonged to which claim. It stays until the storage backend's census shows the image
+    /// is gone, or `--tombstone-ttl` passes; acknowledging it marks it known but keeps the record.
+    VolumeDeleted,
+    /// An RBD image in a censused pool that no PersistentVolume references, older than the
+    /// census's image grace period and not in the RBD trash (opt-in Ceph census). With
+    /// watchers it is mapped somewhere (hint `ImageInUse`); without ceph-csi's ownership metadata
+    /// it may belong to another cluster sharing the pool (hint `OwnerUnknown`).
+    ImageWithoutVolume,
+    /// The RBD image the PersistentVolume names is gone from its pool (seen missing by two
+    /// censuses in a row, the volume older than both). On a Bound volume: data loss.
+    VolumeWithoutImage,
 }
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 12] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
@@ -311,6 +397,9 @@ impl Reason {
         Reason::BoundClaimMissing,
         Reason::PreboundClaimMissing,
         Reason::ReclaimFailed,
+        Reason::VolumeDeleted,
+        Reason::ImageWithoutVolume,
+        Reason::VolumeWithoutImage,
     ];
 
     /// The reason as written in the object and its labels.
@@ -325,6 +414,9 @@ impl Reason {
             Reason::BoundClaimMissing => "BoundClaimMissing",
             Reason::PreboundClaimMissing => "PreboundClaimMissing",
             Reason::ReclaimFailed => "ReclaimFailed",
+            Reason::VolumeDeleted => "VolumeDeleted",
+            Reason::ImageWithoutVolume => "ImageWithoutVolume",
+            Reason::VolumeWithoutImage => "VolumeWithoutImage",
         }
     }
 }
@@ -353,6 +445,13 @@ pub enum Hint {
     ClaimRefIncomplete,
     /// The volume's phase is missing or not one Kubernetes defines.
     PhaseUnknown,
+    /// The RBD image has watchers: a client has it open or mapped right now.
+    ImageInUse,
+    /// The RBD image carries no ceph-csi ownership metadata naming this cluster: it may belong
+    /// to another Kubernetes cluster (or to none) sharing the pool. Check before deleting.
+    OwnerUnknown,
+    /// The RBD image is in the pool's trash: deleted, but restorable until it is purged.
+    ImageInTrash,
 }
 
 impl Hint {
@@ -367,6 +466,9 @@ impl Hint {
             Hint::ClaimRefNotAClaim => "ClaimRefNotAClaim",
             Hint::ClaimRefIncomplete => "ClaimRefIncomplete",
             Hint::PhaseUnknown => "PhaseUnknown",
+            Hint::ImageInUse => "ImageInUse",
+            Hint::OwnerUnknown => "OwnerUnknown",
+            Hint::ImageInTrash => "ImageInTrash",
         }
     }
 }
@@ -461,9 +563,15 @@ pub struct VolumeSourceInfo {
     /// CSI volume handle (`spec.csi.volumeHandle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_handle: Option<String>,
+    /// ceph-csi's cluster id (the CSI `clusterID` volume attribute).
+    #[serde(default, rename = "clusterID", skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
     /// Ceph pool: the CSI `pool` volume attribute, or the in-tree RBD pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
+    /// RADOS namespace of the image (the CSI `radosNamespace` volume attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rados_namespace: Option<String>,
     /// Ceph RBD image: the CSI `imageName` volume attribute, or the in-tree RBD image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_name: Option<String>,

@@ -7,6 +7,8 @@
 
 pub mod backoff;
 pub mod category;
+pub mod census;
+pub mod ceph;
 pub mod classify;
 pub mod cli;
 pub mod clock;
@@ -74,6 +76,9 @@ pub enum FatalError {
     /// The CRD could not be rendered.
     #[error("rendering the CRD as YAML: {0}")]
     Crd(#[from] serde_saphyr::ser::Error),
+    /// The census configuration is unusable.
+    #[error("{0}")]
+    Census(String),
 }
 
 /// Bounds every request of a client: connecting, reading (a little longer than the server's
@@ -135,6 +140,7 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
         exclusions: args.exclude.exclusions(),
         events: args.events.then(identity),
         openreports: args.openreports,
+        tombstone_ttl: args.tombstone_ttl,
         ..controller::Settings::default()
     }
 }
@@ -170,6 +176,7 @@ pub fn own_namespace() -> String {
 
 /// Runs the operator until SIGTERM or SIGINT.
 pub async fn run(args: RunArgs) -> Result<(), FatalError> {
+    let census = args.census.settings().map_err(FatalError::Census)?;
     let (client, server) = client(args.watch_timeout).await?;
     tracing::info!(%server, "starting");
     let health = Arc::new(Health::new(args.stale_after));
@@ -194,7 +201,11 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
             },
         ))
     };
-    let settings = settings(&args);
+    let mut settings = settings(&args);
+    if let Some(c) = &census {
+        tracing::info!(pools = %c.config.pools().map(|k| k.to_string()).collect::<Vec<_>>().join(","), interval_s = c.interval.as_secs(), "Ceph RBD census on");
+    }
+    settings.census = census;
     if let Some(l) = &settings.leader {
         tracing::info!(lease = %format!("{}/{}", l.namespace, l.lease_name), identity = %l.identity, "leader election on");
     }

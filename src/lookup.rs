@@ -40,12 +40,24 @@ pub enum Found<T> {
     Stale,
 }
 
-/// Read access to claims and StorageClasses.
+pub use crate::census::ImageFound;
+
+/// Read access to claims, StorageClasses and the storage backend's census.
 pub trait Lookup {
     /// The claim `namespace/name`.
     fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts>;
     /// The StorageClass `name`.
     fn class(&self, name: &str) -> Found<ClassFacts>;
+    /// What the census says about the image behind `source`, for a volume created at
+    /// `created`. Without a census: not censused.
+    fn image(
+        &self,
+        source: &crate::crd::VolumeSourceInfo,
+        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    ) -> ImageFound {
+        let _ = (source, created);
+        ImageFound::NotCensused
+    }
 }
 
 /// The facts classification needs from a claim's metadata.

@@ -62,6 +62,10 @@ async fn scan(args: ScanArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal("scan", &e),
     };
+    let census = match args.census.settings() {
+        Ok(c) => c,
+        Err(e) => return fatal("scan", &FatalError::Census(e)),
+    };
     let mut out = std::io::stdout().lock();
     let exclusions = args.exclude.exclusions();
     match volume_leftovers::scan::run(
@@ -69,6 +73,7 @@ async fn scan(args: ScanArgs) -> ExitCode {
         &server,
         args.request_timeout,
         &exclusions,
+        census.as_ref(),
         args.output,
         &mut out,
     )
@@ -77,10 +82,17 @@ async fn scan(args: ScanArgs) -> ExitCode {
         Ok((_, Outcome::Clean)) => ExitCode::SUCCESS,
         Ok((_, Outcome::Found)) => ExitCode::from(3),
         Ok((report, Outcome::Incomplete)) => {
-            eprintln!(
-                "volume-leftovers scan: the census is incomplete: the identity may not {} on {server}; rows say null where they depend on it",
-                report.missing.join(" or ")
-            );
+            if !report.missing.is_empty() {
+                eprintln!(
+                    "volume-leftovers scan: the census is incomplete: the identity may not {} on {server}; rows say null where they depend on it",
+                    report.missing.join(" or ")
+                );
+            }
+            for failed in &report.census_failed {
+                eprintln!(
+                    "volume-leftovers scan: the Ceph census of pool {failed}; nothing is said about its images"
+                );
+            }
             ExitCode::from(4)
         }
         Err(e) => fatal("scan", &FatalError::from(e)),

@@ -121,12 +121,28 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         | Reason::ClaimUnknown
         | Reason::ClaimRefInvalid
         | Reason::ReclaimFailed => (Duration::ZERO, ClockStart::Phase),
+        // The volume's delete was observed (or its absence after a relist): final, no grace.
+        Reason::VolumeDeleted => (Duration::ZERO, ClockStart::Observed),
+        // Confirmed by two censuses (and the image's own grace) before it is a finding.
+        Reason::ImageWithoutVolume | Reason::VolumeWithoutImage => {
+            (Duration::ZERO, ClockStart::Observed)
+        }
     };
     // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
     // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
     // pipeline waits the delete grace.
-    let deleting =
-        s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound");
+    let deleting = match s.reason {
+        Reason::VolumeDeleted | Reason::ImageWithoutVolume => false,
+        // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
+        // is without its image for a moment.
+        Reason::VolumeWithoutImage => {
+            s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed")
+        }
+        _ => {
+            s.reclaim_policy == "Delete"
+                && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound")
+        }
+    };
     let grace = if deleting {
         base.max(graces.delete_grace)
     } else {
@@ -313,7 +329,7 @@ pub fn desired(
         .map_or_else(|| first_seen.clone(), |s| s.first_seen.clone());
     hand_off(&mut status, f, existing, now);
     let mut o = VolumeLeftover::new(
-        &f.volume_name,
+        f.name(),
         VolumeLeftoverSpec {
             volume_name: f.volume_name.clone(),
             volume_uid: f.volume_uid.clone(),
@@ -321,26 +337,14 @@ pub fn desired(
         },
     );
     o.metadata = ObjectMeta {
-        name: Some(f.volume_name.clone()),
+        name: Some(f.name().to_string()),
         labels: Some(labels(&status)),
-        owner_references: Some(vec![owner(f)]),
+        // No ownerReference to the PV: a finding must be able to outlive its volume (a Retain
+        // volume's tombstone is the last record of its disk), and the sweep removes the others.
         ..ObjectMeta::default()
     };
     o.status = Some(status);
     o
-}
-
-fn owner(f: &Finding) -> OwnerReference {
-    OwnerReference {
-        api_version: "v1".into(),
-        kind: "PersistentVolume".into(),
-        name: f.volume_name.clone(),
-        uid: f.volume_uid.clone(),
-        // No blockOwnerDeletion: it needs delete rights on the PV under
-        // OwnerReferencesPermissionEnforcement, and nothing should wait for us.
-        block_owner_deletion: None,
-        controller: None,
-    }
 }
 
 /// State, acknowledgement covered, observed generation and conditions.
@@ -486,8 +490,9 @@ pub fn is_label_value(v: &str) -> bool {
 
 /// The JSON merge patch that makes the parts of metadata and spec this operator owns say what
 /// `want` says, or `None` when they already do. It names only those parts: our labels (a label
-/// of ours that no longer applies is set to null, which removes it), the ownerReference to the PV
-/// (the list is written whole, so the others' entries are carried over) and `spec.volumeName` /
+/// of ours that no longer applies is set to null, which removes it), the removal of an
+/// ownerReference to the PV left by an earlier version (the list is written whole, so the
+/// others' entries are carried over) and `spec.volumeName` /
 /// `spec.volumeUID`; `spec.acknowledgement` and everyone else's labels are never mentioned. It
 /// carries the resourceVersion the decision was made on: refused if the object changed since.
 fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json::Value> {
@@ -506,11 +511,12 @@ fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json
         }
     }
     let have_owners = have.metadata.owner_references.clone().unwrap_or_default();
-    let ours = want.metadata.owner_references.clone().unwrap_or_default();
-    let owners_same = ours.iter().all(|w| have_owners.contains(w))
-        && !have_owners.iter().any(|h| {
-            h.kind == "PersistentVolume" && h.name == want.spec.volume_name && !ours.contains(h)
-        });
+    // Objects written by earlier versions carry an ownerReference to their PV, which would let
+    // the garbage collector delete a tombstone with its volume: it is removed.
+    let is_ours = |h: &OwnerReference| {
+        h.api_version == "v1" && h.kind == "PersistentVolume" && h.name == want.spec.volume_name
+    };
+    let owners_same = !have_owners.iter().any(is_ours);
     let spec_same = have.spec.volume_name == want.spec.volume_name
         && have.spec.volume_uid == want.spec.volume_uid;
     if labels.is_empty() && owners_same && spec_same {
@@ -525,12 +531,8 @@ fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json
         metadata.insert("labels".into(), serde_json::Value::Object(labels));
     }
     if !owners_same {
-        // Ours replace any stale reference to an older PV of this name; the rest stay.
-        let mut list: Vec<OwnerReference> = have_owners
-            .into_iter()
-            .filter(|h| !(h.kind == "PersistentVolume" && h.name == want.spec.volume_name))
-            .collect();
-        list.extend(ours);
+        // The list is written whole: everyone else's references are carried over.
+        let list: Vec<OwnerReference> = have_owners.into_iter().filter(|h| !is_ours(h)).collect();
         metadata.insert("ownerReferences".into(), serde_json::json!(list));
     }
     let mut patch = serde_json::json!({ "metadata": metadata });
@@ -541,4 +543,79 @@ fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json
         });
     }
     Some(patch)
+}
+
+/// Decides what to write for a name whose PersistentVolume does not exist (any more).
+///
+/// `fresh` is the tombstone built from the volume's last object when its delete was watched
+/// ([`crate::classify::tombstone`]); without it, a finding published for a volume that vanished
+/// while nothing watched becomes the tombstone ([`crate::classify::tombstone_of`]), and a
+/// published tombstone stays as it is. Nothing is invented for a volume the operator never saw.
+/// A tombstone ends when a person acknowledges it (an acknowledgement that covers the
+/// `VolumeDeleted` finding: the record now lives in their ticket), when `ttl` has passed since the
+/// delete, or when the storage backend's census says the image is gone (`image_gone`); every
+/// other finding of a deleted volume is deleted.
+pub fn gone(
+    name: &str,
+    fresh: Option<&Finding>,
+    existing: Option<&VolumeLeftover>,
+    now: &Time,
+    ttl: Option<Duration>,
+    image_gone: bool,
+) -> Action {
+    let tombstone = fresh.cloned().or_else(|| {
+        let e = existing.filter(|o| is_managed(o))?;
+        let s = e.status.as_ref()?;
+        if s.reason == Reason::VolumeDeleted {
+            Some(Finding {
+                volume_name: e.spec.volume_name.clone(),
+                volume_uid: e.spec.volume_uid.clone(),
+                storage_class_name: s.storage_class.as_ref().map(|c| c.name.clone()),
+                status: s.clone(),
+                object_name: None,
+            })
+        } else {
+            crate::classify::tombstone_of(s, &e.spec.volume_name, &e.spec.volume_uid, now)
+        }
+    });
+    let Some(t) = tombstone else {
+        return plan(name, None, existing, now, now);
+    };
+    let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
+    let expired = ttl.is_some_and(|ttl| add(&deleted_at, ttl).0 <= now.0);
+    if expired || image_gone {
+        return plan(name, None, existing, now, now);
+    }
+    let action = plan(
+        name,
+        Some(&Verdict::Leftover(Box::new(t))),
+        existing,
+        &deleted_at,
+        now,
+    );
+    let state = match &action {
+        Action::Create { object } | Action::Apply { object, .. } => {
+            object.status.as_ref().map(|s| s.state)
+        }
+        Action::Nothing => existing.and_then(|e| e.status.as_ref()).map(|s| s.state),
+        Action::Delete { .. } | Action::Foreign { .. } => None,
+    };
+    if state == Some(State::Acknowledged) {
+        return plan(name, None, existing, now, now);
+    }
+    action
+}
+
+/// When a published tombstone's `ttl` runs out, if it has not.
+pub fn tombstone_expires(
+    existing: Option<&VolumeLeftover>,
+    now: &Time,
+    ttl: Option<Duration>,
+) -> Option<Duration> {
+    let s = existing?.status.as_ref()?;
+    if s.reason != Reason::VolumeDeleted {
+        return None;
+    }
+    let end = add(s.deleted_at.as_ref()?, ttl?);
+    Duration::try_from(end.0.duration_since(now.0)).ok()
 }

@@ -5,6 +5,26 @@
 //! people read what they wrote and tools can add it up. A fraction of a byte rounds up, as the
 //! API server does when it canonicalises a quantity.
 
+/// A number of bytes as a quantity, in the largest binary unit that divides it (`10Gi`,
+/// `1536Mi`, `1000`).
+pub fn format_bytes(b: i64) -> String {
+    const UNITS: [(&str, u32); 6] = [
+        ("Ei", 60),
+        ("Pi", 50),
+        ("Ti", 40),
+        ("Gi", 30),
+        ("Mi", 20),
+        ("Ki", 10),
+    ];
+    for (unit, shift) in UNITS {
+        let size = 1i64 << shift;
+        if b != 0 && b % size == 0 {
+            return format!("{}{unit}", b / size);
+        }
+    }
+    b.to_string()
+}
+
 /// The number of bytes a quantity stands for; `None` when it is not a quantity, is negative, or
 /// does not fit an `i64`.
 pub fn bytes(q: &str) -> Option<i64> {

@@ -7,7 +7,7 @@
 //! the few findings that rest on a claim being absent from a Bound or pre-bound volume are
 //! checked again with one GET each before they are printed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
@@ -18,7 +18,9 @@ use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
 use crate::category::{Category, describe};
-use crate::classify::{Finding, Verdict, classify};
+use crate::census::{Census, ImageFound, PoolKey, image_ref};
+use crate::ceph::CensusSettings;
+use crate::classify::{Finding, Verdict, classify, volume_source};
 use crate::clock::wall_clock;
 use crate::crd::{Hint, Reason};
 use crate::exclude::Exclusions;
@@ -63,6 +65,8 @@ pub struct Facts {
     pub claims: Option<HashMap<(String, String), ClaimFacts>>,
     /// StorageClasses by name; `None` when classes could not be read (403).
     pub classes: Option<HashMap<String, ClassFacts>>,
+    /// The storage backend's census, when asked for.
+    pub census: Option<std::sync::Arc<Census>>,
 }
 
 impl Lookup for Facts {
@@ -82,6 +86,17 @@ impl Lookup for Facts {
             Some(m) => m.get(name).cloned().map_or(Found::Absent, Found::Yes),
         }
     }
+
+    fn image(
+        &self,
+        source: &crate::crd::VolumeSourceInfo,
+        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    ) -> ImageFound {
+        match (&self.census, image_ref(source)) {
+            (Some(c), Some(r)) => c.image(&r, created),
+            _ => ImageFound::NotCensused,
+        }
+    }
 }
 
 /// What a scan found.
@@ -92,6 +107,10 @@ pub struct Report {
     /// Permissions that were missing (`list persistentvolumeclaims`, ...): the census is
     /// incomplete and its rows say null where they depend on them.
     pub missing: Vec<String>,
+    /// Pools whose Ceph census failed, and why: nothing is said about their images.
+    pub census_failed: Vec<String>,
+    /// The images each censused pool's volumes name.
+    pub referenced: HashMap<PoolKey, HashSet<String>>,
 }
 
 const PAGE: u32 = 500;
@@ -170,14 +189,19 @@ pub async fn read(
     server: &str,
     timeout: Duration,
     exclusions: &Exclusions,
+    census: Option<std::sync::Arc<Census>>,
 ) -> Result<Report, ScanError> {
     let r = Reader {
         client,
         server: server.to_string(),
         timeout,
     };
-    let mut facts = Facts::default();
+    let mut facts = Facts {
+        census,
+        ..Facts::default()
+    };
     let mut missing = Vec::new();
+    let mut referenced: HashMap<PoolKey, HashSet<String>> = HashMap::new();
 
     let pvc_api: Api<PersistentVolumeClaim> = Api::all(r.client.clone());
     let mut claims = HashMap::new();
@@ -241,6 +265,13 @@ pub async fn read(
                     .as_ref()
                     .and_then(|s| s.storage_class_name.as_deref());
                 pv.excluded = exclusions.why(pv.metadata.labels.as_ref(), class);
+                if let (Some(c), Some(r)) = (
+                    facts.census.as_deref(),
+                    pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),
+                ) && let crate::census::Resolved::Pool(key) = c.resolve(&r)
+                {
+                    referenced.entry(key.clone()).or_default().insert(r.name);
+                }
                 match classify(&pv, &facts, now.clone()) {
                     Verdict::Leftover(f) => {
                         if rests_on_absence(&f) {
@@ -282,7 +313,12 @@ pub async fn read(
         }
     }
     findings.sort_by(|a, b| a.volume_name.cmp(&b.volume_name));
-    Ok(Report { findings, missing })
+    Ok(Report {
+        findings,
+        missing,
+        census_failed: Vec::new(),
+        referenced,
+    })
 }
 
 /// Findings that say a claim of a Bound or pre-bound volume does not exist.
@@ -378,7 +414,8 @@ fn line(f: &Finding) -> Line<'_> {
     let claim = s.claim.as_ref();
     let class = s.storage_class.as_ref();
     Line {
-        name: &f.volume_name,
+        // A finding about an image no volume names goes by its VolumeLeftover's name.
+        name: f.name(),
         phase: &s.phase,
         reclaim: &s.reclaim_policy,
         // As the original tool: no claim string unless both parts are there, and a PV without
@@ -523,18 +560,68 @@ pub enum Outcome {
 }
 
 /// Reads the cluster and writes the report.
+///
+/// With a census: every pool is listed twice (an image missing from both is missing), the PVs
+/// are classified against that, and the images no PV names are listed a third time with their
+/// details (owner metadata, age, watchers) before they are reported.
 pub async fn run(
     client: Client,
     server: &str,
     timeout: Duration,
     exclusions: &Exclusions,
+    census: Option<&CensusSettings>,
     format: Format,
     out: &mut impl Write,
 ) -> Result<(Report, Outcome), ScanError> {
-    let report = read(client, server, timeout, exclusions).await?;
+    let mut state = None;
+    if let Some(cs) = census {
+        let mut c = Census::new(&cs.config, cs.image_grace);
+        for _ in 0..2 {
+            crate::ceph::census_once(cs, &mut c, &HashMap::new()).await;
+        }
+        state = Some(c);
+    }
+    let mut report = read(
+        client,
+        server,
+        timeout,
+        exclusions,
+        state.clone().map(std::sync::Arc::new),
+    )
+    .await?;
+    if let (Some(cs), Some(mut c)) = (census, state) {
+        let wanted: HashMap<PoolKey, HashSet<String>> = c
+            .pools
+            .iter()
+            .filter_map(|(k, st)| {
+                let cur = st.current.as_ref()?;
+                let refs = report.referenced.get(k);
+                Some((
+                    k.clone(),
+                    cur.images
+                        .keys()
+                        .filter(|n| refs.is_none_or(|r| !r.contains(*n)))
+                        .cloned()
+                        .collect(),
+                ))
+            })
+            .collect();
+        for r in crate::ceph::census_once(cs, &mut c, &wanted).await {
+            if let Err(e) = r.result {
+                report.census_failed.push(format!("{}: {e}", r.key));
+            }
+        }
+        let now = wall_clock();
+        let empty = HashSet::new();
+        let keys: Vec<PoolKey> = c.pools.keys().cloned().collect();
+        for k in keys {
+            let refs = report.referenced.get(&k).unwrap_or(&empty);
+            report.findings.extend(c.orphans(&k, refs, &now));
+        }
+    }
     write_report(out, &report.findings, format)?;
     out.flush()?;
-    let outcome = if !report.missing.is_empty() {
+    let outcome = if !report.missing.is_empty() || !report.census_failed.is_empty() {
         Outcome::Incomplete
     } else if report.findings.is_empty() {
         Outcome::Clean

@@ -84,6 +84,9 @@ pub struct Memo {
     pub held: Option<Held>,
     /// The last line logged about this name (a skip or a foreign object), to log once per change.
     pub logged: Option<String>,
+    /// The tombstone of a volume whose delete was watched (built from its last object), until it
+    /// is published or given up.
+    pub tombstone: Option<Box<crate::classify::Finding>>,
 }
 
 impl Memo {

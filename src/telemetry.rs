@@ -283,6 +283,11 @@ struct WriteLabel {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PoolLabel {
+    pool: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabel {
     reason: &'static str,
 }
@@ -328,6 +333,12 @@ pub struct Metrics {
     in_flight: Gauge,
     leader: Gauge,
     leader_transitions: Counter,
+    census_up: Family<PoolLabel, Gauge>,
+    census_images: Family<PoolLabel, Gauge>,
+    census_duration: Family<PoolLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    census_requests: Family<PoolLabel, Counter>,
+    census_runs: Family<PoolLabel, Counter>,
+    census_failures: Family<PoolLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -456,7 +467,50 @@ impl Default for Metrics {
             "Times this replica became the leader",
             leader_transitions.clone(),
         );
+        let census_up = Family::<PoolLabel, Gauge>::default();
+        registry.register(
+            "census_up",
+            "1 when the last census of the pool (cluster/pool[/namespace]) completed, 0 when it failed or has not run (its answers are Unknown)",
+            census_up.clone(),
+        );
+        let census_images = Family::<PoolLabel, Gauge>::default();
+        registry.register(
+            "census_images",
+            "Images listed by the last complete census of the pool",
+            census_images.clone(),
+        );
+        let census_duration =
+            Family::<PoolLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "census_duration_seconds",
+            "How long the last census of the pool took",
+            census_duration.clone(),
+        );
+        let census_requests = Family::<PoolLabel, Counter>::default();
+        registry.register(
+            "census_requests",
+            "librados/librbd calls made by censuses of the pool",
+            census_requests.clone(),
+        );
+        let census_runs = Family::<PoolLabel, Counter>::default();
+        registry.register(
+            "census_runs",
+            "Censuses of the pool that completed",
+            census_runs.clone(),
+        );
+        let census_failures = Family::<PoolLabel, Counter>::default();
+        registry.register(
+            "census_failures",
+            "Censuses of the pool that failed (connection, timeout, refusal)",
+            census_failures.clone(),
+        );
         Metrics {
+            census_up,
+            census_images,
+            census_duration,
+            census_requests,
+            census_runs,
+            census_failures,
             registry,
             watch_errors,
             relists,
@@ -484,6 +538,33 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Records a completed census of `pool`.
+    pub fn census_done(&self, pool: &str, images: usize, seconds: f64, requests: u64) {
+        let l = PoolLabel { pool: pool.into() };
+        self.census_up.get_or_create(&l).set(1);
+        self.census_images
+            .get_or_create(&l)
+            .set(i64::try_from(images).unwrap_or(i64::MAX));
+        self.census_duration.get_or_create(&l).set(seconds);
+        self.census_requests.get_or_create(&l).inc_by(requests);
+        self.census_runs.get_or_create(&l).inc();
+    }
+
+    /// Records a failed census of `pool`.
+    pub fn census_failed(&self, pool: &str, requests: u64) {
+        let l = PoolLabel { pool: pool.into() };
+        self.census_up.get_or_create(&l).set(0);
+        self.census_requests.get_or_create(&l).inc_by(requests);
+        self.census_failures.get_or_create(&l).inc();
+    }
+
+    /// Exposes a pool that has not been censused yet.
+    pub fn census_pending(&self, pool: &str) {
+        self.census_up
+            .get_or_create(&PoolLabel { pool: pool.into() })
+            .set(0);
+    }
+
     /// Counts a failed list or watch.
     pub fn watch_error(&self, kind: Kind, category: Category) {
         self.watch_errors

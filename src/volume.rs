@@ -102,6 +102,11 @@ pub struct CsiAttributes {
     pub pool: Option<String>,
     /// `imageName`.
     pub image_name: Option<String>,
+    /// `clusterID` (ceph-csi's id of the Ceph cluster).
+    #[serde(rename = "clusterID")]
+    pub cluster_id: Option<String>,
+    /// `radosNamespace`.
+    pub rados_namespace: Option<String>,
 }
 
 /// `spec.rbd`.

@@ -648,6 +648,9 @@ fn mariadb_status_is_observed_field_by_field() {
         volume_mode,
         source,
         first_seen,
+        subject,
+        deleted_at,
+        image,
     } = f.status;
     assert_eq!(reason, Reason::ClaimDeleted);
     assert_eq!(
@@ -695,11 +698,16 @@ fn mariadb_status_is_observed_field_by_field() {
             volume_handle: Some("0001-0009-rook-ceph-0000000000000002-mariadb".into()),
             pool: Some("replicapool".into()),
             image_name: Some("csi-vol-mariadb".into()),
+            cluster_id: None,
+            rados_namespace: None,
             disk_name: None,
             path: None,
         }
     );
     assert_eq!(first_seen, now());
+    assert_eq!(subject, crate::crd::Subject::Volume);
+    assert_eq!(deleted_at, None);
+    assert_eq!(image, None);
 }
 
 #[test]
@@ -794,6 +802,8 @@ fn csi_source_reports_driver_handle_pool_and_image() {
             volume_handle: Some("handle".into()),
             pool: Some("p".into()),
             image_name: Some("img".into()),
+            cluster_id: Some("x".into()),
+            rados_namespace: None,
             disk_name: None,
             path: None,
         }

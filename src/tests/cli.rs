@@ -103,9 +103,20 @@ fn run_defaults() {
         lease_duration,
         events,
         openreports,
+        tombstone_ttl,
         exclude,
+        census,
     } = r;
+    assert_eq!(census.census_config, None, "the Ceph census is opt-in");
+    assert_eq!(census.census_interval, Duration::from_secs(600));
+    assert_eq!(census.census_image_grace, Duration::from_secs(3600));
+    assert_eq!(census.census_timeout, Duration::from_secs(10));
+    assert!(census.settings().expect("no file to read").is_none());
     assert!(!openreports, "the OpenReports mirror is opt-in");
+    assert_eq!(
+        tombstone_ttl, None,
+        "tombstones stay until acknowledged unless asked"
+    );
     assert!(events, "Events on the PVs are on unless turned off");
     assert!(exclude.storage_classes.is_empty() && exclude.selector.is_none());
     assert!(!leader_elect, "one process is the only writer unless asked");
@@ -121,6 +132,13 @@ fn run_defaults() {
     assert_eq!(request_timeout, Duration::from_secs(30));
     assert_eq!(watch_timeout, Duration::from_secs(290));
     assert_eq!(page_size, 500);
+}
+
+#[test]
+fn tombstone_ttl_is_a_duration() {
+    let r = run_args(&["volume-leftovers", "run", "--tombstone-ttl", "720h"]);
+    assert_eq!(r.tombstone_ttl, Some(Duration::from_secs(720 * 3600)));
+    assert!(parse(&["volume-leftovers", "run", "--tombstone-ttl", "-1h"]).is_err());
 }
 
 #[test]

@@ -125,6 +125,9 @@ fn reason_all_lists_every_reason_once() {
             Reason::BoundClaimMissing => 6,
             Reason::PreboundClaimMissing => 7,
             Reason::ReclaimFailed => 8,
+            Reason::VolumeDeleted => 9,
+            Reason::ImageWithoutVolume => 10,
+            Reason::VolumeWithoutImage => 11,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
@@ -144,6 +147,9 @@ fn hint_as_str_is_its_serialised_form() {
         Hint::ClaimRefNotAClaim,
         Hint::ClaimRefIncomplete,
         Hint::PhaseUnknown,
+        Hint::ImageInUse,
+        Hint::OwnerUnknown,
+        Hint::ImageInTrash,
     ] {
         assert_eq!(
             serde_json::to_value(h).expect("json"),

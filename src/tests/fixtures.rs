@@ -324,6 +324,7 @@ pub fn lookup() -> FakeLookup {
     Facts {
         claims: Some(HashMap::new()),
         classes: Some(HashMap::new()),
+        census: None,
     }
 }
 

@@ -613,19 +613,49 @@ fn an_extra_owner_reference_added_by_someone_else_is_not_ours_to_change() {
 }
 
 #[test]
-fn a_removed_owner_reference_of_ours_is_restored() {
+fn an_owner_reference_to_the_pv_left_by_an_earlier_version_is_removed_and_the_others_kept() {
+    // It would let the garbage collector delete the finding with its volume: a Retain volume's
+    // tombstone must outlive it.
     let f = mariadb_finding();
     let mut existing = published(&f);
-    existing.metadata.owner_references = None;
-    let (_, meta, status) = expect_apply(plan(
+    let audit = OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: "audit".into(),
+        uid: "cm-uid".into(),
+        ..OwnerReference::default()
+    };
+    existing.metadata.owner_references = Some(vec![
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "PersistentVolume".into(),
+            name: "mariadb-pv".into(),
+            uid: "pv-uid-mariadb-pv".into(),
+            ..OwnerReference::default()
+        },
+        audit.clone(),
+    ]);
+    match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
         Some(&existing),
         &now(),
         &now(),
-    ));
-    assert!(meta);
-    assert!(!status);
+    ) {
+        Action::Apply {
+            meta: Some(patch),
+            status: false,
+            ..
+        } => {
+            assert_eq!(
+                patch["metadata"]["ownerReferences"],
+                serde_json::json!([audit])
+            );
+            assert!(patch["metadata"].get("labels").is_none(), "{patch}");
+            assert!(patch.get("spec").is_none(), "{patch}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -720,7 +750,7 @@ fn mariadb_recreated_later() -> Finding {
 }
 
 #[test]
-fn a_pv_recreated_under_the_same_name_updates_spec_and_owner_reference() {
+fn a_pv_recreated_under_the_same_name_updates_spec() {
     let existing = published(&mariadb_finding());
     let again = mariadb_recreated_later();
     let (object, meta, _) = expect_apply(plan(
@@ -732,9 +762,7 @@ fn a_pv_recreated_under_the_same_name_updates_spec_and_owner_reference() {
     ));
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-new");
-    let owners = object.metadata.owner_references.expect("owner references");
-    assert_eq!(owners.len(), 1);
-    assert_eq!(owners[0].uid, "pv-uid-new");
+    assert_eq!(object.metadata.owner_references, None);
 }
 
 #[test]
@@ -974,19 +1002,11 @@ fn an_invalid_class_name_gets_no_label() {
 }
 
 #[test]
-fn desired_object_has_one_owner_reference_to_the_pv_without_block_owner_deletion() {
+fn desired_object_has_no_owner_reference() {
+    // Findings are not garbage-collected with their volume: a tombstone must outlive it, and
+    // the sweep deletes the rest.
     let o = desired(&mariadb_finding(), None, &now(), &now());
-    assert_eq!(
-        o.metadata.owner_references,
-        Some(vec![OwnerReference {
-            api_version: "v1".into(),
-            kind: "PersistentVolume".into(),
-            name: "mariadb-pv".into(),
-            uid: "pv-uid-mariadb-pv".into(),
-            block_owner_deletion: None,
-            controller: None,
-        }])
-    );
+    assert_eq!(o.metadata.owner_references, None);
 }
 
 #[test]
@@ -1240,4 +1260,276 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
         later.status, first.status,
         "nothing changed: the same bytes"
     );
+}
+
+// ---- Volumes that are gone: tombstones ----
+
+use crate::classify::{leaves_a_disk, tombstone};
+use crate::crd::Subject;
+use crate::plan::{gone, tombstone_expires};
+
+/// The mariadb PV as the watch's Delete event shows it: deletion requested an hour before now.
+fn mariadb_deleted() -> Finding {
+    let pv = mariadb_pv().terminating(now_plus(-3600), []);
+    tombstone(
+        &Volume::from(&pv),
+        &lookup().with_class("standard", "Retain"),
+        now(),
+    )
+    .expect("a Retain volume's delete leaves its disk")
+}
+
+/// What the API server stores after `action` (a create or an apply).
+#[track_caller]
+fn stored(action: Action) -> VolumeLeftover {
+    match action {
+        Action::Create { object } | Action::Apply { object, .. } => {
+            let mut o = (*object).stored_as("vl-uid-1");
+            // The server keeps the acknowledgement a person wrote; apply never sends it.
+            o.metadata.generation = Some(1);
+            o
+        }
+        other => panic!("expected a write, got {other:?}"),
+    }
+}
+
+#[test]
+fn only_a_delete_that_leaves_the_disk_makes_a_tombstone() {
+    assert!(leaves_a_disk("Retain", "Released"));
+    assert!(leaves_a_disk("Retain", "Available"));
+    assert!(
+        leaves_a_disk("Recycle", "Released"),
+        "recycling scrubs, never deletes"
+    );
+    assert!(leaves_a_disk("Delete", "Failed"), "its delete had failed");
+    assert!(
+        !leaves_a_disk("Delete", "Released"),
+        "a normal dynamic delete"
+    );
+    assert!(!leaves_a_disk("Delete", "Bound"));
+    let deleting = pv("d").delete().released().terminating(now(), []);
+    assert_eq!(tombstone(&Volume::from(&deleting), &lookup(), now()), None);
+}
+
+#[test]
+fn a_watched_delete_of_a_retain_volume_creates_its_tombstone_dated_by_the_delete() {
+    let t = mariadb_deleted();
+    let o = expect_create(gone("mariadb-pv", Some(&t), None, &now(), None, false));
+    let s = o.status.expect("status");
+    assert_eq!(s.reason, Reason::VolumeDeleted);
+    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.deleted_at, Some(now_plus(-3600)));
+    assert_eq!(s.first_seen, now_plus(-3600));
+    assert_eq!(s.state, State::Open);
+    assert!(
+        s.message.contains("RBD image replicapool/csi-vol-mariadb")
+            && s.message.contains("claim mariadb/mariadb")
+            && s.message
+                .ends_with("Not checked against the storage backend."),
+        "{}",
+        s.message
+    );
+    assert!(!s.hints.contains(&crate::crd::Hint::VolumeTerminating));
+    // Everything the PV said is kept: the record of the disk.
+    assert_eq!(
+        s.source.volume_handle.as_deref(),
+        Some("0001-0009-rook-ceph-0000000000000002-mariadb")
+    );
+    assert_eq!(s.capacity_bytes, Some(250 * 1024 * 1024));
+    assert_eq!(
+        s.claim.expect("claim").uid.as_deref(),
+        Some("uid-mariadb-1")
+    );
+    assert_eq!(o.spec.volume_uid, "pv-uid-mariadb-pv");
+    assert_eq!(
+        o.metadata.labels.expect("labels")[LABEL_REASON],
+        "VolumeDeleted"
+    );
+}
+
+#[test]
+fn a_watched_delete_turns_the_published_finding_into_the_tombstone_keeping_first_seen() {
+    let existing = published(&mariadb_finding());
+    let first_seen = existing.status.as_ref().expect("status").first_seen.clone();
+    let (o, _, status) = expect_apply(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        Some(&existing),
+        &now(),
+        None,
+        false,
+    ));
+    assert!(status);
+    let s = o.status.expect("status");
+    assert_eq!(s.reason, Reason::VolumeDeleted);
+    assert_eq!(s.first_seen, first_seen);
+}
+
+#[test]
+fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombstone() {
+    let existing = published(&mariadb_finding());
+    let (o, _, _) = expect_apply(gone(
+        "mariadb-pv",
+        None,
+        Some(&existing),
+        &now(),
+        None,
+        false,
+    ));
+    let s = o.status.as_ref().expect("status");
+    assert_eq!(s.reason, Reason::VolumeDeleted);
+    assert_eq!(s.deleted_at, Some(now()));
+    assert!(
+        s.message.contains("while the operator was not watching"),
+        "{}",
+        s.message
+    );
+    // Read back, it stays as it is, at any later time (a restart, a resync).
+    let back = stored(Action::Apply {
+        object: Box::new(o),
+        meta: None,
+        status: true,
+    });
+    expect_nothing(gone(
+        "mariadb-pv",
+        None,
+        Some(&back),
+        &now_plus(86400),
+        None,
+        false,
+    ));
+}
+
+#[test]
+fn a_finding_of_a_delete_policy_volume_that_is_gone_is_deleted() {
+    let mut existing = published(&mariadb_finding());
+    existing.status.as_mut().expect("status").reclaim_policy = "Delete".into();
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&existing),
+        &now(),
+        None,
+        false,
+    ));
+}
+
+#[test]
+fn nothing_is_invented_for_a_volume_never_seen() {
+    expect_nothing(gone("mariadb-pv", None, None, &now(), None, false));
+}
+
+#[test]
+fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
+    let t = stored(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        None,
+        &now(),
+        None,
+        false,
+    ));
+    let ttl = Some(Duration::from_secs(7200));
+    // Deleted an hour ago: an hour left.
+    expect_nothing(gone("mariadb-pv", None, Some(&t), &now(), ttl, false));
+    assert_eq!(
+        tombstone_expires(Some(&t), &now(), ttl),
+        Some(Duration::from_secs(3600))
+    );
+    assert_eq!(tombstone_expires(Some(&t), &now(), None), None);
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&t),
+        &now_plus(3600),
+        ttl,
+        false,
+    ));
+}
+
+#[test]
+fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
+    let t = stored(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        None,
+        &now(),
+        None,
+        false,
+    ));
+    expect_delete(gone("mariadb-pv", None, Some(&t), &now(), None, true));
+}
+
+#[test]
+fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_finding_is_not_enough()
+ {
+    let t = stored(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        None,
+        &now(),
+        None,
+        false,
+    ));
+    // A person acknowledges the tombstone: the record now lives in their ticket.
+    let mut acked = t.clone();
+    acked.spec.acknowledgement = Some(ack("OPS-7", None));
+    expect_delete(gone("mariadb-pv", None, Some(&acked), &now(), None, false));
+    // The acknowledgement covered the ClaimDeleted finding before the volume was deleted: the
+    // deletion is news, the state is Superseded, and the record stays.
+    let mut earlier = published(&mariadb_finding());
+    earlier.spec.acknowledgement = Some(ack("OPS-6", None));
+    let earlier = stored(plan(
+        "mariadb-pv",
+        Some(&leftover(&mariadb_finding())),
+        Some(&earlier),
+        &now(),
+        &now(),
+    ));
+    let (o, _, _) = expect_apply(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        Some(&earlier),
+        &now(),
+        None,
+        false,
+    ));
+    assert_eq!(o.status.expect("status").state, State::Superseded);
+}
+
+#[test]
+fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
+    let mut foreign = published(&mariadb_finding()).without_label(MANAGED_BY);
+    foreign.metadata.labels = None;
+    assert!(!is_managed(&foreign));
+    assert!(matches!(
+        gone(
+            "mariadb-pv",
+            Some(&mariadb_deleted()),
+            Some(&foreign),
+            &now(),
+            None,
+            false
+        ),
+        Action::Foreign { .. }
+    ));
+    expect_nothing(gone(
+        "mariadb-pv",
+        None,
+        Some(&foreign),
+        &now(),
+        None,
+        false,
+    ));
+}
+
+#[track_caller]
+fn expect_delete(a: Action) {
+    match a {
+        Action::Delete { name, uid } => {
+            assert_eq!(name, "mariadb-pv");
+            assert_eq!(uid.as_deref(), Some("vl-uid-1"));
+        }
+        other => panic!("expected Delete, got {other:?}"),
+    }
 }

@@ -264,6 +264,10 @@ proptest! {
                 prop_assert_eq!(lookup, Some(Found::Absent));
             }
             Reason::ReclaimFailed => prop_assert_eq!(phase, "Failed"),
+            Reason::VolumeDeleted => prop_assert!(false, "a tombstone from a live volume"),
+            Reason::ImageWithoutVolume | Reason::VolumeWithoutImage => {
+                prop_assert!(false, "a census finding without a census")
+            }
         }
         let class = text(&v, &["spec", "storageClassName"]);
         let class_found = class.map(|c| w.class(c));

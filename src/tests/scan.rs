@@ -62,6 +62,7 @@ fn mariadb_facts() -> Facts {
     Facts {
         claims: claims(&[]),
         classes: classes(&[("standard", "Retain")]),
+        census: None,
     }
 }
 
@@ -141,6 +142,7 @@ fn findings_are_sorted_by_name_and_leave_out_healthy_and_skipped_pvs() {
     let facts = Facts {
         claims: claims(&[("ns", "h", "uid-h")]),
         classes: classes(&[]),
+        census: None,
     };
     let names: Vec<String> = scan_of(&pvs, &facts)
         .into_iter()

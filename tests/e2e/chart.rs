@@ -825,10 +825,40 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--log=info,volume_leftovers=debug",
             "--grace=5m",
             "--delete-grace=1h",
+            "--tombstone-ttl=2160h",
+            "--census-config=/etc/volume-leftovers/census/census.yaml",
+            "--census-interval=5m",
+            "--census-image-grace=1h",
+            "--census-timeout=10s",
             "--concurrency=8",
             "--resync=10m",
         ]
     );
+    // The census: its configuration, as the operator parses it, and the keys' Secret mounted.
+    let census = docs
+        .iter()
+        .find(|d| d.kind() == "ConfigMap" && d.name() == format!("{fullname}-census"))
+        .expect("the census ConfigMap");
+    let config = volume_leftovers::census::CensusConfig::parse(
+        census.value["data"]["census.yaml"].as_str().unwrap(),
+    )
+    .expect("the operator accepts the chart's census configuration");
+    assert_eq!(config.cluster_name.as_deref(), Some("prod-eu-1"));
+    assert_eq!(
+        config.pools().map(|k| k.to_string()).collect::<Vec<_>>(),
+        [
+            "4a7d1c2e-0000-4000-8000-000000000001/replicapool",
+            "4a7d1c2e-0000-4000-8000-000000000001/shared/team-a"
+        ]
+    );
+    assert_eq!(
+        config.clusters[0].key_file.as_deref(),
+        Some(std::path::Path::new(
+            "/etc/volume-leftovers/ceph-keys/4a7d1c2e-0000-4000-8000-000000000001"
+        ))
+    );
+    let pod_spec = &one(&docs, "Deployment").value["spec"]["template"]["spec"];
+    assert_eq!(pod_spec["volumes"][1]["secret"]["secretName"], "ceph-keys");
     let pod = spec.template.spec.as_ref().unwrap();
     let c = &pod.containers[0];
     assert_eq!(
@@ -900,7 +930,10 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
         "{}",
         rule["spec"]["groups"][0]["rules"][0]
     );
-    let dash = one(&docs, "ConfigMap");
+    let dash = docs
+        .iter()
+        .find(|d| d.kind() == "ConfigMap" && d.name().ends_with("-dashboard"))
+        .expect("the dashboard ConfigMap");
     assert_eq!(dash.name(), format!("{fullname}-dashboard"));
     assert_eq!(dash.value["metadata"]["labels"]["grafana_dashboard"], "1");
     assert_eq!(

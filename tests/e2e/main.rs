@@ -2,6 +2,7 @@
 //! built from Go modules by controlplane/build.sh). One test binary, so each shared control
 //! plane is started once.
 
+mod census;
 mod ceph;
 mod chart;
 mod deploy;
@@ -15,4 +16,5 @@ mod operator;
 mod quiet;
 mod startup;
 mod support;
+mod tombstone;
 mod trust;

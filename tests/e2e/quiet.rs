@@ -85,14 +85,25 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
             .message
             .contains("held by finalizer kubernetes.io/pv-protection"),
     );
-    // Once it is no longer Bound, pv-protection lets it go; GC is off here, so the operator
-    // itself deletes the finding of the deleted PV.
+    // Once it is no longer Bound, pv-protection lets it go. Its reclaim policy was Retain: its
+    // disk is left, and the finding becomes the disk's last record, dated by the delete request.
     set_pv_phase(&pvs, &lying, "Available").await;
     wait_for("the PV to be gone", Duration::from_secs(30), || async {
         matches!(pvs.get_opt(&lying).await, Ok(None)).then_some(())
     })
     .await;
-    wait_leftover_gone(&leftovers, &lying).await;
+    let vl = wait_leftover(&leftovers, &lying, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let s = vl.status.unwrap();
+    assert!(s.deleted_at.is_some());
+    assert!(
+        !s.hints
+            .contains(&volume_leftovers::crd::Hint::VolumeTerminating),
+        "{:?}",
+        s.hints
+    );
     operator.stop().await;
     delete(&pvs, &healthy).await;
     delete(&Api::<Namespace>::all(admin), &ns).await;
@@ -173,9 +184,21 @@ async fn released_without_claim_and_claim_still_present_are_reported() {
     set_pv_phase(&pvs, &bare, "Available").await;
     wait_leftover_gone(&leftovers, &bare).await;
 
-    // The PV is deleted: no garbage collector here, the operator deletes the finding.
+    // The PV is deleted: its reclaim policy was Retain, so its disk outlives it and the finding
+    // becomes the disk's last record.
     delete(&pvs, &still).await;
-    wait_leftover_gone(&leftovers, &still).await;
+    let vl = wait_leftover(&leftovers, &still, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let s = vl.status.unwrap();
+    assert_eq!(s.claim.unwrap().name.as_deref(), Some("data"));
+    assert!(
+        s.message
+            .contains(&format!("the hostPath storage at /mnt/data/{still}")),
+        "{}",
+        s.message
+    );
     operator.stop().await;
     delete(&pvs, &bare).await;
     delete(&Api::<Namespace>::all(admin), &ns).await;
@@ -197,7 +220,8 @@ fn etcd(cp: &ControlPlane, path: &str, body: &str) -> serde_json::Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap() {
+async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and_keeps_tombstones()
+{
     let _lock = operator_lock(Flavor::Quiet).await;
     let cp = quiet();
     let admin = cp.admin().await;
@@ -211,18 +235,29 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap() {
         "Released",
     )
     .await;
+    // A Delete-policy volume whose delete hangs: published after the delete grace.
+    let doomed = unique("doomed");
+    let mut p = pv(&doomed, "", "1Gi", "Delete");
+    let spec = p.spec.as_mut().unwrap();
+    spec.storage_class_name = None;
+    spec.claim_ref = Some(claim_ref("nowhere", "doomed", "uid-doomed"));
+    create(&pvs, &p).await;
+    set_pv_phase(&pvs, &doomed, "Released").await;
 
     let proxy = proxy_to(cp).await;
     let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());
-    wait_leftover(&leftovers, &vanishing, "ClaimDeleted", |o| {
-        reason(o) == Some(Reason::ClaimDeleted)
-    })
-    .await;
+    for name in [&vanishing, &doomed] {
+        wait_leftover(&leftovers, name, "ClaimDeleted", |o| {
+            reason(o) == Some(Reason::ClaimDeleted)
+        })
+        .await;
+    }
 
     // The operator loses its watches; meanwhile the PV is deleted and etcd compacts past it.
     proxy.cut();
     tokio::time::sleep(Duration::from_millis(500)).await;
     delete(&pvs, &vanishing).await;
+    delete(&pvs, &doomed).await;
     let rev = etcd(cp, "/v3/kv/range", r#"{"key":"AA=="}"#)["header"]["revision"]
         .as_str()
         .unwrap()
@@ -233,14 +268,27 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap() {
         &format!(r#"{{"revision":"{rev}","physical":true}}"#),
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(
-        leftovers.get_opt(&vanishing).await.unwrap().is_some(),
-        "nothing else removes it here (no garbage collector)"
-    );
+    for name in [&vanishing, &doomed] {
+        assert!(
+            leftovers.get_opt(name).await.unwrap().is_some(),
+            "nothing else removes it here (no garbage collector)"
+        );
+    }
     proxy.resume();
 
-    // No Delete event can arrive for the PV: only the relist after the 410 shows it is gone.
-    wait_leftover_gone(&leftovers, &vanishing).await;
+    // No Delete event can arrive for the PVs: only the relist after the 410 shows them gone.
+    // The Delete-policy one took its disk with it: its finding is cleared.
+    wait_leftover_gone(&leftovers, &doomed).await;
+    // The Retain one left its disk: its finding becomes the disk's last record.
+    let vl = wait_leftover(&leftovers, &vanishing, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let message = vl.status.unwrap().message;
+    assert!(
+        message.contains("was deleted while the operator was not watching"),
+        "{message}"
+    );
     let metrics = operator.metrics.encode();
     let relists = metrics
         .lines()

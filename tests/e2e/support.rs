@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use volume_leftovers::controller::{self, Settings};
@@ -316,12 +316,54 @@ pub fn quiet() -> &'static ControlPlane {
 /// so that two operators with different views (say, one denied claims) never write the same
 /// objects at once.
 /// (An async mutex: each test has its own runtime, and the guard is held across awaits.)
+///
+/// It also removes what earlier tests left behind: VolumeLeftovers whose PV they deleted after
+/// stopping their operator (findings have no ownerReference, so no garbage collector removes
+/// them; the next operator would turn them into tombstones).
 pub async fn operator_lock(flavor: Flavor) -> tokio::sync::MutexGuard<'static, ()> {
     static FULL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     static QUIET: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    match flavor {
-        Flavor::Full => FULL.lock().await,
-        Flavor::Quiet => QUIET.lock().await,
+    let (guard, cp) = match flavor {
+        Flavor::Full => (FULL.lock().await, cp()),
+        Flavor::Quiet => (QUIET.lock().await, quiet()),
+    };
+    forget_deleted_volumes(&cp.admin().await).await;
+    guard
+}
+
+/// Deletes every VolumeLeftover whose PV does not exist, after waiting (up to 20 s) for the PVs
+/// being deleted to be gone.
+pub async fn forget_deleted_volumes(admin: &Client) {
+    let api = Api::<PersistentVolume>::all(admin.clone());
+    let start = Instant::now();
+    let pvs = loop {
+        let items = api
+            .list_metadata(&ListParams::default())
+            .await
+            .expect("list PVs")
+            .items;
+        let terminating = items
+            .iter()
+            .any(|p| p.metadata.deletion_timestamp.is_some());
+        if !terminating || start.elapsed() > Duration::from_secs(20) {
+            break items;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let pvs: std::collections::HashSet<String> =
+        pvs.into_iter().filter_map(|p| p.metadata.name).collect();
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    // Right after the control plane starts, the CRD's storage may still be initialising (429).
+    let listed = wait_for("a list of VolumeLeftovers", Duration::from_secs(60), || {
+        let api = leftovers.clone();
+        async move { api.list_metadata(&ListParams::default()).await.ok() }
+    })
+    .await;
+    for o in listed.items {
+        let name = o.metadata.name.unwrap_or_default();
+        if !pvs.contains(&name) {
+            delete(&leftovers, &name).await;
+        }
     }
 }
 
@@ -381,6 +423,8 @@ pub fn test_settings() -> Settings {
         exclusions: Default::default(),
         events: Some("e2e-operator".into()),
         openreports: false,
+        tombstone_ttl: None,
+        census: None,
     }
 }
 

@@ -210,7 +210,15 @@ async fn a_volume_being_deleted_says_so_and_what_holds_it() {
         m.contains("It is being deleted since") && m.contains("leftovers.dev/test-hold"),
         "{m}"
     );
-    // The finalizer goes: the volume goes, and so does its finding.
+    // The finalizer goes: the volume goes; its disk (Retain) stays, and the finding becomes its
+    // tombstone, dated by the delete request, no longer saying it is being deleted.
+    let requested = pvs
+        .get(&r.pv)
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .unwrap();
     pvs.patch(
         &r.pv,
         &PatchParams::default(),
@@ -218,7 +226,14 @@ async fn a_volume_being_deleted_says_so_and_what_holds_it() {
     )
     .await
     .unwrap();
-    wait_leftover_gone(&leftovers, &r.pv).await;
+    let vl = wait_leftover(&leftovers, &r.pv, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let s = vl.status.unwrap();
+    assert_eq!(s.deleted_at, Some(requested));
+    assert!(!s.hints.contains(&Hint::VolumeTerminating), "{:?}", s.hints);
+    assert!(!s.message.contains("being deleted"), "{}", s.message);
     operator.stop().await;
     r.cleanup(&admin).await;
 }

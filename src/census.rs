@@ -1,0 +1,688 @@
+//! The storage backend's census (opt-in), pure: its configuration, which image a volume names,
+//! what the census of a pool says about an image, and the findings about images that no volume
+//! references. No client, no clock (times are arguments); the I/O is in [`crate::ceph`].
+//!
+//! **Ceph RBD.** ceph-csi volumes name their image by `volumeAttributes` (`clusterID`, `pool`,
+//! `imageName`, `radosNamespace`) and by their volume handle (cluster id, pool id, image uuid);
+//! in-tree `rbd` volumes by pool and image. A census of a pool is a complete listing of its
+//! images and trash; the details (size, creation time, watchers, ceph-csi's ownership metadata)
+//! are read only for images no volume references.
+//!
+//! **What may be concluded.** A census that failed, or has not run yet, answers
+//! [`ImageFound::Unknown`] for every image of its pool: never "missing". An image is missing only
+//! when two censuses in a row did not list it and the volume existed before the first of them
+//! (the provisioner creates the image before the PV; a deletion in progress is not a loss). An
+//! image is an orphan only when the census read its details, no volume and no tombstone names
+//! it, it is older than the image grace period, and its metadata does not name another
+//! Kubernetes cluster.
+//!
+//! **A second backend** (cloud disks, say) is one more module producing [`Snapshot`]s for its own
+//! [`PoolKey`]s (a project and zone instead of a cluster and pool) and one more arm in
+//! [`image_ref`]; the answers, the confirmation rule and the findings stay as they are.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::Deserialize;
+
+use crate::classify::Finding;
+use crate::crd::{
+    Hint, ImageInfo, ImageOwner, Reason, State, Subject, VolumeLeftoverStatus, VolumeSourceInfo,
+};
+use crate::rbd;
+
+/// The census configuration file (`--census-config`), YAML.
+///
+/// ```yaml
+/// clusterName: prod-eu-1          # what ceph-csi records as csi.ceph.com/cluster/name here
+/// clusters:
+///   - clusterID: 4a7d...          # ceph-csi's clusterID (its config map's key)
+///     monitors: ["10.0.0.1:6789", "10.0.0.2:6789"]
+///     user: leftovers             # a read-only Ceph user
+///     keyring: /etc/volume-leftovers/ceph/keyring
+///     pools:
+///       - name: replicapool
+///       - name: shared
+///         radosNamespace: team-a
+/// ```
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CensusConfig {
+    /// The name ceph-csi records for this Kubernetes cluster (`clusterName` in its config, image
+    /// metadata `csi.ceph.com/cluster/name`). An image whose metadata names another cluster is
+    /// not this cluster's and never a finding.
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+    /// The Ceph clusters to census.
+    pub clusters: Vec<ClusterConfig>,
+}
+
+/// One Ceph cluster.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// ceph-csi's `clusterID` for it (the `clusterID` volume attribute, and the id in volume
+    /// handles).
+    #[serde(rename = "clusterID")]
+    pub cluster_id: String,
+    /// Monitor addresses (`10.0.0.1:6789`, or `[v2:...,v1:...]`).
+    #[serde(default)]
+    pub monitors: Vec<String>,
+    /// The Ceph user, without `client.`.
+    #[serde(default = "default_user")]
+    pub user: String,
+    /// A keyring file with the user's key.
+    #[serde(default)]
+    pub keyring: Option<PathBuf>,
+    /// A file holding only the user's key (as `ceph auth get-key` prints it; a Secret's key).
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// A `ceph.conf` to read first.
+    #[serde(default)]
+    pub conf_file: Option<PathBuf>,
+    /// The pools to census.
+    pub pools: Vec<PoolConfig>,
+}
+
+fn default_user() -> String {
+    "leftovers".into()
+}
+
+/// One pool (one RADOS namespace of it).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PoolConfig {
+    /// The pool's name.
+    pub name: String,
+    /// The RADOS namespace (ceph-csi's `radosNamespace`); the default namespace when unset.
+    #[serde(default)]
+    pub rados_namespace: Option<String>,
+}
+
+impl CensusConfig {
+    /// Parses and checks the file's text.
+    pub fn parse(text: &str) -> Result<CensusConfig, String> {
+        let c: CensusConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        if c.clusters.is_empty() {
+            return Err("no clusters".into());
+        }
+        let mut seen = BTreeSet::new();
+        for cl in &c.clusters {
+            if cl.cluster_id.is_empty() {
+                return Err("a cluster without clusterID".into());
+            }
+            if cl.pools.is_empty() {
+                return Err(format!("cluster {}: no pools", cl.cluster_id));
+            }
+            if cl.monitors.is_empty() && cl.conf_file.is_none() {
+                return Err(format!(
+                    "cluster {}: neither monitors nor confFile",
+                    cl.cluster_id
+                ));
+            }
+            for p in &cl.pools {
+                if p.name.is_empty() {
+                    return Err(format!("cluster {}: a pool without a name", cl.cluster_id));
+                }
+                if !seen.insert(PoolKey::new(
+                    &cl.cluster_id,
+                    &p.name,
+                    p.rados_namespace.as_deref(),
+                )) {
+                    return Err(format!(
+                        "cluster {}: pool {} is listed twice",
+                        cl.cluster_id, p.name
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// Every pool, keyed.
+    pub fn pools(&self) -> impl Iterator<Item = PoolKey> + '_ {
+        self.clusters.iter().flat_map(|c| {
+            c.pools
+                .iter()
+                .map(|p| PoolKey::new(&c.cluster_id, &p.name, p.rados_namespace.as_deref()))
+        })
+    }
+}
+
+/// One censused pool (one namespace of it) of one cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolKey {
+    /// ceph-csi's cluster id.
+    pub cluster_id: String,
+    /// The pool.
+    pub pool: String,
+    /// The RADOS namespace (empty: the default one).
+    pub namespace: String,
+}
+
+impl PoolKey {
+    /// A key.
+    pub fn new(cluster_id: &str, pool: &str, namespace: Option<&str>) -> PoolKey {
+        PoolKey {
+            cluster_id: cluster_id.to_string(),
+            pool: pool.to_string(),
+            namespace: namespace.unwrap_or_default().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for PoolKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{}/{}", self.cluster_id, self.pool)
+        } else {
+            write!(f, "{}/{}/{}", self.cluster_id, self.pool, self.namespace)
+        }
+    }
+}
+
+/// The image a volume names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageRef {
+    /// ceph-csi's cluster id (`None`: an in-tree volume, which does not say).
+    pub cluster_id: Option<String>,
+    /// The pool's name, when the volume says it.
+    pub pool: Option<String>,
+    /// The pool's id, from a ceph-csi volume handle.
+    pub pool_id: Option<i64>,
+    /// The RADOS namespace (empty: the default one).
+    pub namespace: String,
+    /// The image's name.
+    pub name: String,
+}
+
+/// The ceph-csi RBD driver's name (also the suffix of a renamed one, `<prefix>.rbd.csi.ceph.com`).
+pub const RBD_CSI_DRIVER: &str = "rbd.csi.ceph.com";
+
+/// The RBD image a volume's source names, if it names one.
+pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
+    let nonempty = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+    match s.kind.as_str() {
+        "csi"
+            if s.driver
+                .as_deref()
+                .is_some_and(|d| d.ends_with(RBD_CSI_DRIVER)) =>
+        {
+            let handle = s
+                .volume_handle
+                .as_deref()
+                .and_then(|h| rbd::parse_volume_handle(h).ok());
+            let name =
+                nonempty(&s.image_name).or_else(|| handle.as_ref().map(|h| h.image_name()))?;
+            let pool = nonempty(&s.pool);
+            let pool_id = handle.as_ref().map(|h| h.pool_id);
+            if pool.is_none() && pool_id.is_none() {
+                return None;
+            }
+            Some(ImageRef {
+                cluster_id: nonempty(&s.cluster_id).or_else(|| handle.map(|h| h.cluster_id)),
+                pool,
+                pool_id,
+                namespace: nonempty(&s.rados_namespace).unwrap_or_default(),
+                name,
+            })
+        }
+        "rbd" => Some(ImageRef {
+            cluster_id: None,
+            pool: nonempty(&s.pool),
+            pool_id: None,
+            namespace: String::new(),
+            name: nonempty(&s.image_name)?,
+        }),
+        _ => None,
+    }
+}
+
+/// What the census learned of one image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// Its id.
+    pub id: String,
+    /// Its details, when they were read.
+    pub detail: Option<SeenDetail>,
+}
+
+/// The details of an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeenDetail {
+    /// Provisioned size in bytes.
+    pub size: u64,
+    /// When it was created (not recorded by images older than Mimic).
+    pub created: Option<jiff::Timestamp>,
+    /// Addresses of its watchers, sorted.
+    pub watchers: Vec<String>,
+    /// ceph-csi's ownership metadata.
+    pub owner: Option<ImageOwner>,
+}
+
+/// One complete census of one pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// When its listing began.
+    pub started: Time,
+    /// The pool's id.
+    pub pool_id: i64,
+    /// Every image, by name.
+    pub images: HashMap<String, Seen>,
+    /// The names in the trash.
+    pub trash: HashSet<String>,
+}
+
+impl Snapshot {
+    /// From the client's census.
+    pub fn of(c: rbd::PoolCensus, started: Time) -> Snapshot {
+        let images = c
+            .images
+            .into_iter()
+            .map(|i| {
+                let detail = match i.detail {
+                    rbd::Detail::Read(d) => Some(SeenDetail {
+                        size: d.size,
+                        created: d.created,
+                        watchers: {
+                            let mut w: Vec<String> =
+                                d.watchers.iter().map(|w| w.address.clone()).collect();
+                            w.sort();
+                            w
+                        },
+                        owner: d.csi_owner().map(|o| ImageOwner {
+                            volume_name: o.pv_name,
+                            claim_namespace: o.pvc_namespace,
+                            claim_name: o.pvc_name,
+                            cluster_name: o.cluster_name,
+                        }),
+                    }),
+                    _ => None,
+                };
+                (
+                    i.name.name,
+                    Seen {
+                        id: i.name.id,
+                        detail,
+                    },
+                )
+            })
+            .collect();
+        Snapshot {
+            started,
+            pool_id: c.pool_id,
+            images,
+            trash: c.trash.into_iter().map(|t| t.name).collect(),
+        }
+    }
+}
+
+/// What the census says about a volume's image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageFound {
+    /// The volume's image is not in a censused pool (or the volume names no RBD image).
+    NotCensused,
+    /// Cannot be said now: the pool's census failed or has not run, or the image was missed
+    /// once and awaits the next census.
+    Unknown,
+    /// The image exists; this many watchers have it open.
+    Present {
+        /// Number of watchers.
+        watchers: usize,
+    },
+    /// Two censuses in a row did not list it, and the volume is older than both.
+    Missing {
+        /// It is in the pool's trash (deleted, restorable until purged).
+        in_trash: bool,
+    },
+}
+
+/// Which censused pool an image is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolved<'a> {
+    /// This one.
+    Pool(&'a PoolKey),
+    /// None (another cluster or pool; or two clusters have a pool of that name and the volume
+    /// does not say which).
+    NotCensused,
+    /// The image is in a configured cluster whose pool cannot be told yet (a volume handle names
+    /// the pool by id, and the pool has not been listed yet).
+    NotYet,
+}
+
+/// The census's state of one pool.
+#[derive(Clone, Debug, Default)]
+pub struct PoolState {
+    /// The last complete census.
+    pub current: Option<Arc<Snapshot>>,
+    /// The one before it.
+    pub previous: Option<Arc<Snapshot>>,
+    /// Why the last attempt failed, when it did (then nothing is concluded).
+    pub error: Option<String>,
+    /// When each listed image was first listed by this process (images without a creation
+    /// time are dated by it).
+    first_listed: HashMap<String, Time>,
+}
+
+impl PoolState {
+    /// The census that answers now, if it may.
+    fn trusted(&self) -> Option<&Snapshot> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.current.as_deref()
+    }
+}
+
+/// The census of every configured pool.
+#[derive(Clone, Debug, Default)]
+pub struct Census {
+    /// Each pool's state.
+    pub pools: BTreeMap<PoolKey, PoolState>,
+    /// This Kubernetes cluster's name in ceph-csi's metadata.
+    pub cluster_name: Option<String>,
+    /// How old an unreferenced image must be before it is a finding.
+    pub image_grace: Duration,
+}
+
+impl Census {
+    /// No census yet: every configured pool answers Unknown.
+    pub fn new(config: &CensusConfig, image_grace: Duration) -> Census {
+        Census {
+            pools: config.pools().map(|k| (k, PoolState::default())).collect(),
+            cluster_name: config.cluster_name.clone().filter(|n| !n.is_empty()),
+            image_grace,
+        }
+    }
+
+    /// Records a pool's census (or why it failed).
+    pub fn record(&mut self, key: &PoolKey, result: Result<Snapshot, String>) {
+        let Some(st) = self.pools.get_mut(key) else {
+            return;
+        };
+        match result {
+            Ok(s) => {
+                st.first_listed
+                    .retain(|name, _| s.images.contains_key(name));
+                for name in s.images.keys() {
+                    st.first_listed
+                        .entry(name.clone())
+                        .or_insert_with(|| s.started.clone());
+                }
+                st.previous = st.current.take();
+                st.current = Some(Arc::new(s));
+                st.error = None;
+            }
+            Err(e) => st.error = Some(e),
+        }
+    }
+
+    /// Whether the pool's census may be trusted now.
+    pub fn is_trusted(&self, key: &PoolKey) -> bool {
+        self.pools.get(key).is_some_and(|s| s.trusted().is_some())
+    }
+
+    /// The censused pool an image is in.
+    pub fn resolve(&self, r: &ImageRef) -> Resolved<'_> {
+        let mut found = None;
+        let mut unresolved = false;
+        for (k, st) in &self.pools {
+            if r.cluster_id.as_ref().is_some_and(|c| *c != k.cluster_id)
+                || r.namespace != k.namespace
+            {
+                continue;
+            }
+            let matches = match (&r.pool, r.pool_id) {
+                (Some(p), _) => *p == k.pool,
+                (None, Some(id)) => match st.current.as_ref().or(st.previous.as_ref()) {
+                    Some(s) => s.pool_id == id,
+                    None => {
+                        unresolved = true;
+                        false
+                    }
+                },
+                (None, None) => false,
+            };
+            if matches {
+                if found.is_some() {
+                    // Two clusters with a pool of that name, and the volume does not say which.
+                    return Resolved::NotCensused;
+                }
+                found = Some(k);
+            }
+        }
+        match found {
+            Some(k) => Resolved::Pool(k),
+            None if unresolved => Resolved::NotYet,
+            None => Resolved::NotCensused,
+        }
+    }
+
+    /// What the census says about the image `r`, named by a volume created at `volume_created`.
+    pub fn image(&self, r: &ImageRef, volume_created: Option<&Time>) -> ImageFound {
+        let key = match self.resolve(r) {
+            Resolved::Pool(k) => k,
+            Resolved::NotCensused => return ImageFound::NotCensused,
+            Resolved::NotYet => return ImageFound::Unknown,
+        };
+        let st = &self.pools[key];
+        let Some(cur) = st.trusted() else {
+            return ImageFound::Unknown;
+        };
+        if let Some(seen) = cur.images.get(&r.name) {
+            return ImageFound::Present {
+                watchers: seen.detail.as_ref().map_or(0, |d| d.watchers.len()),
+            };
+        }
+        let Some(prev) = st.previous.as_deref() else {
+            return ImageFound::Unknown;
+        };
+        if prev.images.contains_key(&r.name) {
+            return ImageFound::Unknown;
+        }
+        // The volume must have existed before the first of the two listings (a volume with no
+        // creation time is not trusted to have).
+        if volume_created.is_none_or(|c| c.0 >= prev.started.0) {
+            return ImageFound::Unknown;
+        }
+        ImageFound::Missing {
+            in_trash: cur.trash.contains(&r.name),
+        }
+    }
+
+    /// The findings about the images of `key` that nothing references, at `now`. `referenced`
+    /// holds the names of the images of that pool that a volume or a tombstone names.
+    pub fn orphans(&self, key: &PoolKey, referenced: &HashSet<String>, now: &Time) -> Vec<Finding> {
+        let Some(st) = self.pools.get(key) else {
+            return Vec::new();
+        };
+        let Some(cur) = st.trusted() else {
+            return Vec::new();
+        };
+        let mut names: Vec<&String> = cur.images.keys().collect();
+        names.sort();
+        names
+            .into_iter()
+            .filter(|n| !referenced.contains(*n))
+            // Snapshots' images belong to VolumeSnapshotContents, which are not watched.
+            .filter(|n| !n.starts_with(rbd::CSI_SNAPSHOT_PREFIX))
+            .filter_map(|n| {
+                let seen = &cur.images[n];
+                // Without its details (not read, or gone since the listing), its owner is
+                // unknown: nothing is asserted.
+                let d = seen.detail.as_ref()?;
+                let owner_cluster = d.owner.as_ref().and_then(|o| o.cluster_name.as_deref());
+                if let (Some(theirs), Some(ours)) = (owner_cluster, self.cluster_name.as_deref())
+                    && theirs != ours
+                {
+                    return None;
+                }
+                let born = d
+                    .created
+                    .map(Time)
+                    .or_else(|| st.first_listed.get(n).cloned())?;
+                let age = Duration::try_from(now.0.duration_since(born.0)).unwrap_or_default();
+                if age < self.image_grace {
+                    return None;
+                }
+                Some(orphan(key, n, seen, d, self.cluster_name.as_deref(), now))
+            })
+            .collect()
+    }
+}
+
+/// The VolumeLeftover's name for an image: deterministic, a valid object name for any cluster
+/// id, pool, namespace and image (`rbd-<hash>-<image, lower-cased and cleaned>`, at most 253
+/// characters), and unlike any PV name a provisioner makes.
+pub fn leftover_name(key: &PoolKey, image: &str) -> String {
+    // FNV-1a, 64 bits: stable across versions and platforms (the name must never change).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in [
+        key.cluster_id.as_bytes(),
+        b"\0",
+        key.pool.as_bytes(),
+        b"\0",
+        key.namespace.as_bytes(),
+        b"\0",
+        image.as_bytes(),
+    ]
+    .concat()
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut clean: String = image
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(200)
+        .collect();
+    while clean.ends_with('-') {
+        clean.pop();
+    }
+    let clean = clean.trim_start_matches('-');
+    if clean.is_empty() {
+        format!("rbd-{h:016x}")
+    } else {
+        format!("rbd-{h:016x}-{clean}")
+    }
+}
+
+/// The finding about an image nothing references.
+fn orphan(
+    key: &PoolKey,
+    name: &str,
+    seen: &Seen,
+    d: &SeenDetail,
+    cluster_name: Option<&str>,
+    now: &Time,
+) -> Finding {
+    let mut hints = Vec::new();
+    if !d.watchers.is_empty() {
+        hints.push(Hint::ImageInUse);
+    }
+    let owner = d.owner.as_ref();
+    let owner_cluster = owner.and_then(|o| o.cluster_name.as_deref());
+    if owner.is_none()
+        || (owner_cluster.is_none() && cluster_name.is_some())
+        || (owner_cluster.is_some() && cluster_name.is_none())
+    {
+        hints.push(Hint::OwnerUnknown);
+    }
+    hints.sort();
+    let where_ = if key.namespace.is_empty() {
+        format!("{}/{}", key.pool, name)
+    } else {
+        format!("{}/{}/{}", key.pool, key.namespace, name)
+    };
+    let mut m = format!(
+        "RBD image {where_} (cluster {}) is not referenced by any PersistentVolume or tombstone.",
+        key.cluster_id
+    );
+    match owner {
+        Some(o) => {
+            let pv = o.volume_name.as_deref().unwrap_or("?");
+            let claim = match (&o.claim_namespace, &o.claim_name) {
+                (Some(ns), Some(n)) => format!("{ns}/{n}"),
+                _ => "?".into(),
+            };
+            m.push_str(&format!(
+                " ceph-csi recorded it as PersistentVolume {pv} for claim {claim}"
+            ));
+            match (owner_cluster, cluster_name) {
+                (Some(c), Some(_)) => m.push_str(&format!(" in this cluster ({c}).")),
+                (Some(c), None) => m.push_str(&format!(
+                    " in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
+                )),
+                (None, _) => m.push_str(
+                    " without naming a cluster: it may belong to another cluster sharing the pool.",
+                ),
+            }
+        }
+        None => m.push_str(
+            " It carries no ceph-csi ownership metadata: it may belong to another cluster sharing the pool, or to none.",
+        ),
+    }
+    if !d.watchers.is_empty() {
+        m.push_str(&format!(
+            " It is open or mapped by {}: in use, not a plain orphan.",
+            d.watchers.join(", ")
+        ));
+    }
+    let size = i64::try_from(d.size).ok();
+    Finding {
+        volume_name: String::new(),
+        volume_uid: String::new(),
+        storage_class_name: None,
+        object_name: Some(leftover_name(key, name)),
+        status: VolumeLeftoverStatus {
+            reason: Reason::ImageWithoutVolume,
+            state: State::Open,
+            observed_generation: None,
+            conditions: Vec::new(),
+            acknowledged: None,
+            message: m,
+            hints,
+            phase: String::new(),
+            phase_since: None,
+            phase_message: None,
+            reclaim_policy: String::new(),
+            storage_class: None,
+            claim: None,
+            capacity: size.map(crate::quantity::format_bytes),
+            capacity_bytes: size,
+            access_modes: Vec::new(),
+            volume_mode: String::new(),
+            source: VolumeSourceInfo {
+                kind: "rbd".into(),
+                cluster_id: Some(key.cluster_id.clone()),
+                pool: Some(key.pool.clone()),
+                rados_namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+                image_name: Some(name.to_string()),
+                ..VolumeSourceInfo::default()
+            },
+            first_seen: now.clone(),
+            subject: Subject::Image,
+            deleted_at: None,
+            image: Some(ImageInfo {
+                cluster_id: key.cluster_id.clone(),
+                pool: key.pool.clone(),
+                rados_namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
+                name: name.to_string(),
+                id: Some(seen.id.clone()),
+                size_bytes: size,
+                created: d.created.map(Time),
+                watchers: d.watchers.clone(),
+                owner: d.owner.clone(),
+            }),
+        },
+    }
+}

@@ -1,0 +1,282 @@
+//! The Ceph RBD census, I/O: connects to each configured cluster as its read-only user and
+//! censuses each pool every `interval`, handing each result (or why it failed) to the loop.
+//!
+//! **I/O: reads Ceph (through [`crate::rbd`]); reads the PV store; writes nothing.** Every call
+//! blocks on librados's threads, so each census runs on a blocking thread, bounded per request
+//! (`timeout`) and as a whole (`deadline`); a census that is still running when its next turn
+//! comes is not started twice. A connection is kept between censuses and dropped after a
+//! failure that aborts a census (the next one reconnects).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::runtime::reflector::Store;
+use tokio::sync::mpsc;
+
+use crate::census::{CensusConfig, ClusterConfig, PoolKey, Snapshot, image_ref};
+use crate::classify::volume_source;
+use crate::clock::wall_clock;
+use crate::rbd::{self, CephConfig, Cluster};
+use crate::volume::Volume;
+
+/// Tuning of the census.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CensusSettings {
+    /// What to census.
+    pub config: CensusConfig,
+    /// How often each pool is censused.
+    pub interval: Duration,
+    /// How old an image no volume references must be before it is a finding.
+    pub image_grace: Duration,
+    /// The bound of each Ceph request (connect, each monitor and OSD operation).
+    pub timeout: Duration,
+    /// The bound of one pool's whole census.
+    pub deadline: Duration,
+}
+
+/// The result of one pool's census.
+#[derive(Debug)]
+pub struct CensusReport {
+    /// The pool.
+    pub key: PoolKey,
+    /// The census, or why there is none.
+    pub result: Result<Snapshot, String>,
+    /// Library calls it made.
+    pub requests: u64,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// Runs the census until `tx` is closed.
+pub async fn run(settings: CensusSettings, pvs: Store<Volume>, tx: mpsc::Sender<CensusReport>) {
+    // The PV store tells which images need no details; before it has synced, every image's
+    // details would be read.
+    let _ = pvs.wait_until_ready().await;
+    let mut conns: Vec<Option<Arc<Cluster>>> = vec![None; settings.config.clusters.len()];
+    let mut pool_ids: std::collections::HashMap<PoolKey, i64> = Default::default();
+    loop {
+        for (i, cluster) in settings.config.clusters.iter().enumerate() {
+            if tx.is_closed() {
+                return;
+            }
+            census_cluster(cluster, &settings, &pvs, &mut conns[i], &mut pool_ids, &tx).await;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(settings.interval) => {}
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+async fn census_cluster(
+    cluster: &ClusterConfig,
+    settings: &CensusSettings,
+    pvs: &Store<Volume>,
+    conn: &mut Option<Arc<Cluster>>,
+    pool_ids: &mut std::collections::HashMap<PoolKey, i64>,
+    tx: &mpsc::Sender<CensusReport>,
+) {
+    let keys: Vec<PoolKey> = cluster
+        .pools
+        .iter()
+        .map(|p| PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref()))
+        .collect();
+    if conn.is_none() {
+        let started = Instant::now();
+        match connect(cluster, settings.timeout).await {
+            Ok(c) => *conn = Some(Arc::new(c)),
+            Err(e) => {
+                for key in keys.iter().cloned() {
+                    let _ = tx
+                        .send(CensusReport {
+                            key,
+                            result: Err(e.clone()),
+                            requests: 0,
+                            elapsed: started.elapsed(),
+                        })
+                        .await;
+                }
+                return;
+            }
+        }
+    }
+    for (n, pool) in cluster.pools.iter().enumerate() {
+        let key = keys[n].clone();
+        let Some(c) = conn.clone() else { return };
+        let referenced = referenced(pvs, &key, pool_ids.get(&key).copied());
+        let (report, abort) = census_pool(c, &key, pool, settings.deadline, move |name| {
+            !referenced.contains(name)
+        })
+        .await;
+        if let Ok(s) = &report.result {
+            pool_ids.insert(key.clone(), s.pool_id);
+        }
+        let result = report.result;
+        let (requests, elapsed) = (report.requests, report.elapsed);
+        if abort {
+            *conn = None;
+        }
+        let failed = result.is_err();
+        if tx
+            .send(CensusReport {
+                key,
+                result,
+                requests,
+                elapsed,
+            })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if failed && conn.is_none() {
+            // The rest of this cluster's pools would wait out the same timeout: they are
+            // unknown too, and are tried again next time.
+            for rest in keys.iter().skip(n + 1) {
+                let _ = tx
+                    .send(CensusReport {
+                        key: rest.clone(),
+                        result: Err(format!(
+                            "not censused: the census of pool {} failed first",
+                            keys[n]
+                        )),
+                        requests: 0,
+                        elapsed: Duration::ZERO,
+                    })
+                    .await;
+            }
+            return;
+        }
+    }
+}
+
+/// One census of one pool on a blocking thread, reading the details of the images `detail`
+/// picks, bounded by `deadline`. Also says whether the connection must be dropped.
+async fn census_pool(
+    c: Arc<Cluster>,
+    key: &PoolKey,
+    pool: &crate::census::PoolConfig,
+    deadline: Duration,
+    detail: impl Fn(&str) -> bool + Send + 'static,
+) -> (CensusReport, bool) {
+    let started = Instant::now();
+    let at = wall_clock();
+    let pool_name = pool.name.clone();
+    let namespace = pool.rados_namespace.clone();
+    let job = tokio::task::spawn_blocking(move || {
+        c.census(&pool_name, namespace.as_deref(), |img| detail(&img.name))
+    });
+    let (result, requests, abort) = match tokio::time::timeout(deadline, job).await {
+        Ok(Ok(Ok(census))) => {
+            let requests = census.requests.total();
+            (Ok(Snapshot::of(census, at)), requests, false)
+        }
+        Ok(Ok(Err(e))) => {
+            let abort = e.aborts_census();
+            (Err(e.to_string()), 0, abort)
+        }
+        Ok(Err(join)) => (Err(format!("the census task failed: {join}")), 0, true),
+        Err(_) => (
+            Err(format!(
+                "the census of pool {key} took longer than {}s; it is abandoned",
+                deadline.as_secs()
+            )),
+            0,
+            // The blocking call may still be running: a new connection for the next one.
+            true,
+        ),
+    };
+    (
+        CensusReport {
+            key: key.clone(),
+            result,
+            requests,
+            elapsed: started.elapsed(),
+        },
+        abort,
+    )
+}
+
+/// One census of every configured pool, recorded into `census` (for `scan`): the details of
+/// the images `details` names for each pool (none when it names none).
+pub async fn census_once(
+    settings: &CensusSettings,
+    census: &mut crate::census::Census,
+    details: &std::collections::HashMap<PoolKey, HashSet<String>>,
+) -> Vec<CensusReport> {
+    let mut reports = Vec::new();
+    for cluster in &settings.config.clusters {
+        let conn = match connect(cluster, settings.timeout).await {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                for p in &cluster.pools {
+                    let key =
+                        PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
+                    census.record(&key, Err(e.clone()));
+                    reports.push(CensusReport {
+                        key,
+                        result: Err(e.clone()),
+                        requests: 0,
+                        elapsed: Duration::ZERO,
+                    });
+                }
+                continue;
+            }
+        };
+        for p in &cluster.pools {
+            let key = PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
+            let wanted = details.get(&key).cloned().unwrap_or_default();
+            let (report, _) = census_pool(conn.clone(), &key, p, settings.deadline, move |n| {
+                wanted.contains(n)
+            })
+            .await;
+            census.record(&key, report.result.clone());
+            reports.push(report);
+        }
+    }
+    reports
+}
+
+/// Connects as the cluster's user, on a blocking thread.
+async fn connect(cluster: &ClusterConfig, timeout: Duration) -> Result<Cluster, String> {
+    let key = match &cluster.key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let config = CephConfig {
+        mon_host: cluster.monitors.join(","),
+        user: cluster.user.clone(),
+        keyring: cluster.keyring.clone(),
+        key,
+        conf_file: cluster.conf_file.clone(),
+        timeout,
+    };
+    let id = cluster.cluster_id.clone();
+    tokio::task::spawn_blocking(move || Cluster::connect(&config))
+        .await
+        .map_err(|e| format!("cluster {id}: the connect task failed: {e}"))?
+        .map_err(|e: rbd::RbdError| format!("cluster {}: {e}", cluster.cluster_id))
+}
+
+/// The names of the images of `key` that a PV names (their details are not needed).
+fn referenced(pvs: &Store<Volume>, key: &PoolKey, pool_id: Option<i64>) -> HashSet<String> {
+    pvs.state()
+        .iter()
+        .filter_map(|pv| {
+            let r = image_ref(&volume_source(pv.spec.as_ref()?))?;
+            let same_cluster = r.cluster_id.as_ref().is_none_or(|c| *c == key.cluster_id);
+            let same_pool = match (&r.pool, r.pool_id) {
+                (Some(p), _) => *p == key.pool,
+                (None, Some(id)) => pool_id == Some(id),
+                (None, None) => false,
+            };
+            (same_cluster && same_pool && r.namespace == key.namespace).then_some(r.name)
+        })
+        .collect()
+}

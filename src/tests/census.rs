@@ -1,0 +1,488 @@
+//! The census, without Ceph: configuration, which image a volume names, what two listings may
+//! conclude, the findings about unreferenced images, and `VolumeWithoutImage` in classification.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
+use crate::census::{
+    Census, CensusConfig, ImageFound, ImageRef, PoolKey, Resolved, Seen, SeenDetail, Snapshot,
+    image_ref, leftover_name,
+};
+use crate::classify::{Verdict, classify, volume_source};
+use crate::crd::{Hint, ImageOwner, Reason, Subject, VolumeSourceInfo};
+use crate::plan::{Graces, grace_of};
+use crate::volume::Volume;
+
+const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
+
+const CONFIG: &str = r#"
+clusterName: e2e
+clusters:
+  - clusterID: 4a7d1c2e-0000-4000-8000-000000000001
+    monitors: ["127.0.0.1:6789"]
+    keyring: /etc/ceph/keyring
+    pools:
+      - name: k8s-rbd
+      - name: shared
+        radosNamespace: team-a
+"#;
+
+fn config() -> CensusConfig {
+    CensusConfig::parse(CONFIG).expect("config parses")
+}
+
+fn key() -> PoolKey {
+    PoolKey::new(FSID, "k8s-rbd", None)
+}
+
+fn census() -> Census {
+    Census::new(&config(), Duration::from_secs(3600))
+}
+
+/// An image with its details read: created `age` seconds before now, owned per `cluster`.
+fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
+    Seen {
+        id: "1234abcd".into(),
+        detail: Some(SeenDetail {
+            size: 10 * 1024 * 1024 * 1024,
+            created: Some(now_plus(-age).0),
+            watchers: watchers.iter().map(|w| w.to_string()).collect(),
+            owner: cluster.map(|c| ImageOwner {
+                volume_name: Some("pvc-1".into()),
+                claim_namespace: Some("db".into()),
+                claim_name: Some("data".into()),
+                cluster_name: Some(c.into()),
+            }),
+        }),
+    }
+}
+
+fn listed() -> Seen {
+    Seen {
+        id: "5678".into(),
+        detail: None,
+    }
+}
+
+fn snapshot(at: Time, images: Vec<(&str, Seen)>, trash: &[&str]) -> Snapshot {
+    Snapshot {
+        started: at,
+        pool_id: 2,
+        images: images
+            .into_iter()
+            .map(|(n, s)| (n.to_string(), s))
+            .collect(),
+        trash: trash.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+fn rbd_ref(name: &str) -> ImageRef {
+    ImageRef {
+        cluster_id: Some(FSID.into()),
+        pool: Some("k8s-rbd".into()),
+        pool_id: None,
+        namespace: String::new(),
+        name: name.into(),
+    }
+}
+
+// ---- Configuration ----
+
+#[test]
+fn the_configuration_names_clusters_users_and_pools() {
+    let c = config();
+    assert_eq!(c.cluster_name.as_deref(), Some("e2e"));
+    assert_eq!(c.clusters[0].user, "leftovers", "the default user");
+    let pools: Vec<String> = c.pools().map(|k| k.to_string()).collect();
+    assert_eq!(
+        pools,
+        [format!("{FSID}/k8s-rbd"), format!("{FSID}/shared/team-a")]
+    );
+}
+
+#[test]
+fn a_bad_configuration_says_what_is_wrong() {
+    for (text, says) in [
+        ("clusters: []", "no clusters"),
+        (
+            "clusters: [{clusterID: a, monitors: [m], pools: []}]",
+            "cluster a: no pools",
+        ),
+        (
+            "clusters: [{clusterID: a, pools: [{name: p}]}]",
+            "neither monitors nor confFile",
+        ),
+        (
+            "clusters: [{clusterID: a, monitors: [m], pools: [{name: p}, {name: p}]}]",
+            "listed twice",
+        ),
+        (
+            "clusters: [{clusterID: a, monitors: [m], pools: [{name: p}], secret: x}]",
+            "secret",
+        ),
+    ] {
+        let e = CensusConfig::parse(text).expect_err(text);
+        assert!(e.contains(says), "{text}: {e}");
+    }
+}
+
+// ---- Which image a volume names ----
+
+fn source_of(p: PersistentVolume) -> VolumeSourceInfo {
+    volume_source(Volume::from(&p).spec.as_ref().expect("spec"))
+}
+
+#[test]
+fn a_ceph_csi_volume_names_its_image_by_attributes_or_by_handle() {
+    let handle = format!("0001-0024-{FSID}-0000000000000002-5f6c7d8e-9a0b-11ee-b962-0242ac120002");
+    let by_attrs = source_of(pv("a").csi(
+        "rbd.csi.ceph.com",
+        &handle,
+        [
+            ("clusterID", FSID),
+            ("pool", "k8s-rbd"),
+            ("imageName", "csi-vol-named"),
+            ("radosNamespace", "team-a"),
+        ],
+    ));
+    assert_eq!(
+        image_ref(&by_attrs),
+        Some(ImageRef {
+            cluster_id: Some(FSID.into()),
+            pool: Some("k8s-rbd".into()),
+            pool_id: Some(2),
+            namespace: "team-a".into(),
+            name: "csi-vol-named".into(),
+        })
+    );
+    // Only the handle (older ceph-csi): the pool by id, the image from the uuid.
+    let by_handle = source_of(pv("b").csi("rook-ceph.rbd.csi.ceph.com", &handle, []));
+    assert_eq!(
+        image_ref(&by_handle),
+        Some(ImageRef {
+            cluster_id: Some(FSID.into()),
+            pool: None,
+            pool_id: Some(2),
+            namespace: String::new(),
+            name: "csi-vol-5f6c7d8e-9a0b-11ee-b962-0242ac120002".into(),
+        })
+    );
+    let in_tree = source_of(pv("c").rbd(None, "legacy"));
+    assert_eq!(
+        image_ref(&in_tree),
+        Some(ImageRef {
+            cluster_id: None,
+            pool: Some("rbd".into()),
+            pool_id: None,
+            namespace: String::new(),
+            name: "legacy".into(),
+        })
+    );
+    for other in [
+        pv("d").csi("ebs.csi.aws.com", "vol-1", []),
+        pv("e").csi("rbd.csi.ceph.com", "not-a-handle", []),
+        pv("f").host_path("/data"),
+    ] {
+        assert_eq!(image_ref(&source_of(other)), None);
+    }
+}
+
+// ---- Names ----
+
+#[test]
+fn leftover_names_are_stable_valid_and_distinct() {
+    // The name must never change between versions: it is the object people and tools follow.
+    assert_eq!(
+        leftover_name(&key(), "csi-vol-5f6c7d8e"),
+        "rbd-57c05e1945e7117a-csi-vol-5f6c7d8e"
+    );
+    let odd = format!("Weird_Image.{}ü", "x".repeat(300));
+    for image in ["csi-vol-1", "UPPER_case", "-.-", "", &odd] {
+        let n = leftover_name(&key(), image);
+        assert!(n.len() <= 253, "{n}");
+        assert!(
+            n.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            "{n}"
+        );
+        assert!(!n.ends_with('-') && n.starts_with("rbd-"), "{n}");
+    }
+    let other_pool = PoolKey::new(FSID, "other", None);
+    assert_ne!(
+        leftover_name(&key(), "img"),
+        leftover_name(&other_pool, "img")
+    );
+    assert_ne!(leftover_name(&key(), "a_b"), leftover_name(&key(), "a-b"));
+}
+
+// ---- What two listings may conclude ----
+
+#[test]
+fn before_any_census_and_after_a_failure_every_answer_is_unknown() {
+    let mut c = census();
+    let old = Some(now_plus(-86400));
+    assert_eq!(c.image(&rbd_ref("x"), old.as_ref()), ImageFound::Unknown);
+    c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
+    c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
+    assert_eq!(
+        c.image(&rbd_ref("x"), old.as_ref()),
+        ImageFound::Missing { in_trash: false }
+    );
+    // Ceph goes down: nothing is concluded, not even what was concluded before.
+    c.record(&key(), Err("Ceph is unavailable".into()));
+    assert_eq!(c.image(&rbd_ref("x"), old.as_ref()), ImageFound::Unknown);
+    assert!(!c.is_trusted(&key()));
+}
+
+#[test]
+fn an_image_is_missing_only_after_two_listings_without_it_and_a_volume_older_than_both() {
+    let mut c = census();
+    let old = now_plus(-86400);
+    c.record(
+        &key(),
+        Ok(snapshot(now_plus(-20), vec![("img", listed())], &[])),
+    );
+    assert_eq!(
+        c.image(&rbd_ref("img"), Some(&old)),
+        ImageFound::Present { watchers: 0 }
+    );
+    c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
+    assert_eq!(
+        c.image(&rbd_ref("img"), Some(&old)),
+        ImageFound::Unknown,
+        "one listing without it: maybe a race"
+    );
+    c.record(&key(), Ok(snapshot(now(), vec![], &["img"])));
+    assert_eq!(
+        c.image(&rbd_ref("img"), Some(&old)),
+        ImageFound::Missing { in_trash: true }
+    );
+    // A volume created after the first listing without it: its image may be on its way.
+    assert_eq!(
+        c.image(&rbd_ref("img"), Some(&now_plus(-5))),
+        ImageFound::Unknown
+    );
+    assert_eq!(c.image(&rbd_ref("img"), None), ImageFound::Unknown);
+}
+
+#[test]
+fn pools_not_censused_and_ambiguous_in_tree_volumes_are_not_censused() {
+    let c = census();
+    let mut r = rbd_ref("img");
+    r.pool = Some("elsewhere".into());
+    assert_eq!(c.image(&r, None), ImageFound::NotCensused);
+    let mut other = rbd_ref("img");
+    other.cluster_id = Some("another-cluster".into());
+    assert_eq!(c.image(&other, None), ImageFound::NotCensused);
+    // In-tree: no cluster id; one configured cluster has the pool, so it resolves.
+    let mut in_tree = rbd_ref("img");
+    in_tree.cluster_id = None;
+    assert_eq!(c.resolve(&in_tree), Resolved::Pool(&key()));
+    // Two clusters with a pool of that name: it does not say which.
+    let two = CensusConfig::parse(&format!(
+        "{CONFIG}\n  - clusterID: second\n    monitors: [m]\n    pools: [{{name: k8s-rbd}}]\n"
+    ))
+    .expect("config");
+    let c2 = Census::new(&two, Duration::ZERO);
+    assert_eq!(c2.resolve(&in_tree), Resolved::NotCensused);
+    assert_eq!(c2.image(&in_tree, None), ImageFound::NotCensused);
+}
+
+#[test]
+fn a_handle_with_only_a_pool_id_resolves_once_the_pool_was_listed() {
+    let mut c = census();
+    let mut r = rbd_ref("img");
+    r.pool = None;
+    r.pool_id = Some(2);
+    assert_eq!(
+        c.image(&r, None),
+        ImageFound::Unknown,
+        "the pool's id is not known yet"
+    );
+    c.record(&key(), Ok(snapshot(now(), vec![("img", listed())], &[])));
+    assert_eq!(c.image(&r, None), ImageFound::Present { watchers: 0 });
+    r.pool_id = Some(99);
+    assert_eq!(c.image(&r, None), ImageFound::NotCensused);
+}
+
+// ---- Images nothing references ----
+
+fn censused(images: Vec<(&str, Seen)>) -> Census {
+    let mut c = census();
+    c.record(&key(), Ok(snapshot(now_plus(-60), images, &[])));
+    c
+}
+
+#[test]
+fn an_old_unreferenced_image_of_this_cluster_is_a_finding_with_its_details() {
+    let c = censused(vec![("csi-vol-orphan", detailed(7200, Some("e2e"), &[]))]);
+    let found = c.orphans(&key(), &HashSet::new(), &now());
+    assert_eq!(found.len(), 1);
+    let f = &found[0];
+    let s = &f.status;
+    assert_eq!(f.name(), leftover_name(&key(), "csi-vol-orphan"));
+    assert_eq!(f.volume_name, "");
+    assert_eq!(s.reason, Reason::ImageWithoutVolume);
+    assert_eq!(s.subject, Subject::Image);
+    assert!(s.hints.is_empty(), "{:?}", s.hints);
+    assert_eq!(s.capacity.as_deref(), Some("10Gi"));
+    assert_eq!(s.capacity_bytes, Some(10 * 1024 * 1024 * 1024));
+    let img = s.image.as_ref().expect("image");
+    assert_eq!(
+        (
+            img.cluster_id.as_str(),
+            img.pool.as_str(),
+            img.name.as_str()
+        ),
+        (FSID, "k8s-rbd", "csi-vol-orphan")
+    );
+    assert_eq!(img.created, Some(now_plus(-7200)));
+    assert_eq!(s.source.pool.as_deref(), Some("k8s-rbd"));
+    assert!(
+        s.message.contains(
+            "ceph-csi recorded it as PersistentVolume pvc-1 for claim db/data in this cluster"
+        ),
+        "{}",
+        s.message
+    );
+    // Deterministic: the same census gives the same finding.
+    assert_eq!(c.orphans(&key(), &HashSet::new(), &now()), found);
+}
+
+#[test]
+fn referenced_young_snapshot_undetailed_and_other_clusters_images_are_not_findings() {
+    let c = censused(vec![
+        ("csi-vol-used", detailed(7200, Some("e2e"), &[])),
+        ("csi-vol-young", detailed(600, Some("e2e"), &[])),
+        ("csi-snap-1", detailed(7200, Some("e2e"), &[])),
+        ("csi-vol-theirs", detailed(7200, Some("prod-us"), &[])),
+        ("csi-vol-unread", listed()),
+    ]);
+    let referenced: HashSet<String> = ["csi-vol-used".to_string()].into();
+    assert_eq!(c.orphans(&key(), &referenced, &now()), vec![]);
+}
+
+#[test]
+fn without_ownership_metadata_or_with_watchers_it_says_so() {
+    let c = censused(vec![
+        ("legacy", detailed(7200, None, &[])),
+        ("mapped", detailed(7200, Some("e2e"), &["10.0.0.7:0/123"])),
+    ]);
+    let found = c.orphans(&key(), &HashSet::new(), &now());
+    let by_image: HashMap<String, _> = found
+        .iter()
+        .map(|f| (f.status.image.as_ref().unwrap().name.clone(), f))
+        .collect();
+    assert_eq!(by_image["legacy"].status.hints, vec![Hint::OwnerUnknown]);
+    assert!(
+        by_image["legacy"]
+            .status
+            .message
+            .contains("no ceph-csi ownership metadata")
+    );
+    assert_eq!(by_image["mapped"].status.hints, vec![Hint::ImageInUse]);
+    assert!(
+        by_image["mapped"]
+            .status
+            .message
+            .contains("open or mapped by 10.0.0.7:0/123")
+    );
+}
+
+#[test]
+fn a_failing_census_reports_no_orphans() {
+    let mut c = censused(vec![("orphan", detailed(7200, Some("e2e"), &[]))]);
+    c.record(&key(), Err("timeout".into()));
+    assert_eq!(c.orphans(&key(), &HashSet::new(), &now()), vec![]);
+}
+
+// ---- VolumeWithoutImage ----
+
+fn bound_rbd_pv() -> PersistentVolume {
+    let mut p = pv("data-pv")
+        .retain()
+        .bound()
+        .claim("db", "data", "uid-data")
+        .csi(
+            "rbd.csi.ceph.com",
+            "h",
+            [
+                ("clusterID", FSID),
+                ("pool", "k8s-rbd"),
+                ("imageName", "csi-vol-gone"),
+            ],
+        );
+    p.metadata.creation_timestamp = Some(now_plus(-86400));
+    p
+}
+
+fn with_census(c: Census) -> super::fixtures::FakeLookup {
+    let mut l = lookup().with_claim("db", "data", "uid-data");
+    l.census = Some(Arc::new(c));
+    l
+}
+
+#[test]
+fn a_bound_volume_whose_image_is_gone_is_a_data_loss_finding() {
+    let mut c = census();
+    c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
+    c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
+    match classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now()) {
+        Verdict::Leftover(f) => {
+            let s = &f.status;
+            assert_eq!(s.reason, Reason::VolumeWithoutImage);
+            assert_eq!(s.subject, Subject::VolumeAndImage);
+            assert_eq!(s.phase, "Bound");
+            assert!(
+                s.message.contains("RBD image k8s-rbd/csi-vol-gone is gone")
+                    && s.message.contains("its data is lost"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn while_the_census_cannot_say_a_volume_is_classified_by_its_claim_alone() {
+    let mut c = census();
+    c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
+    c.record(&key(), Err("Ceph is unavailable".into()));
+    assert_eq!(
+        classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now()),
+        Verdict::Healthy
+    );
+}
+
+#[test]
+fn a_delete_policy_volume_whose_image_is_gone_waits_the_delete_grace() {
+    let mut c = census();
+    c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
+    c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
+    let graces = Graces {
+        grace: Duration::from_secs(120),
+        delete_grace: Duration::from_secs(600),
+    };
+    let releasing = bound_rbd_pv().delete().released();
+    let Verdict::Leftover(f) = classify(&Volume::from(&releasing), &with_census(c.clone()), now())
+    else {
+        panic!("a finding")
+    };
+    assert_eq!(f.status.reason, Reason::VolumeWithoutImage);
+    assert_eq!(grace_of(&f, graces).0, Duration::from_secs(600));
+    let Verdict::Leftover(f) = classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now())
+    else {
+        panic!("a finding")
+    };
+    assert_eq!(
+        grace_of(&f, graces).0,
+        Duration::ZERO,
+        "a Bound one is published at once"
+    );
+}

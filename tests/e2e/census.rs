@@ -1,0 +1,337 @@
+//! The operator's Ceph RBD census end to end: the real control plane (binding and release by the
+//! controller-manager) and a real Ceph (`ceph/up.sh`), the census running as the read-only user.
+//!
+//! The seed's scenario: an image and a PV with ceph-csi's attributes, its claim bound, the claim
+//! deleted with Retain → ClaimDeleted; `kubectl delete pv` → a VolumeDeleted tombstone naming the
+//! image, which the census sees; `rbd rm` → the tombstone clears. Beside it: an image nobody
+//! references → ImageWithoutVolume after the image grace (one without ownership metadata says
+//! OwnerUnknown, one with a watcher ImageInUse); an image of another cluster → nothing; the image
+//! under a Bound PV removed → VolumeWithoutImage; Ceph frozen mid-run → Unknown: nothing deleted,
+//! nothing invented, and it all resumes when Ceph does.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::ObjectMeta;
+use kube::{Api, ResourceExt};
+use volume_leftovers::census::{CensusConfig, PoolKey, leftover_name};
+use volume_leftovers::ceph::CensusSettings;
+use volume_leftovers::crd::{Hint, Reason, Subject, VolumeLeftover};
+use volume_leftovers::rbd;
+
+use crate::ceph::{Ceph, Frozen, Watch, uuid};
+use crate::support::*;
+
+/// A PV as ceph-csi provisions it: driver, handle, and the attributes naming its image.
+fn rbd_pv(name: &str, class: &str, fsid: &str, pool: &str, image: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some([("storage".to_string(), Quantity("16Mi".into()))].into()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            storage_class_name: Some(class.into()),
+            csi: Some(CSIPersistentVolumeSource {
+                driver: "rbd.csi.ceph.com".into(),
+                volume_handle: format!("0001-0024-{fsid}-0000000000000001-{image}"),
+                volume_attributes: Some(BTreeMap::from([
+                    ("clusterID".to_string(), fsid.to_string()),
+                    ("pool".to_string(), pool.to_string()),
+                    ("imageName".to_string(), image.to_string()),
+                ])),
+                ..CSIPersistentVolumeSource::default()
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn class_retain(name: &str) -> StorageClass {
+    crate::support::class(name, "Retain")
+}
+
+fn image_of(o: &VolumeLeftover) -> Option<String> {
+    o.status
+        .as_ref()
+        .and_then(|s| s.image.as_ref())
+        .map(|i| i.name.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_everything_when_ceph_is_down()
+ {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let ceph = Ceph::start();
+    let pool = ceph.pool().to_string();
+    let fsid = ceph.var("CEPH_FSID").to_string();
+    let spec = |name: &str| format!("{pool}/{name}");
+    let meta = |image: &str, cluster: &str, pv: &str| {
+        for (k, v) in [
+            (rbd::META_CLUSTER_NAME, cluster),
+            (rbd::META_PV_NAME, pv),
+            (rbd::META_PVC_NAMESPACE, "db"),
+            (rbd::META_PVC_NAME, "data"),
+        ] {
+            ceph.rbd(&["image-meta", "set", &spec(image), k, v]);
+        }
+    };
+    let img = |n| format!("csi-vol-{}", uuid(n));
+    let (kept, bound, orphan, theirs, mapped) = (img(11), img(12), img(13), img(14), img(15));
+    let legacy = format!("legacy-{}", uuid(16));
+    for i in [&kept, &bound, &orphan, &theirs, &mapped, &legacy] {
+        ceph.rbd(&["create", &spec(i), "--size", "16M"]);
+    }
+    meta(&kept, "e2e", "kept-pv");
+    meta(&bound, "e2e", "bound-pv");
+    meta(&orphan, "e2e", "pvc-long-gone");
+    meta(&theirs, "another-cluster", "pvc-theirs");
+    meta(&mapped, "e2e", "pvc-mapped");
+    let _watch = Watch(
+        Command::new("rbd")
+            .arg("-c")
+            .arg(ceph.var("CEPH_CONF"))
+            .args(["--id", "admin", "watch", &spec(&mapped)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("rbd watch"),
+    );
+
+    // The volumes: a claimed one whose claim goes (Retain), and a Bound one.
+    let class = unique("census-sc");
+    create(
+        &Api::<StorageClass>::all(admin.clone()),
+        &self::class_retain(&class),
+    )
+    .await;
+    let ns = unique("census-ns");
+    create_ns(&admin, &ns).await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let kept_pv = unique("kept-pv");
+    let bound_pv = unique("bound-pv");
+    create(&pvs, &rbd_pv(&kept_pv, &class, &fsid, &pool, &kept)).await;
+    create(&claims, &pvc(&ns, "kept", &class, "16Mi")).await;
+    wait_pv_phase(&pvs, &kept_pv, "Bound").await;
+    create(&pvs, &rbd_pv(&bound_pv, &class, &fsid, &pool, &bound)).await;
+    create(&claims, &pvc(&ns, "bound", &class, "16Mi")).await;
+    wait_pv_phase(&pvs, &bound_pv, "Bound").await;
+
+    let config_text = format!(
+        "clusterName: e2e\nclusters:\n  - clusterID: {fsid}\n    monitors: [\"{}\"]\n    user: {}\n    keyring: {}\n    pools: [{{name: {pool}}}]\n",
+        ceph.var("CEPH_MON_HOST"),
+        ceph.var("CEPH_RO_USER"),
+        ceph.var("CEPH_RO_KEYRING"),
+    );
+    let config_file = ceph.dir.join("census.yaml");
+    std::fs::write(&config_file, &config_text).unwrap();
+    let config = CensusConfig::parse(&config_text).unwrap();
+    let key = PoolKey::new(&fsid, &pool, None);
+    let mut settings = test_settings();
+    settings.census = Some(CensusSettings {
+        config,
+        interval: Duration::from_secs(1),
+        image_grace: Duration::from_secs(3),
+        timeout: Duration::from_secs(3),
+        deadline: Duration::from_secs(30),
+    });
+    let operator = Operator::start(cp.operator_client().await, settings);
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+
+    // Images nobody references, older than the grace.
+    let orphan_vl = wait_leftover(
+        &leftovers,
+        &leftover_name(&key, &orphan),
+        "ImageWithoutVolume",
+        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+    )
+    .await;
+    let s = orphan_vl.status.clone().unwrap();
+    assert_eq!(s.subject, Subject::Image);
+    assert!(s.hints.is_empty(), "{:?}", s.hints);
+    let info = s.image.unwrap();
+    assert_eq!(
+        (info.cluster_id.as_str(), info.pool.as_str()),
+        (fsid.as_str(), pool.as_str())
+    );
+    assert_eq!(info.size_bytes, Some(16 * 1024 * 1024));
+    assert_eq!(
+        info.owner.unwrap().volume_name.as_deref(),
+        Some("pvc-long-gone")
+    );
+    assert_eq!(orphan_vl.spec.volume_name, "");
+    let legacy_vl = wait_leftover(
+        &leftovers,
+        &leftover_name(&key, &legacy),
+        "ImageWithoutVolume",
+        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+    )
+    .await;
+    assert_eq!(legacy_vl.status.unwrap().hints, vec![Hint::OwnerUnknown]);
+    let mapped_vl = wait_leftover(
+        &leftovers,
+        &leftover_name(&key, &mapped),
+        "ImageWithoutVolume",
+        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+    )
+    .await;
+    assert_eq!(mapped_vl.status.unwrap().hints, vec![Hint::ImageInUse]);
+    // The other cluster's image, and the ones volumes name, are nobody's findings.
+    operator.wait_idle().await;
+    let names: Vec<String> = leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter_map(image_of)
+        .collect();
+    for not in [&theirs, &kept, &bound] {
+        assert!(!names.contains(not), "{not} was reported: {names:?}");
+    }
+
+    // The seed's scenario: the claim goes (Retain), then the PV; the tombstone names the image
+    // and stays while the census finds it.
+    delete(&claims, "kept").await;
+    wait_leftover(&leftovers, &kept_pv, "ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    cp.kubectl_ok(&["delete", "pv", &kept_pv]).unwrap();
+    let tomb = wait_leftover(&leftovers, &kept_pv, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let m = tomb.status.unwrap().message;
+    assert!(m.contains(&format!("the RBD image {pool}/{kept}")), "{m}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        leftovers.get_opt(&kept_pv).await.unwrap().is_some(),
+        "the census finds the image: the tombstone stays"
+    );
+    assert!(
+        leftovers
+            .get_opt(&leftover_name(&key, &kept))
+            .await
+            .unwrap()
+            .is_none(),
+        "a tombstone's image is not also an orphan"
+    );
+
+    // The image under the Bound volume is removed: data loss.
+    ceph.rbd(&["rm", &spec(&bound)]);
+    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutImage", |o| {
+        reason(o) == Some(Reason::VolumeWithoutImage)
+    })
+    .await;
+    let s = lost.status.unwrap();
+    assert_eq!(s.subject, Subject::VolumeAndImage);
+    assert!(s.message.contains("its data is lost"), "{}", s.message);
+
+    // Ceph stops answering: every census answer is Unknown. Nothing is deleted, nothing is
+    // invented: a new volume naming an image that does not exist is not reported meanwhile.
+    let before: BTreeMap<String, String> = leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| (o.name_any(), o.resource_version().unwrap()))
+        .collect();
+    let frozen = (
+        Frozen::new(ceph.pid("CEPH_OSD_PID")),
+        Frozen::new(ceph.pid("CEPH_MON_PID")),
+    );
+    wait_metric(
+        &operator.metrics,
+        &format!(r#"volume_leftovers_census_up{{pool="{key}"}}"#),
+        |v| v == 0.0,
+    )
+    .await;
+    let ghost_pv = unique("ghost-pv");
+    create(&pvs, &rbd_pv(&ghost_pv, &class, &fsid, &pool, &img(17))).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    operator.wait_idle().await;
+    let during: BTreeMap<String, String> = leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| (o.name_any(), o.resource_version().unwrap()))
+        .collect();
+    for (name, rv) in &before {
+        assert_eq!(
+            during.get(name),
+            Some(rv),
+            "{name} changed while Ceph was down"
+        );
+    }
+    assert!(
+        !during.contains_key(&ghost_pv),
+        "a finding invented while Ceph was down"
+    );
+    drop(frozen);
+
+    // Ceph is back: what it could not say before, it says now.
+    wait_leftover(&leftovers, &ghost_pv, "VolumeWithoutImage", |o| {
+        reason(o) == Some(Reason::VolumeWithoutImage)
+    })
+    .await;
+    // `scan` runs the same census once: the same image findings under the same names, and the
+    // volume whose image is gone.
+    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args(["scan", "--census-image-grace", "3s", "--census-config"])
+        .arg(&config_file)
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "leftovers found: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line_of = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!(r#"{{"name": "{name}","#)))
+            .unwrap_or_else(|| panic!("no line for {name} in:\n{stdout}"))
+            .to_string()
+    };
+    assert!(line_of(&leftover_name(&key, &orphan)).contains(r#""reason": "ImageWithoutVolume""#));
+    assert!(line_of(&ghost_pv).contains(r#""reason": "VolumeWithoutImage""#));
+    assert!(
+        !stdout.contains(&theirs),
+        "another cluster's image in the scan:\n{stdout}"
+    );
+
+    // The removed image's tombstone clears after two censuses without it.
+    ceph.rbd(&["rm", &spec(&kept)]);
+    wait_leftover_gone(&leftovers, &kept_pv).await;
+    operator.stop().await;
+    for pv in [&ghost_pv, &bound_pv] {
+        delete(&pvs, pv).await;
+    }
+    delete(&Api::<StorageClass>::all(admin.clone()), &class).await;
+    delete(
+        &Api::<k8s_openapi::api::core::v1::Namespace>::all(admin),
+        &ns,
+    )
+    .await;
+    ceph.stop();
+}
