@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Stops what controlplane/up.sh RUN_DIR started: the controller-manager, then the apiserver, then
 # etcd; each gets SIGTERM and, after 10 s, SIGKILL. Returns once they are gone, so their ports are
-# free. Idempotent. Keeps the logs and the audit log; removes etcd's data.
+# free. Idempotent. Keeps the logs and the audit log; removes etcd's data. A node that up.sh
+# --node started (RUN_DIR/node) is stopped first, while the apiserver still answers, and its bridge
+# goes last.
 set -uo pipefail
 run=${1:?usage: down.sh RUN_DIR}
-[ -f "$run/pids" ] || exit 0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+[ -f "$run/node/env" ] && "$here/../node/down.sh" "$run/node"
+drop_bridge() {
+  [ -f "$run/node-bridge" ] || return 0
+  local b
+  b=$(cat "$run/node-bridge")
+  [ -n "$b" ] && ip link show "$b" >/dev/null 2>&1 && ip link delete "$b"
+  rm -f "$run/node-bridge"
+}
+[ -f "$run/pids" ] || { drop_bridge; exit 0; }
 mapfile -t procs < <(awk '{print $2}' "$run/pids")
 rm -f "$run/pids"
 
@@ -25,4 +36,5 @@ if [ -f "$run/watchdog" ]; then
   rm -f "$run/watchdog"
 fi
 rm -rf "$run/etcd"
+drop_bridge
 exit 0

@@ -707,11 +707,7 @@ fn the_default_render_is_what_the_operator_needs() {
     );
     assert_eq!(
         probe(&c.readiness_probe),
-        (
-            "/readyz".into(),
-            "String(\"http-metrics\")".into(),
-            Some(10)
-        )
+        ("/readyz".into(), "String(\"http-metrics\")".into(), Some(2))
     );
     let sc = c.security_context.as_ref().unwrap();
     assert_eq!(sc.allow_privilege_escalation, Some(false));

@@ -11,6 +11,7 @@ mod ha;
 mod handoff;
 mod image;
 mod lifecycle;
+mod node;
 mod odd;
 mod operator;
 mod quiet;
