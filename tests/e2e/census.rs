@@ -335,3 +335,105 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     .await;
     ceph.stop();
 }
+
+/// The `-ceph` image (`VL_IMAGE_CEPH=1 scripts/image.sh`) carries every library the census
+/// loads: its root filesystem alone (chroot, none of the host's libraries visible) runs `scan
+/// --census-config` against the real Ceph and control plane and reports an unreferenced image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ceph_image_carries_what_the_census_needs() {
+    let binary = std::env::var_os("VL_RELEASE_BINARY")
+        .filter(|b| !b.is_empty())
+        .map(std::path::PathBuf::from)
+        .expect(
+            "VL_RELEASE_BINARY is not set: this test builds the -ceph image from the release binary \
+             (scripts/test.sh builds it and sets it)",
+        );
+    let cp = cp();
+    let ceph = Ceph::start();
+    let pool = ceph.pool().to_string();
+    let fsid = ceph.var("CEPH_FSID").to_string();
+    let orphan = format!("csi-vol-{}", uuid(21));
+    ceph.rbd(&["create", &format!("{pool}/{orphan}"), "--size", "4M"]);
+
+    let image_dir = ceph.dir.join("image");
+    let out = Command::new(crate::support::repo().join("scripts/image.sh"))
+        .env("VL_BINARY", &binary)
+        .env("VL_IMAGE_DIR", &image_dir)
+        .env("VL_IMAGE_CEPH", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "VL_IMAGE_CEPH=1 scripts/image.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(image_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let version = summary["version"].as_str().unwrap_or_default().to_string();
+    assert!(version.ends_with("-ceph"), "{summary}");
+    let oci = summary["oci"].as_str().expect("oci").to_string();
+
+    // The image's root filesystem, unpacked as a runtime would.
+    let bundle = ceph.dir.join("bundle");
+    let out = Command::new("umoci")
+        .args(["unpack", "--image", &oci])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "umoci unpack: {out:?}");
+    let rootfs = bundle.join("rootfs");
+    assert!(
+        ["lib", "usr/lib"]
+            .iter()
+            .any(|d| rootfs.join(d).join("x86_64-linux-gnu/librbd.so.1").exists()),
+        "librbd in the image"
+    );
+    let cfg = rootfs.join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    let flat = cp
+        .kubectl_ok(&[
+            "config",
+            "view",
+            "--raw",
+            "--flatten",
+            "--kubeconfig",
+            cp.kubeconfig("operator").to_str().unwrap(),
+        ])
+        .unwrap();
+    std::fs::write(cfg.join("kubeconfig"), flat).unwrap();
+    std::fs::copy(ceph.var("CEPH_RO_KEYRING"), cfg.join("keyring")).unwrap();
+    std::fs::write(
+        cfg.join("census.yaml"),
+        format!(
+            "clusters:\n  - clusterID: {fsid}\n    monitors: [\"{}\"]\n    user: {}\n    keyring: /cfg/keyring\n    pools: [{{name: {pool}}}]\n",
+            ceph.var("CEPH_MON_HOST"),
+            ceph.var("CEPH_RO_USER"),
+        ),
+    )
+    .unwrap();
+    let out = Command::new("/usr/sbin/chroot")
+        .arg(&rootfs)
+        .args([
+            "/usr/local/bin/volume-leftovers",
+            "scan",
+            "--census-image-grace",
+            "0s",
+            "--census-config",
+            "/cfg/census.yaml",
+        ])
+        .env_clear()
+        .env("KUBECONFIG", "/cfg/kubeconfig")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let key = PoolKey::new(&fsid, &pool, None);
+    assert!(
+        stdout.contains(&format!(r#"{{"name": "{}","#, leftover_name(&key, &orphan))),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&bundle);
+    ceph.stop();
+}
