@@ -246,8 +246,9 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
 pub struct Seen {
     /// Its id.
     pub id: String,
-    /// Its details, when they were read.
-    pub detail: Option<SeenDetail>,
+    /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
+    /// entry per image).
+    pub detail: Option<Box<SeenDetail>>,
 }
 
 /// The details of an image.
@@ -284,7 +285,7 @@ impl Snapshot {
             .into_iter()
             .map(|i| {
                 let detail = match i.detail {
-                    rbd::Detail::Read(d) => Some(SeenDetail {
+                    rbd::Detail::Read(d) => Some(Box::new(SeenDetail {
                         size: d.size,
                         created: d.created,
                         watchers: {
@@ -299,7 +300,7 @@ impl Snapshot {
                             claim_name: o.pvc_name,
                             cluster_name: o.cluster_name,
                         }),
-                    }),
+                    })),
                     _ => None,
                 };
                 (

@@ -48,7 +48,7 @@ fn census() -> Census {
 fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
     Seen {
         id: "1234abcd".into(),
-        detail: Some(SeenDetail {
+        detail: Some(Box::new(SeenDetail {
             size: 10 * 1024 * 1024 * 1024,
             created: Some(now_plus(-age).0),
             watchers: watchers.iter().map(|w| w.to_string()).collect(),
@@ -58,7 +58,7 @@ fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
                 claim_name: Some("data".into()),
                 cluster_name: Some(c.into()),
             }),
-        }),
+        })),
     }
 }
 
