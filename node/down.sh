@@ -75,9 +75,12 @@ if [ -n "${CGROUP_ROOT:-}" ]; then
   done
 fi
 
-# 5. Mounts under RUN_DIR, deepest first (rootfs overlays, shm, pod volumes, netns files).
+# 5. Mounts under RUN_DIR and the kubelet's root (when it is elsewhere: up.sh says why), deepest
+# first (rootfs overlays, shm, pod volumes, netns files).
+kubelet_root=${KUBELET_ROOT:-$run/kubelet}
+mounted() { awk -v r="$run/" -v k="$kubelet_root" 'index($5, r) == 1 || $5 == k || index($5, k "/") == 1 {print $5}' /proc/self/mountinfo; }
 for _ in 1 2 3; do
-  mapfile -t mnts < <(awk -v r="$run/" 'index($5, r) == 1 {print $5}' /proc/self/mountinfo | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
+  mapfile -t mnts < <(mounted | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
   [ ${#mnts[@]} -eq 0 ] && break
   for m in "${mnts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 done
@@ -133,7 +136,9 @@ if [ -f "$run/watchdog" ]; then
   rm -f "$run/watchdog"
 fi
 rm -f "$run/pids"
-if ! awk -v r="$run/" 'index($5, r) == 1 {found=1} END {exit !found}' /proc/self/mountinfo; then
-  rm -rf "$run/containerd/root" "$run/containerd/state" "$run/runc" "$run/kubelet/pods"
+if [ -z "$(mounted)" ]; then
+  rm -rf "$run/containerd/root" "$run/containerd/state" "$run/runc" "$kubelet_root/pods"
+  # A kubelet root outside RUN_DIR holds nothing worth keeping (its sockets, checkpoints, pods).
+  case "$kubelet_root" in /run/vl-kubelet-*) rm -rf "$kubelet_root" ;; esac
 fi
 exit 0

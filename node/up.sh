@@ -77,6 +77,12 @@ sock="$run/containerd.sock"
 eval "$("$here/net.sh" "$run")"
 id=$NODE_ID cgroup_root=$CGROUP_ROOT bridge=$CNI_BRIDGE subnet=$POD_SUBNET node_ip=$NODE_IP
 net=${node_ip%.1}
+# The kubelet makes unix sockets under its root directory (pod-resources/<10 digits> is the
+# longest, 26 bytes), and a socket path has at most 107 bytes: a deep RUN_DIR (a cargo target
+# directory under ~/.cache, say) would make the kubelet fail with "bind: invalid argument". Such a
+# RUN_DIR gets its kubelet root at /run/vl-kubelet-ID instead (node/down.sh removes it).
+kubelet_root="$run/kubelet"
+[ $((${#kubelet_root} + 26)) -le 107 ] || kubelet_root="/run/vl-kubelet-$id"
 if ! ip link show "$bridge" >/dev/null 2>&1 && ip -4 -o addr show | grep -qF " $net."; then
   echo "node/up.sh: $subnet (derived from RUN_DIR) is already used on this machine; choose another RUN_DIR" >&2
   exit 1
@@ -115,6 +121,7 @@ CONTROLPLANE_RUN_DIR=$cp_run
 CONTAINERD_ADDRESS=$sock
 CGROUP_ROOT=$cgroup_root
 CNI_BRIDGE=$bridge
+KUBELET_ROOT=$kubelet_root
 CNI_BRIDGE_OWNED=$(ip link show "$bridge" >/dev/null 2>&1 && echo false || echo true)
 POD_SUBNET=$subnet
 NODE_IP=$node_ip
@@ -356,7 +363,8 @@ start kube-scheduler "$bin/kube-scheduler" \
   --leader-elect=false --bind-address 127.0.0.1 --secure-port "$sched_port"
 
 # --- kubelet ----------------------------------------------------------------------------------
-mkdir -p "$run/kubelet" "$run/pod-logs" "$run/kubelet/volume-plugins"
+mkdir -p "$kubelet_root/volume-plugins" "$run/pod-logs"
+[ "$kubelet_root" = "$run/kubelet" ] || ln -sfn "$kubelet_root" "$run/kubelet"
 cat >"$run/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -389,7 +397,7 @@ protectKernelDefaults: false
 localStorageCapacityIsolation: true
 resolvConf: /etc/resolv.conf
 podLogsDir: $run/pod-logs
-volumePluginDir: $run/kubelet/volume-plugins
+volumePluginDir: $kubelet_root/volume-plugins
 # Other people's builds share the disk and memory: never evict the test pods, never garbage
 # collect the images that were imported by hand (they cannot be pulled again).
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
@@ -408,7 +416,7 @@ syncFrequency: 10s
 fileCheckFrequency: 10s
 EOF
 start kubelet "$bin/kubelet" --config "$run/kubelet.yaml" \
-  --kubeconfig "$run/kubelet.kubeconfig" --root-dir "$run/kubelet" --cert-dir "$pki" \
+  --kubeconfig "$run/kubelet.kubeconfig" --root-dir "$kubelet_root" --cert-dir "$pki" \
   --hostname-override "$node" --node-ip "$node_ip" --v 2
 wait_for "kubelet /healthz" 60 curl -fsS "http://127.0.0.1:$healthz_port/healthz"
 wait_for "kube-scheduler /healthz" 60 curl -fsSk "https://127.0.0.1:$sched_port/healthz"
