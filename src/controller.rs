@@ -37,8 +37,7 @@ use crate::crd::VolumeSourceInfo;
 use crate::crd::{Reason, VolumeLeftover};
 use crate::events::{Change, Events};
 use crate::exclude::Exclusions;
-use crate::feed::Strip;
-use crate::feed::{FeedItem, FeedTiming, feed};
+use crate::feed::{FeedItem, FeedTiming, Stored, feed, strip};
 use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
@@ -122,7 +121,7 @@ impl Default for Settings {
 pub type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
 
 /// A store as a lookup sees it.
-pub enum View<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> {
+pub enum View<'a, K: Stored> {
     /// Trusted.
     Current(&'a Store<K>),
     /// Forbidden: answers are Unknown.
@@ -131,7 +130,7 @@ pub enum View<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> {
     Stale,
 }
 
-impl<'a, K: kube::Resource<DynamicType = ()> + Clone + 'static> View<'a, K> {
+impl<'a, K: Stored> View<'a, K> {
     /// The view of `store` given its trust.
     pub fn new(store: &'a Store<K>, trust: Trust) -> Self {
         match trust {
@@ -284,25 +283,25 @@ pub async fn run(
     let mut inputs: SelectAll<InputStream> = SelectAll::new();
     let pv_api: Api<Volume> = Api::all(client.clone());
     let exclusions = Arc::new(settings.exclusions.clone());
-    let pv_strip: Strip<Volume> = Arc::new(move |pv: &mut Volume| mark_and_strip(pv, &exclusions));
+    let pv_strip = strip(move |pv: &mut Volume| mark_and_strip(pv, &exclusions));
     inputs.push(Box::pin(
         feed(pv_api, cfg.clone(), pv_strip, pv_w, timing, seed("pv"))
             .map(|i| Input::Pv(Box::new(i))),
     ));
     let pvc_api: Api<ClaimMeta> = Api::all(client.clone());
-    let pvc_strip: Strip<ClaimMeta> = Arc::new(strip_claim);
+    let pvc_strip = strip(strip_claim);
     inputs.push(Box::pin(
         feed(pvc_api, cfg.clone(), pvc_strip, pvc_w, timing, seed("pvc"))
             .map(|i| Input::Pvc(Box::new(i))),
     ));
     let sc_api: Api<StorageClass> = Api::all(client.clone());
-    let sc_strip: Strip<StorageClass> = Arc::new(strip_class);
+    let sc_strip = strip(strip_class);
     inputs.push(Box::pin(
         feed(sc_api, cfg.clone(), sc_strip, sc_w, timing, seed("sc"))
             .map(|i| Input::Sc(Box::new(i))),
     ));
     let vl_api: Api<VolumeLeftover> = Api::all(client.clone());
-    let vl_strip: Strip<VolumeLeftover> = Arc::new(strip_leftover);
+    let vl_strip = strip(strip_leftover);
     inputs.push(Box::pin(
         feed(vl_api, cfg, vl_strip, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));

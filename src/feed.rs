@@ -2,7 +2,8 @@
 //!
 //! A kube-runtime watcher (paginated list, then watch, relisting after a 410 Gone) feeds a
 //! reflector store. Around it, this stream:
-//! - strips unused fields before the store sees an object;
+//! - turns each object into what the store keeps (a lean form, or the object stripped of unused
+//!   fields) before the store sees it;
 //! - applies each event to the store, then yields it (only `Apply`, `Delete` and the end of a
 //!   list; list pages are buffered by the store and swapped in at the end);
 //! - on any error, drops the watcher and starts a fresh one (a full list) after a backoff with
@@ -19,6 +20,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::Api;
 use kube::Resource;
+use kube::runtime::reflector::Lookup;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::{self, Event};
 
@@ -72,14 +74,27 @@ impl Default for FeedTiming {
     }
 }
 
-/// What a feed does to each object before the store sees it.
-pub type Strip<K> = std::sync::Arc<dyn Fn(&mut K) + Send + Sync>;
+/// What a feed makes of each object the API server sends (of kind `K`) before the store sees
+/// it: the `L` the store keeps.
+pub type Convert<K, L> = std::sync::Arc<dyn Fn(K) -> L + Send + Sync>;
 
-struct State<K: Resource<DynamicType = ()> + Clone + 'static> {
+/// A [`Convert`] that keeps the object's type and strips it in place.
+pub fn strip<K: 'static>(f: impl Fn(&mut K) + Send + Sync + 'static) -> Convert<K, K> {
+    std::sync::Arc::new(move |mut k| {
+        f(&mut k);
+        k
+    })
+}
+
+/// What a store can hold: anything a reflector can key.
+pub trait Stored: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static {}
+impl<L: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static> Stored for L {}
+
+struct State<K: Resource<DynamicType = ()> + Clone + 'static, L: Stored> {
     api: Api<K>,
     cfg: watcher::Config,
-    strip: Strip<K>,
-    writer: Writer<K>,
+    convert: Convert<K, L>,
+    writer: Writer<L>,
     stream: Option<BoxStream<'static, watcher::Result<Event<K>>>>,
     listing: bool,
     backoff: Backoff,
@@ -87,15 +102,16 @@ struct State<K: Resource<DynamicType = ()> + Clone + 'static> {
     timing: FeedTiming,
 }
 
-/// A resilient reflected watch of `api`, feeding `writer`.
-pub fn feed<K>(
+/// A resilient reflected watch of `api`, feeding `writer` with what `convert` makes of each
+/// object.
+pub fn feed<K, L: Stored>(
     api: Api<K>,
     cfg: watcher::Config,
-    strip: Strip<K>,
-    writer: Writer<K>,
+    convert: Convert<K, L>,
+    writer: Writer<L>,
     timing: FeedTiming,
     seed: u64,
-) -> impl Stream<Item = FeedItem<K>> + Send + 'static
+) -> impl Stream<Item = FeedItem<L>> + Send + 'static
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -108,7 +124,7 @@ where
     let state = State {
         api,
         cfg,
-        strip,
+        convert,
         writer,
         stream: None,
         listing: false,
@@ -122,7 +138,7 @@ where
     })
 }
 
-async fn step<K>(st: &mut State<K>) -> FeedItem<K>
+async fn step<K, L: Stored>(st: &mut State<K, L>) -> FeedItem<L>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -163,11 +179,15 @@ where
                 st.stream = None;
                 st.listing = false;
             }
-            Some(Ok(mut event)) => {
-                match &mut event {
-                    Event::Apply(o) | Event::InitApply(o) | Event::Delete(o) => (st.strip)(o),
-                    Event::Init | Event::InitDone => {}
-                }
+            Some(Ok(event)) => {
+                let convert = &st.convert;
+                let event = match event {
+                    Event::Apply(o) => Event::Apply(convert(o)),
+                    Event::InitApply(o) => Event::InitApply(convert(o)),
+                    Event::Delete(o) => Event::Delete(convert(o)),
+                    Event::Init => Event::Init,
+                    Event::InitDone => Event::InitDone,
+                };
                 st.writer.apply_watcher_event(&event);
                 match event {
                     Event::Init => st.listing = true,
@@ -195,11 +215,11 @@ where
     }
 }
 
-fn fail<K: Resource<DynamicType = ()> + Clone + 'static>(
-    st: &mut State<K>,
+fn fail<K: Resource<DynamicType = ()> + Clone + 'static, L: Stored>(
+    st: &mut State<K, L>,
     category: Category,
     error: String,
-) -> FeedItem<K> {
+) -> FeedItem<L> {
     // Drop the watcher (and its connection); the next one lists afresh.
     st.stream = None;
     st.listing = false;
