@@ -22,12 +22,11 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use volume_leftovers::classify::{Verdict, classify};
-use volume_leftovers::controller::{
-    ClaimMeta, StoreLookup, View, strip_claim, strip_class, strip_pv,
-};
+use volume_leftovers::controller::{ClaimMeta, StoreLookup, View, strip_class};
 use volume_leftovers::index::RefIndex;
+use volume_leftovers::lookup::Claim;
 use volume_leftovers::plan::{Action, desired, plan};
-use volume_leftovers::volume::Volume;
+use volume_leftovers::volume::{Volume, VolumeObject};
 
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -193,12 +192,12 @@ fn main() {
     // InitDone.
     let base = live();
     let (pv_store, mut pv_w) = reflector::store::<Volume>();
+    let exclusions = volume_leftovers::exclude::Exclusions::default();
     let t = Instant::now();
     pv_w.apply_watcher_event(&Event::Init);
     for w in &wire {
-        let mut pv: Volume = serde_json::from_slice(w).expect("deserialize");
-        strip_pv(&mut pv);
-        pv_w.apply_watcher_event(&Event::InitApply(pv));
+        let pv: VolumeObject = serde_json::from_slice(w).expect("deserialize");
+        pv_w.apply_watcher_event(&Event::InitApply(Volume::read(pv, &exclusions)));
     }
     pv_w.apply_watcher_event(&Event::InitDone);
     let ingest_pvs = t.elapsed();
@@ -211,13 +210,12 @@ fn main() {
     let index_time = t.elapsed();
     let after_index = live();
 
-    let (claim_store, mut claim_w) = reflector::store::<ClaimMeta>();
+    let (claim_store, mut claim_w) = reflector::store::<Claim>();
     let t = Instant::now();
     claim_w.apply_watcher_event(&Event::Init);
     let mut claim_count = 0;
-    for mut c in claims(n) {
-        strip_claim(&mut c);
-        claim_w.apply_watcher_event(&Event::InitApply(c));
+    for c in claims(n) {
+        claim_w.apply_watcher_event(&Event::InitApply(Claim::of(&c.metadata)));
         claim_count += 1;
     }
     claim_w.apply_watcher_event(&Event::InitDone);
@@ -275,9 +273,7 @@ fn main() {
     let t = Instant::now();
     let mut hits = 0usize;
     for c in claim_store.state() {
-        let ns = c.metadata.namespace.as_deref().unwrap_or_default();
-        let name = c.metadata.name.as_deref().unwrap_or_default();
-        hits += index.pvs_for_claim(ns, name).count();
+        hits += index.pvs_for_claim(&c.namespace, &c.name).count();
     }
     let fanout = t.elapsed();
 

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::crd::{
@@ -15,7 +14,7 @@ use crate::crd::{
     VolumeSourceInfo,
 };
 pub use crate::lookup::{ClaimFacts, ClassFacts, Found, ImageFound, Lookup};
-use crate::volume::{Volume, VolumeSpec};
+use crate::volume::{ClaimRef, Volume, VolumeSpec};
 
 /// One finding: what to publish about a PersistentVolume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,8 +255,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     let status = pv.status.as_ref();
     let reclaim_policy = spec
         .persistent_volume_reclaim_policy
-        .clone()
-        .unwrap_or_else(|| "Retain".to_string());
+        .as_deref()
+        .unwrap_or("Retain")
+        .to_string();
     let class_name = spec.storage_class_name.as_deref().filter(|c| !c.is_empty());
     let storage_class = match class_name.map(|c| observe_class(c, lookup)) {
         Some(None) => {
@@ -322,7 +322,13 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
         reclaim: &reclaim_policy,
         hints: &hints,
         deleting_since: pv.metadata.deletion_timestamp.as_ref(),
-        finalizers: pv.metadata.finalizers.as_deref().unwrap_or_default(),
+        finalizers: &pv
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>(),
     };
     let message = message(&facts);
     let phase_message = status
@@ -331,7 +337,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     Verdict::Leftover(Box::new(Finding {
         volume_name: name.to_string(),
         volume_uid: uid.to_string(),
-        storage_class_name: spec.storage_class_name.clone(),
+        storage_class_name: spec.storage_class_name.as_deref().map(str::to_string),
         status: VolumeLeftoverStatus {
             reason,
             // The hand-off fields (state, conditions, what an acknowledgement covers) are the
@@ -351,18 +357,24 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             capacity: spec
                 .capacity
                 .as_ref()
-                .and_then(|c| c.storage.as_ref())
-                .map(|q| q.0.clone()),
+                .and_then(|c| c.storage.as_deref())
+                .map(str::to_string),
             capacity_bytes: spec
                 .capacity
                 .as_ref()
-                .and_then(|c| c.storage.as_ref())
-                .and_then(|q| crate::quantity::bytes(&q.0)),
-            access_modes: spec.access_modes.clone().unwrap_or_default(),
+                .and_then(|c| c.storage.as_deref())
+                .and_then(crate::quantity::bytes),
+            access_modes: spec
+                .access_modes
+                .iter()
+                .flatten()
+                .map(|m| m.to_string())
+                .collect(),
             volume_mode: spec
                 .volume_mode
-                .clone()
-                .unwrap_or_else(|| "Filesystem".to_string()),
+                .as_deref()
+                .unwrap_or("Filesystem")
+                .to_string(),
             source: volume_source(spec),
             first_seen: now,
             subject: if deleted_at.is_some() {
@@ -403,11 +415,11 @@ impl ObservedClaim {
     }
 }
 
-fn observe_claim(r: &ObjectReference, lookup: &impl Lookup) -> ObservedClaim {
-    let non_empty = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
-    let namespace = non_empty(&r.namespace);
-    let name = non_empty(&r.name);
-    let uid = non_empty(&r.uid);
+fn observe_claim(r: &ClaimRef, lookup: &impl Lookup) -> ObservedClaim {
+    let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_string);
+    let namespace = non_empty(r.namespace.as_deref());
+    let name = non_empty(r.name.as_deref());
+    let uid = non_empty(r.uid.as_deref());
     let not_a_claim = r
         .kind
         .as_deref()
@@ -768,14 +780,14 @@ pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
     if let Some(csi) = &spec.csi {
         let attrs = csi.volume_attributes.as_ref();
-        let attr = |v: Option<&String>| v.filter(|v| !v.is_empty()).cloned();
+        let attr = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(str::to_string);
         s.kind = "csi".into();
-        s.driver = Some(csi.driver.clone());
-        s.volume_handle = Some(csi.volume_handle.clone());
-        s.pool = attr(attrs.and_then(|a| a.pool.as_ref()));
-        s.image_name = attr(attrs.and_then(|a| a.image_name.as_ref()));
-        s.cluster_id = attr(attrs.and_then(|a| a.cluster_id.as_ref()));
-        s.rados_namespace = attr(attrs.and_then(|a| a.rados_namespace.as_ref()));
+        s.driver = Some(csi.driver.to_string());
+        s.volume_handle = Some(csi.volume_handle.to_string());
+        s.pool = attr(attrs.and_then(|a| a.pool.as_deref()));
+        s.image_name = attr(attrs.and_then(|a| a.image_name.as_deref()));
+        s.cluster_id = attr(attrs.and_then(|a| a.cluster_id.as_deref()));
+        s.rados_namespace = attr(attrs.and_then(|a| a.rados_namespace.as_deref()));
     } else if let Some(rbd) = &spec.rbd {
         s.kind = "rbd".into();
         s.pool = Some(rbd.pool.clone().unwrap_or_else(|| "rbd".into()));

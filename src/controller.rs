@@ -37,17 +37,17 @@ use crate::crd::VolumeSourceInfo;
 use crate::crd::{Reason, VolumeLeftover};
 use crate::events::{Change, Events};
 use crate::exclude::Exclusions;
-use crate::feed::{FeedItem, FeedTiming, Stored, feed, strip};
+use crate::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
 use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
-use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
+use crate::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
 use crate::report::{Applied, ReportWriter, cluster_report};
 use crate::schedule::{
     Condition, Decision, Echo, Held, Limits, Memo, Published, Scheduler, WriteEnd,
 };
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
-use crate::volume::Volume;
+use crate::volume::{Volume, VolumeObject};
 use crate::writer::{WriteError, Writer, Written};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -144,7 +144,7 @@ impl<'a, K: Stored> View<'a, K> {
 /// Claims and classes as the operator sees them, from the reflector stores, and the census.
 pub struct StoreLookup<'a> {
     /// Claim metadata.
-    pub claims: View<'a, ClaimMeta>,
+    pub claims: View<'a, Claim>,
     /// StorageClasses.
     pub classes: View<'a, StorageClass>,
     /// The storage backend's census, when it is on.
@@ -155,7 +155,7 @@ impl Lookup for StoreLookup<'_> {
     fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
         match &self.claims {
             View::Current(s) => match s.get(&ObjectRef::new(name).within(namespace)) {
-                Some(c) => Found::Yes(claim_facts(&c.metadata)),
+                Some(c) => Found::Yes(c.facts()),
                 None => Found::Absent,
             },
             View::Forbidden => Found::Unknown,
@@ -185,7 +185,7 @@ impl Lookup for StoreLookup<'_> {
 /// One item of the merged feeds (boxed: a PV is a few hundred bytes to kilobytes).
 enum Input {
     Pv(Box<FeedItem<Volume>>),
-    Pvc(Box<FeedItem<ClaimMeta>>),
+    Pvc(Box<FeedItem<Claim>>),
     Sc(Box<FeedItem<StorageClass>>),
     Vl(Box<FeedItem<VolumeLeftover>>),
     Census(Box<CensusReport>),
@@ -209,7 +209,7 @@ pub struct Told {
 
 struct Stores {
     pv: Store<Volume>,
-    pvc: Store<ClaimMeta>,
+    pvc: Store<Claim>,
     sc: Store<StorageClass>,
     vl: Store<VolumeLeftover>,
 }
@@ -281,15 +281,15 @@ pub async fn run(
     let timing = settings.feed;
 
     let mut inputs: SelectAll<InputStream> = SelectAll::new();
-    let pv_api: Api<Volume> = Api::all(client.clone());
+    let pv_api: Api<VolumeObject> = Api::all(client.clone());
     let exclusions = Arc::new(settings.exclusions.clone());
-    let pv_strip = strip(move |pv: &mut Volume| mark_and_strip(pv, &exclusions));
+    let pv_strip: Convert<VolumeObject, Volume> = Arc::new(move |pv| Volume::read(pv, &exclusions));
     inputs.push(Box::pin(
         feed(pv_api, cfg.clone(), pv_strip, pv_w, timing, seed("pv"))
             .map(|i| Input::Pv(Box::new(i))),
     ));
     let pvc_api: Api<ClaimMeta> = Api::all(client.clone());
-    let pvc_strip = strip(strip_claim);
+    let pvc_strip: Convert<ClaimMeta, Claim> = Arc::new(|c| Claim::of(&c.metadata));
     inputs.push(Box::pin(
         feed(pvc_api, cfg.clone(), pvc_strip, pvc_w, timing, seed("pvc"))
             .map(|i| Input::Pvc(Box::new(i))),
@@ -481,7 +481,7 @@ impl Loop {
             Input::Pv(item) => match *item {
                 FeedItem::Applied(pv) => {
                     self.index.apply(&pv);
-                    let name = pv.name_any();
+                    let name = pv.name().to_string();
                     self.image_referenced(&pv);
                     // The name is a live volume's again (a tombstone not yet written is
                     // superseded by it).
@@ -489,7 +489,7 @@ impl Loop {
                     self.scheduler.mark(&name);
                 }
                 FeedItem::Deleted(pv) => {
-                    let name = pv.name_any();
+                    let name = pv.name().to_string();
                     self.index.delete(&name);
                     self.stash_tombstone(&name, &pv);
                     self.scheduler.mark(&name);
@@ -513,10 +513,9 @@ impl Loop {
             },
             Input::Pvc(item) => match *item {
                 FeedItem::Applied(c) | FeedItem::Deleted(c) => {
-                    let (ns, name) = (c.namespace().unwrap_or_default(), c.name_any());
                     let pvs: Vec<Arc<str>> = self
                         .index
-                        .pvs_for_claim(&ns, &name)
+                        .pvs_for_claim(&c.namespace, &c.name)
                         .map(Arc::from)
                         .collect();
                     pvs.iter().for_each(|n| self.scheduler.mark(n));
@@ -806,7 +805,7 @@ impl Loop {
                 let now_missing = cur.as_ref().is_some_and(|c| !c.images.contains_key(&img));
                 let was_missing = prev.as_ref().is_some_and(|p| !p.images.contains_key(&img));
                 if now_missing || was_missing {
-                    marks.push(pv.name_any());
+                    marks.push(pv.name().to_string());
                 }
                 referenced.insert(img);
             }
@@ -868,7 +867,7 @@ impl Loop {
             self.scheduler.mark(&o.name_any());
         }
         for pv in self.stores.pv.state() {
-            self.scheduler.mark(&pv.name_any());
+            self.scheduler.mark(pv.name());
         }
     }
 
@@ -1448,36 +1447,6 @@ fn at_least(have: &str, want: &str) -> bool {
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// Decides whether the volume is kept out of the report (from its labels and class), then
-/// strips what is not needed.
-pub fn mark_and_strip(pv: &mut Volume, exclusions: &Exclusions) {
-    let class = pv
-        .spec
-        .as_ref()
-        .and_then(|s| s.storage_class_name.as_deref());
-    pv.excluded = exclusions.why(pv.metadata.labels.as_ref(), class);
-    strip_pv(pv);
-}
-
-/// Drops what [`Volume`] still reads but nothing uses: labels, annotations, managedFields.
-/// Finalizers stay: a terminating volume's message names what holds it.
-pub fn strip_pv(pv: &mut Volume) {
-    let m = &mut pv.metadata;
-    m.managed_fields = None;
-    m.annotations = None;
-    m.labels = None;
-}
-
-/// Keeps a claim's identity (namespace, name, uid, deletionTimestamp).
-pub fn strip_claim(c: &mut ClaimMeta) {
-    let m = &mut c.metadata;
-    m.managed_fields = None;
-    m.annotations = None;
-    m.labels = None;
-    m.finalizers = None;
-    m.owner_references = None;
-}
 
 /// Keeps a class's name and reclaim policy.
 pub fn strip_class(c: &mut StorageClass) {

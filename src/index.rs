@@ -11,62 +11,59 @@ use std::sync::Arc;
 
 use crate::volume::Volume;
 
-/// `namespace/name` of a claim.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ClaimKey {
-    /// Namespace.
-    pub namespace: String,
-    /// Name.
-    pub name: String,
-}
+/// The PVs (sorted) that name each claim of one namespace.
+type ClaimsOf = HashMap<Arc<str>, Vec<Arc<str>>>;
 
+/// The claim (namespace, name) and class a PV names, sharing the volume's strings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Refs {
-    claim: Option<ClaimKey>,
-    class: Option<String>,
+    claim: Option<(Arc<str>, Arc<str>)>,
+    class: Option<Arc<str>>,
 }
 
 impl Refs {
     fn of(pv: &Volume) -> Self {
         let spec = pv.spec.as_ref();
-        let claim = spec.and_then(|s| s.claim_ref.as_ref()).and_then(|r| {
-            Some(ClaimKey {
-                namespace: r.namespace.clone().filter(|s| !s.is_empty())?,
-                name: r.name.clone().filter(|s| !s.is_empty())?,
-            })
-        });
-        let class = spec
-            .and_then(|s| s.storage_class_name.clone())
-            .filter(|s| !s.is_empty());
+        let non_empty = |s: &Option<Arc<str>>| s.clone().filter(|s| !s.is_empty());
+        let claim = spec
+            .and_then(|s| s.claim_ref.as_ref())
+            .and_then(|r| Some((non_empty(&r.namespace)?, non_empty(&r.name)?)));
+        let class = spec.and_then(|s| non_empty(&s.storage_class_name));
         Refs { claim, class }
     }
 }
 
-/// Which PVs name which claim and which class.
+/// Which PVs name which claim and which class. Its strings are the store's own (the PV's name,
+/// its claim's namespace and name, its class), shared rather than copied; a claim is named by one
+/// PV in practice, so its PVs are a small sorted vector.
 #[derive(Debug, Default)]
 pub struct RefIndex {
     refs: HashMap<Arc<str>, Refs>,
-    by_claim: HashMap<ClaimKey, BTreeSet<Arc<str>>>,
-    by_class: HashMap<String, BTreeSet<Arc<str>>>,
+    by_claim: HashMap<Arc<str>, ClaimsOf>,
+    by_class: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
 }
 
 impl RefIndex {
     /// Records a PV (added or modified).
     pub fn apply(&mut self, pv: &Volume) {
-        let Some(name) = pv.metadata.name.as_deref() else {
+        let Some(name) = pv.metadata.name.clone() else {
             return;
         };
         let refs = Refs::of(pv);
-        if self.refs.get(name) == Some(&refs) {
+        if self.refs.get(&name) == Some(&refs) {
             return;
         }
-        self.delete(name);
-        let name: Arc<str> = Arc::from(name);
-        if let Some(c) = &refs.claim {
-            self.by_claim
-                .entry(c.clone())
+        self.delete(&name);
+        if let Some((ns, claim)) = &refs.claim {
+            let pvs = self
+                .by_claim
+                .entry(ns.clone())
                 .or_default()
-                .insert(name.clone());
+                .entry(claim.clone())
+                .or_default();
+            if let Err(at) = pvs.binary_search(&name) {
+                pvs.insert(at, name.clone());
+            }
         }
         if let Some(c) = &refs.class {
             self.by_class
@@ -82,12 +79,17 @@ impl RefIndex {
         let Some((name, old)) = self.refs.remove_entry(name) else {
             return;
         };
-        if let Some(c) = old.claim
-            && let Some(set) = self.by_claim.get_mut(&c)
+        if let Some((ns, claim)) = old.claim
+            && let Some(claims) = self.by_claim.get_mut(&ns)
         {
-            set.remove(&name);
-            if set.is_empty() {
-                self.by_claim.remove(&c);
+            if let Some(pvs) = claims.get_mut(&claim) {
+                pvs.retain(|n| *n != name);
+                if pvs.is_empty() {
+                    claims.remove(&claim);
+                }
+            }
+            if claims.is_empty() {
+                self.by_claim.remove(&ns);
             }
         }
         if let Some(c) = old.class
@@ -120,13 +122,9 @@ impl RefIndex {
 
     /// PVs whose claimRef names `namespace/name`.
     pub fn pvs_for_claim(&self, namespace: &str, name: &str) -> impl Iterator<Item = &str> {
-        // The key is built once per claim event; cheap next to the event itself.
-        let key = ClaimKey {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        };
         self.by_claim
-            .get(&key)
+            .get(namespace)
+            .and_then(|claims| claims.get(name))
             .into_iter()
             .flatten()
             .map(|n| n.as_ref())

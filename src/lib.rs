@@ -18,6 +18,7 @@ pub mod events;
 pub mod exclude;
 pub mod feed;
 pub mod index;
+pub mod intern;
 pub mod leader;
 pub mod lookup;
 pub mod plan;

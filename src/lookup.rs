@@ -5,6 +5,9 @@
 //! [`Lookup`]; the facts are built from API objects by the same functions here, so the two can
 //! never disagree about what a claim or a class says.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -73,5 +76,69 @@ pub fn class_facts(c: &StorageClass) -> ClassFacts {
     ClassFacts {
         // The API server defaults an unset reclaimPolicy to Delete.
         reclaim_policy: c.reclaim_policy.clone().unwrap_or_else(|| "Delete".into()),
+    }
+}
+
+/// What the operator keeps of a claim in its store: its key, uid and whether it is being
+/// deleted (about 350 bytes with the store's key, against about 950 for its stripped metadata).
+/// Its `resourceVersion` and uid stay out of the store's key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// `metadata.namespace` (shared: few distinct values).
+    pub namespace: Arc<str>,
+    /// `metadata.name`.
+    pub name: Box<str>,
+    /// `metadata.uid`.
+    pub uid: Box<str>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+}
+
+impl Claim {
+    /// The lean form of a claim's metadata.
+    pub fn of(meta: &ObjectMeta) -> Claim {
+        Claim {
+            namespace: crate::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
+            name: meta.name.as_deref().unwrap_or_default().into(),
+            uid: meta.uid.as_deref().unwrap_or_default().into(),
+            terminating: meta.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// The facts classification reads.
+    pub fn facts(&self) -> ClaimFacts {
+        ClaimFacts {
+            uid: self.uid.to_string(),
+            terminating: self.terminating,
+        }
+    }
+}
+
+impl kube::runtime::reflector::Lookup for Claim {
+    type DynamicType = ();
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PersistentVolumeClaim".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "persistentvolumeclaims".into()
+    }
+    fn name(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.name))
+    }
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.namespace))
+    }
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        None
     }
 }

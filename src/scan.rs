@@ -25,7 +25,7 @@ use crate::clock::wall_clock;
 use crate::crd::{Hint, Reason};
 use crate::exclude::Exclusions;
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
-use crate::volume::Volume;
+use crate::volume::{Volume, VolumeObject};
 
 /// Errors of a scan, by step.
 #[derive(Debug, thiserror::Error)]
@@ -249,7 +249,7 @@ pub async fn read(
     }
 
     let now = wall_clock();
-    let pv_api: Api<Volume> = Api::all(r.client.clone());
+    let pv_api: Api<VolumeObject> = Api::all(r.client.clone());
     let mut findings = Vec::new();
     let mut recheck = Vec::new();
     r.pages(
@@ -259,12 +259,8 @@ pub async fn read(
             async move { api.list(&lp).await }
         },
         |items| {
-            for mut pv in items {
-                let class = pv
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.storage_class_name.as_deref());
-                pv.excluded = exclusions.why(pv.metadata.labels.as_ref(), class);
+            for pv in items {
+                let pv = Volume::read(pv, exclusions);
                 if let (Some(c), Some(r)) = (
                     facts.census.as_deref(),
                     pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),

@@ -2,30 +2,95 @@
 //!
 //! The reflector holds every PV of the cluster. k8s-openapi's `PersistentVolume` is about 3.5 KB
 //! inline (its spec embeds every in-tree volume source), before any string is counted; at
-//! 50,000 PVs that is most of the operator's memory. `Volume` is deserialized straight from the
-//! API server's JSON — unknown fields are ignored — and keeps only what classification and the
-//! VolumeLeftover need. `examples/scale.rs` prints the difference.
+//! 50,000 PVs that is most of the operator's memory. The API's JSON is read as a
+//! [`VolumeObject`] (unknown fields are ignored) and turned into a [`Volume`], which keeps only
+//! what classification and the VolumeLeftover need: a lean metadata, the in-tree sources boxed
+//! (a PV has at most one), and the strings that repeat across volumes (class, driver, pool,
+//! policy, phase, access modes, claim namespace) shared through [`crate::intern`].
+//! `examples/memory.rs` measures it store by store.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume, PersistentVolumeStatus};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-/// A PersistentVolume, as the operator reads it.
+use crate::intern::intern;
+
+/// A PersistentVolume as the API server sends it, read through serde: what the watcher and the
+/// lists deserialize before the store keeps the [`Volume`] made of it.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct Volume {
+pub struct VolumeObject {
     /// Standard object metadata.
     #[serde(default)]
     pub metadata: ObjectMeta,
     /// The parts of `spec` that are read.
     #[serde(default)]
     pub spec: Option<VolumeSpec>,
-    /// `status`, whole (it is small).
+    /// The parts of `status` that are read.
     #[serde(default)]
-    pub status: Option<PersistentVolumeStatus>,
+    pub status: Option<VolumeStatus>,
+}
+
+/// The metadata of a PersistentVolume that is read.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeMeta {
+    /// `name`: shared with the reverse index.
+    pub name: Option<Arc<str>>,
+    /// `uid`.
+    pub uid: Option<Box<str>>,
+    /// `creationTimestamp`.
+    pub creation_timestamp: Option<Time>,
+    /// `deletionTimestamp`.
+    pub deletion_timestamp: Option<Time>,
+    /// `finalizers` (a terminating volume's message names what holds it).
+    pub finalizers: Option<Vec<Arc<str>>>,
+}
+
+impl VolumeMeta {
+    fn of(m: ObjectMeta) -> VolumeMeta {
+        VolumeMeta {
+            name: m.name.map(Arc::from),
+            uid: m.uid.map(String::into_boxed_str),
+            creation_timestamp: m.creation_timestamp,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m
+                .finalizers
+                .filter(|f| !f.is_empty())
+                .map(|f| f.iter().map(|s| intern(s)).collect()),
+        }
+    }
+}
+
+/// The parts of `PersistentVolumeStatus` that are read.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeStatus {
+    /// `phase`.
+    pub phase: Option<Arc<str>>,
+    /// `message`.
+    pub message: Option<String>,
+    /// `reason`.
+    pub reason: Option<String>,
+    /// `lastPhaseTransitionTime`.
+    pub last_phase_transition_time: Option<Time>,
+}
+
+/// A PersistentVolume, as the operator keeps it.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Volume {
+    /// The metadata that is read.
+    #[serde(default)]
+    pub metadata: VolumeMeta,
+    /// The parts of `spec` that are read.
+    #[serde(default)]
+    pub spec: Option<VolumeSpec>,
+    /// The parts of `status` that are read.
+    #[serde(default)]
+    pub status: Option<VolumeStatus>,
     /// Why the volume is kept out of the report, decided from its labels when it is read (the
     /// labels themselves are not kept).
     #[serde(skip)]
@@ -37,40 +102,56 @@ pub struct Volume {
 #[serde(rename_all = "camelCase")]
 pub struct VolumeSpec {
     /// `accessModes`.
-    pub access_modes: Option<Vec<String>>,
+    pub access_modes: Option<Vec<Arc<str>>>,
     /// `capacity` (only `storage` is read; a map per PV would cost half a kilobyte).
     pub capacity: Option<Capacity>,
     /// `claimRef`.
-    pub claim_ref: Option<ObjectReference>,
+    pub claim_ref: Option<ClaimRef>,
     /// `persistentVolumeReclaimPolicy`.
-    pub persistent_volume_reclaim_policy: Option<String>,
+    pub persistent_volume_reclaim_policy: Option<Arc<str>>,
     /// `storageClassName`.
-    pub storage_class_name: Option<String>,
+    pub storage_class_name: Option<Arc<str>>,
     /// `volumeMode`.
-    pub volume_mode: Option<String>,
+    pub volume_mode: Option<Arc<str>>,
     /// `csi`.
     pub csi: Option<CsiSource>,
-    /// `rbd` (in-tree Ceph RBD).
-    pub rbd: Option<RbdSource>,
+    /// `rbd` (in-tree Ceph RBD). The in-tree sources are boxed: a PV has one source at most.
+    pub rbd: Option<Box<RbdSource>>,
     /// `gcePersistentDisk`.
-    pub gce_persistent_disk: Option<GcePersistentDisk>,
+    pub gce_persistent_disk: Option<Box<GcePersistentDisk>>,
     /// `awsElasticBlockStore`.
-    pub aws_elastic_block_store: Option<VolumeId>,
+    pub aws_elastic_block_store: Option<Box<VolumeId>>,
     /// `azureDisk`.
-    pub azure_disk: Option<AzureDisk>,
+    pub azure_disk: Option<Box<AzureDisk>>,
     /// `cinder`.
-    pub cinder: Option<VolumeId>,
+    pub cinder: Option<Box<VolumeId>>,
     /// `vsphereVolume`.
-    pub vsphere_volume: Option<VsphereVolume>,
+    pub vsphere_volume: Option<Box<VsphereVolume>>,
     /// `nfs`.
-    pub nfs: Option<NfsSource>,
+    pub nfs: Option<Box<NfsSource>>,
     /// `hostPath`.
-    pub host_path: Option<PathSource>,
+    pub host_path: Option<Box<PathSource>>,
     /// `local`.
-    pub local: Option<PathSource>,
+    pub local: Option<Box<PathSource>>,
     /// Other in-tree sources: only their presence is read.
     #[serde(flatten)]
     pub other: OtherSources,
+}
+
+/// `spec.claimRef`: the reference to the claim (`fieldPath` and `resourceVersion` are not read).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimRef {
+    /// `kind`.
+    pub kind: Option<Arc<str>>,
+    /// `apiVersion`.
+    pub api_version: Option<Arc<str>>,
+    /// `namespace`.
+    pub namespace: Option<Arc<str>>,
+    /// `name` (shared with the reverse index).
+    pub name: Option<Arc<str>>,
+    /// `uid`.
+    pub uid: Option<Box<str>>,
 }
 
 /// `spec.csi`.
@@ -79,19 +160,19 @@ pub struct VolumeSpec {
 pub struct CsiSource {
     /// `driver`.
     #[serde(default)]
-    pub driver: String,
+    pub driver: Arc<str>,
     /// `volumeHandle`.
     #[serde(default)]
-    pub volume_handle: String,
+    pub volume_handle: Box<str>,
     /// `volumeAttributes`: only the Ceph pool and image are read.
-    pub volume_attributes: Option<CsiAttributes>,
+    pub volume_attributes: Option<Box<CsiAttributes>>,
 }
 
 /// `spec.capacity`.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct Capacity {
-    /// `storage`.
-    pub storage: Option<Quantity>,
+    /// `storage`, as written (a quantity).
+    pub storage: Option<Arc<str>>,
 }
 
 /// The `volumeAttributes` of a Ceph CSI volume that name its image.
@@ -99,14 +180,14 @@ pub struct Capacity {
 #[serde(rename_all = "camelCase")]
 pub struct CsiAttributes {
     /// `pool`.
-    pub pool: Option<String>,
+    pub pool: Option<Arc<str>>,
     /// `imageName`.
     pub image_name: Option<String>,
     /// `clusterID` (ceph-csi's id of the Ceph cluster).
     #[serde(rename = "clusterID")]
-    pub cluster_id: Option<String>,
+    pub cluster_id: Option<Arc<str>>,
     /// `radosNamespace`.
-    pub rados_namespace: Option<String>,
+    pub rados_namespace: Option<Arc<str>>,
 }
 
 /// `spec.rbd`.
@@ -205,7 +286,7 @@ pub struct OtherSources {
     pub storageos: Option<IgnoredAny>,
 }
 
-impl kube::Resource for Volume {
+impl kube::Resource for VolumeObject {
     type DynamicType = ();
     type Scope = kube::core::ClusterResourceScope;
 
@@ -232,13 +313,117 @@ impl kube::Resource for Volume {
     }
 }
 
+impl kube::runtime::reflector::Lookup for Volume {
+    type DynamicType = ();
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PersistentVolume".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "persistentvolumes".into()
+    }
+    fn name(&self) -> Option<Cow<'_, str>> {
+        self.metadata.name.as_deref().map(Cow::Borrowed)
+    }
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    // Neither is needed to key the store, so neither is copied into its keys.
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+}
+
+impl Volume {
+    /// The volume the store keeps of what the API server sent, marked with whether it is kept
+    /// out of the report (decided from its labels and class, which are not kept).
+    pub fn read(o: VolumeObject, exclusions: &crate::exclude::Exclusions) -> Volume {
+        let class = o
+            .spec
+            .as_ref()
+            .and_then(|s| s.storage_class_name.as_deref());
+        let excluded = exclusions.why(o.metadata.labels.as_ref(), class);
+        let mut v = Volume::from(o);
+        v.excluded = excluded;
+        v
+    }
+
+    /// `metadata.name` (empty when unset).
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// The strings that repeat across volumes, shared.
+    fn share(&mut self) {
+        let share = |s: &mut Arc<str>| *s = intern(s);
+        let share_opt = |s: &mut Option<Arc<str>>| {
+            if let Some(s) = s {
+                *s = intern(s);
+            }
+        };
+        if let Some(spec) = self.spec.as_mut() {
+            spec.access_modes.iter_mut().flatten().for_each(share);
+            share_opt(&mut spec.persistent_volume_reclaim_policy);
+            share_opt(&mut spec.storage_class_name);
+            share_opt(&mut spec.volume_mode);
+            if let Some(r) = spec.claim_ref.as_mut() {
+                share_opt(&mut r.kind);
+                share_opt(&mut r.api_version);
+                share_opt(&mut r.namespace);
+            }
+            if let Some(csi) = spec.csi.as_mut() {
+                share(&mut csi.driver);
+                if let Some(a) = csi.volume_attributes.as_mut() {
+                    share_opt(&mut a.pool);
+                    share_opt(&mut a.cluster_id);
+                    share_opt(&mut a.rados_namespace);
+                }
+            }
+            if let Some(c) = spec.capacity.as_mut() {
+                share_opt(&mut c.storage);
+            }
+        }
+        if let Some(status) = self.status.as_mut() {
+            share_opt(&mut status.phase);
+        }
+        if let Some(f) = self.metadata.finalizers.as_mut() {
+            f.iter_mut().for_each(share);
+        }
+    }
+}
+
+/// The lean form of what the API server sent (its labels are read before: see
+/// `controller::mark_and_strip`).
+impl From<VolumeObject> for Volume {
+    fn from(o: VolumeObject) -> Self {
+        let mut v = Volume {
+            metadata: VolumeMeta::of(o.metadata),
+            spec: o.spec,
+            status: o.status,
+            excluded: None,
+        };
+        v.share();
+        v
+    }
+}
+
 /// Reads a k8s-openapi PersistentVolume the way the API's JSON is read: through serde, so both
-/// paths agree on every field. (A PV always serializes, and its JSON always reads as a `Volume`,
-/// a subset of it; the default is unreachable.)
+/// paths agree on every field. (A PV always serializes, and its JSON always reads as a
+/// `VolumeObject`, a subset of it; the default is unreachable.)
 impl From<&PersistentVolume> for Volume {
     fn from(pv: &PersistentVolume) -> Self {
         serde_json::to_value(pv)
-            .and_then(serde_json::from_value)
+            .and_then(serde_json::from_value::<VolumeObject>)
             .unwrap_or_default()
+            .into()
     }
 }

@@ -1,0 +1,42 @@
+//! Strings that repeat across tens of thousands of cached objects (namespaces, StorageClass names,
+//! drivers, pools, reclaim policies, phases, access modes), shared instead of copied. Pure.
+//!
+//! One process-wide set of `Arc<str>`. It is bounded: when it holds [`CAP`] strings, those that no
+//! cached object holds any more are dropped, and if it is still full the string is returned
+//! unshared (correct, only not shared). Only low-cardinality values belong here; names and uids
+//! do not.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// Most strings kept.
+pub const CAP: usize = 16_384;
+
+static SET: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
+
+/// `s`, shared with every other holder of the same string.
+pub fn intern(s: &str) -> Arc<str> {
+    // A poisoned lock only means another thread panicked while holding it; the set is still a
+    // valid set.
+    let mut guard = SET.lock().unwrap_or_else(|e| e.into_inner());
+    let set = guard.get_or_insert_with(HashSet::new);
+    if let Some(a) = set.get(s) {
+        return a.clone();
+    }
+    if set.len() >= CAP {
+        set.retain(|a| Arc::strong_count(a) > 1);
+    }
+    let a: Arc<str> = Arc::from(s);
+    if set.len() < CAP {
+        set.insert(a.clone());
+    }
+    a
+}
+
+/// How many strings are kept (for benchmarks).
+pub fn len() -> usize {
+    SET.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, HashSet::len)
+}
