@@ -225,6 +225,8 @@ pub enum Ended {
 }
 
 struct Loop {
+    /// Something was read or written since the heap was last trimmed (see [`crate::heap`]).
+    heap_used: bool,
     settings: Settings,
     role: tokio::sync::watch::Receiver<Role>,
     stores: Stores,
@@ -338,6 +340,7 @@ pub async fn run(
         ..Limits::default()
     };
     let mut l = Loop {
+        heap_used: false,
         stores: Stores {
             pv: pv_store,
             pvc: pvc_store,
@@ -392,9 +395,13 @@ pub async fn run(
                     break;
                 }
             }
-            Some(input) = inputs.next() => l.on_input(input),
+            Some(input) = inputs.next() => {
+                l.heap_used = true;
+                l.on_input(input);
+            }
             _ = l.scheduler.next_wake() => {}
             Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
+                l.heap_used = true;
                 l.on_written(&name, result, told);
             }
             _ = resync.tick() => {
@@ -404,7 +411,12 @@ pub async fn run(
                 }
             }
             _ = reminder.tick() => l.remind(),
-            _ = ages.tick() => l.refresh_ages(),
+            _ = ages.tick() => {
+                l.refresh_ages();
+                if std::mem::take(&mut l.heap_used) {
+                    crate::heap::release();
+                }
+            }
             _ = report_tick.tick() => l.report(),
             Some((content, applied)) = async {
                 match l.report.as_mut() {
@@ -604,6 +616,8 @@ impl Loop {
         if self.scheduler.is_active() {
             self.sweep();
         }
+        // The list's pages and full objects are garbage now.
+        crate::heap::release();
     }
 
     fn failed(&mut self, kind: Kind, category: Category, error: String, retry_in: Duration) {

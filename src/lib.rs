@@ -17,6 +17,7 @@ pub mod crd;
 pub mod events;
 pub mod exclude;
 pub mod feed;
+pub mod heap;
 pub mod index;
 pub mod intern;
 pub mod leader;

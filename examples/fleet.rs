@@ -1,0 +1,1146 @@
+//! The issue-10 benchmark on a real control plane: the operator's memory and timings at 50,000
+//! realistic CSI PVs, 40,000 claims and 10,000 leftovers, against the API server's own floor, and
+//! `scan` against `kubectl get`. Figures, not assertions.
+//!
+//!   cargo build --release && cargo run --release --example fleet -- converge [key=value ...]
+//!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
+//!
+//! converge (defaults: pvs=50000 leftovers=10000 concurrency=4 floor=4,16 scans=2 soak=0
+//! soak_changes=1000 watch_cache=true create_concurrency=48):
+//! 1. a control plane with the watch cache on and without the PV binder and garbage collector
+//!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
+//! 2. the cluster (examples/common/fleet.rs: Ceph RBD and GCE PD CSI volumes with their attributes,
+//!    labels, annotations and finalizers, created by the field manager `csi-provisioner`, statuses
+//!    by `kube-controller-manager`; claims bound to them; leftovers Released with their claim gone);
+//! 3. the API floor: a minimal client doing the operator's four LISTs (pages of 500, concurrently,
+//!    bodies not decoded) and then the 2 requests per new finding (create, status apply; the same
+//!    objects, through the library's writer) with `floor` writes in flight;
+//! 4. the release binary as the deploy/ identity: time to ready, time to every finding published,
+//!    requests, RSS after convergence (and per cached object, minus the empty-cluster RSS), when
+//!    each store synced;
+//! 5. a restart on the converged cluster: time to ready, when each store synced, when the
+//!    re-evaluation of every name ended, writes (0 expected), RSS;
+//! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`;
+//! 7. with variants=label@BINARY@K=V+K=V;...: the first start and a restart again for each other
+//!    build or environment of the operator (an allocator, MALLOC_ARENA_MAX, ...), RSS per object
+//!    over that variant's own empty-cluster RSS;
+//! 8. with soak=SECONDS: `soak_changes` finding changes spread over that time (a claim deleted and
+//!    its volume Released; later the volume bound to a new claim again), RSS sampled every minute.
+//!
+//! latency (defaults: pvs=10000 secs=30 concurrency=4,8,16,32 rates=20,100): a cluster of bound
+//! volumes (half Retain, half Delete); for each `--concurrency` and rate, finding changes on Retain
+//! volumes (a claim deleted, then its volume
+//! patched Released, as the PV controller does) at that rate for `secs`, and the time from the
+//! volume's patch returning to an admin watch seeing its VolumeLeftover with a status (p50, p99,
+//! max). Each run uses fresh volumes; when they run out, the used ones are bound again.
+//!
+//! The operator binary is `$VL_BIN`, else `volume-leftovers` beside this example's directory
+//! (`<target>/release/`), so a `CARGO_TARGET_DIR` elsewhere works. Stops everything it started.
+
+#[path = "common/fleet.rs"]
+mod objects;
+#[path = "../tests/e2e/support.rs"]
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use objects::Shape;
+use support::*;
+use volume_leftovers::classify::Verdict;
+use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::exclude::Exclusions;
+use volume_leftovers::plan::{Action, plan};
+use volume_leftovers::writer::Writer;
+
+// --- arguments ------------------------------------------------------------------------------------
+
+struct Args(BTreeMap<String, String>);
+
+impl Args {
+    fn parse() -> (String, Args) {
+        let mut it = std::env::args().skip(1);
+        let mode = it.next().unwrap_or_else(|| "converge".into());
+        let kv = it
+            .filter_map(|a| {
+                let (k, v) = a.split_once('=')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect();
+        (mode, Args(kv))
+    }
+    fn num(&self, k: &str, d: usize) -> usize {
+        self.0.get(k).and_then(|v| v.parse().ok()).unwrap_or(d)
+    }
+    fn list(&self, k: &str, d: &[usize]) -> Vec<usize> {
+        self.0
+            .get(k)
+            .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_else(|| d.to_vec())
+    }
+    fn text(&self, k: &str, d: &str) -> String {
+        self.0.get(k).cloned().unwrap_or_else(|| d.into())
+    }
+}
+
+// --- the operator process -------------------------------------------------------------------------
+
+fn operator_bin() -> PathBuf {
+    if let Ok(b) = std::env::var("VL_BIN") {
+        return b.into();
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.parent()?.join("volume-leftovers")));
+    match beside {
+        Some(b) if b.exists() => b,
+        _ => repo().join("target/release/volume-leftovers"),
+    }
+}
+
+fn proc_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+struct Operator {
+    run: Running,
+    port: u16,
+    started: Instant,
+    log: PathBuf,
+}
+
+impl Operator {
+    fn start(cp: &ControlPlane, label: &str, extra: &[&str]) -> Operator {
+        Operator::start_variant(cp, label, extra, &Variant::default())
+    }
+
+    fn start_variant(cp: &ControlPlane, label: &str, extra: &[&str], v: &Variant) -> Operator {
+        let port = free_port();
+        let log = cp.dir.join(format!("fleet-operator-{label}.log"));
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec!["run", "--listen", &listen];
+        args.extend_from_slice(extra);
+        let started = Instant::now();
+        let child = Command::new(v.bin.clone().unwrap_or_else(operator_bin))
+            .args(&args)
+            .env("KUBECONFIG", cp.kubeconfig("operator"))
+            .env("VL_LOG_FORMAT", "text")
+            .envs(v.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start the operator");
+        Operator {
+            run: Running(child),
+            port,
+            started,
+            log,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.run.0.id()
+    }
+
+    fn rss(&self) -> u64 {
+        proc_kib(self.pid(), "VmRSS:")
+    }
+
+    fn hwm(&self) -> u64 {
+        proc_kib(self.pid(), "VmHWM:")
+    }
+
+    async fn ready(&self, timeout: Duration) -> Duration {
+        let url = format!("http://127.0.0.1:{}/readyz", self.port);
+        wait_for("/readyz", timeout, || async {
+            http_get(&url).filter(|(c, _)| *c == 200)
+        })
+        .await;
+        self.started.elapsed()
+    }
+
+    /// The sum of every sample whose name and labels start with `prefix`.
+    fn metric(&self, prefix: &str) -> f64 {
+        let (_, m) =
+            http_get(&format!("http://127.0.0.1:{}/metrics", self.port)).unwrap_or_default();
+        m.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// Waits until nothing is queued or in flight and the decision count stopped moving.
+    async fn idle(&self, timeout: Duration) -> Duration {
+        let mut last = -1.0;
+        let mut still = 0;
+        let start = Instant::now();
+        loop {
+            let decisions = self.metric("volume_leftovers_decisions_total");
+            let busy = self.metric("volume_leftovers_queued_volumes")
+                + self.metric("volume_leftovers_writes_in_flight");
+            if busy == 0.0 && decisions == last && decisions > 0.0 {
+                still += 1;
+                if still >= 4 {
+                    return self.started.elapsed() - Duration::from_millis(750);
+                }
+            } else {
+                still = 0;
+            }
+            last = decisions;
+            assert!(start.elapsed() < timeout, "the operator never went idle");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// When each store synced, and when every store had listed, from the operator's log, in
+    /// seconds after its "starting" line.
+    fn timeline(&self) -> Vec<(String, f64)> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let stamp =
+            |l: &str| -> Option<jiff::Timestamp> { l.split_whitespace().next()?.parse().ok() };
+        let mut start = None;
+        let mut out = Vec::new();
+        for l in text.lines() {
+            let Some(t) = stamp(l) else { continue };
+            if l.contains(" starting") && start.is_none() {
+                start = Some(t);
+            }
+            let Some(s) = start else { continue };
+            let at = t.duration_since(s).as_secs_f64();
+            if l.contains("store synced") {
+                let r = l
+                    .split("resource=")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .unwrap_or("?")
+                    .trim_matches('"');
+                out.push((r.to_string(), at));
+            } else if l.contains("all stores listed") {
+                out.push(("all stores listed".into(), at));
+            }
+        }
+        out
+    }
+
+    fn stop(mut self) {
+        self.run.stop();
+    }
+}
+
+fn timeline_text(t: &[(String, f64)]) -> String {
+    t.iter()
+        .map(|(what, s)| format!("{what} {s:.1} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Another build or environment of the operator, to compare (`variants=` of converge):
+/// `label@BINARY@K=V+K=V;label@@K=V` (an empty binary is the default one).
+#[derive(Clone, Debug, Default)]
+struct Variant {
+    label: String,
+    bin: Option<PathBuf>,
+    env: Vec<(String, String)>,
+}
+
+fn variants(spec: &str) -> Vec<Variant> {
+    spec.split(';')
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            let mut parts = v.splitn(3, '@');
+            let label = parts.next().unwrap_or_default().to_string();
+            let bin = parts.next().filter(|b| !b.is_empty()).map(PathBuf::from);
+            let env = parts
+                .next()
+                .unwrap_or_default()
+                .split('+')
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_string(), v.to_string()))
+                })
+                .collect();
+            Variant { label, bin, env }
+        })
+        .collect()
+}
+
+// --- building the cluster -------------------------------------------------------------------------
+
+fn pp(manager: &str) -> PostParams {
+    PostParams {
+        field_manager: Some(manager.into()),
+        ..PostParams::default()
+    }
+}
+
+fn patch_params(manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(manager.into()),
+        ..PatchParams::default()
+    }
+}
+
+/// Retries a request a few times (a local API server under load may answer 429 or time out).
+async fn retry<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let mut last = None;
+    for attempt in 0..8u32 {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) => {
+                last = Some(e.to_string());
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt + 1))).await;
+            }
+        }
+    }
+    panic!("{what}: {}", last.unwrap_or_default());
+}
+
+async fn create_classes_and_namespaces(admin: &Client) {
+    let classes = Api::<StorageClass>::all(admin.clone());
+    for c in objects::classes() {
+        classes
+            .create(&pp("kubectl-client-side-apply"), &c)
+            .await
+            .expect("class");
+    }
+    let nss = Api::<Namespace>::all(admin.clone());
+    futures::stream::iter(objects::namespaces())
+        .map(|n| {
+            let nss = nss.clone();
+            async move { nss.create(&PostParams::default(), &n).await.map(|_| ()) }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("namespaces");
+}
+
+/// Claim `i` (when not a leftover), then volume `i` bound to it, then their statuses as the PV
+/// controller writes them. Returns the claim's uid.
+async fn make_pair(admin: &Client, shape: &Shape, i: usize) -> Option<String> {
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let uid = if shape.is_leftover(i) {
+        objects::gone_claim_uid(i)
+    } else {
+        let claims =
+            Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &objects::namespace(i));
+        let c = objects::claim(shape, i);
+        let p = pp("kube-controller-manager");
+        let made = retry("create claim", || claims.create(&p, &c)).await;
+        made.metadata.uid.unwrap_or_default()
+    };
+    let pv = objects::volume(shape, i, &uid);
+    let name = objects::pv_name(i);
+    let p = pp("csi-provisioner");
+    retry("create PV", || pvs.create(&p, &pv)).await;
+    let status = Patch::Merge(serde_json::json!({"status": {"phase": objects::phase(shape, i)}}));
+    let kcm = patch_params("kube-controller-manager");
+    retry("PV status", || pvs.patch_status(&name, &kcm, &status)).await;
+    if !shape.is_leftover(i) {
+        let claims =
+            Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &objects::namespace(i));
+        let s = Patch::Merge(objects::claim_status(i));
+        let claim = objects::claim_name(i);
+        retry("claim status", || claims.patch_status(&claim, &kcm, &s)).await;
+        Some(uid)
+    } else {
+        None
+    }
+}
+
+async fn build(admin: &Client, shape: &Shape, concurrency: usize) -> Duration {
+    let t = Instant::now();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    futures::stream::iter(0..shape.pvs)
+        .map(|i| {
+            let done = &done;
+            async move {
+                make_pair(admin, shape, i).await;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if n.is_multiple_of(10_000) {
+                    eprintln!("  {n} volumes in {:.0} s", t.elapsed().as_secs_f64());
+                }
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect::<Vec<()>>()
+        .await;
+    t.elapsed()
+}
+
+/// How many VolumeLeftovers exist (one list request of one item: the server counts the rest).
+async fn count(api: &Api<VolumeLeftover>) -> usize {
+    let page = api
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .expect("list");
+    page.items.len() + page.metadata.remaining_item_count.unwrap_or(0) as usize
+}
+
+/// Deletes every VolumeLeftover, 32 requests in flight (a deletecollection of thousands of
+/// custom resources outlives a client's request timeout), and waits until none is left.
+async fn delete_all_leftovers(admin: &Client) {
+    let api = Api::<VolumeLeftover>::all(admin.clone());
+    loop {
+        let mut names = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(500);
+            if let Some(t) = token.take() {
+                lp = lp.continue_token(&t);
+            }
+            let page = api.list_metadata(&lp).await.expect("list");
+            names.extend(page.items.into_iter().filter_map(|o| o.metadata.name));
+            match page.metadata.continue_ {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => break,
+            }
+        }
+        if names.is_empty() {
+            return;
+        }
+        futures::stream::iter(names)
+            .map(|n| {
+                let api = api.clone();
+                async move { delete(&api, &n).await }
+            })
+            .buffer_unordered(32)
+            .collect::<Vec<()>>()
+            .await;
+        let _ = count(&api).await;
+    }
+}
+
+// --- the API floor --------------------------------------------------------------------------------
+
+#[derive(serde::Deserialize)]
+struct Page {
+    metadata: PageMeta,
+    #[serde(default)]
+    items: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+}
+
+/// Lists `path` page by page (500), reading only the continue token. (objects, bytes)
+async fn list_raw(client: &Client, path: &str, metadata: bool) -> (usize, usize) {
+    let (mut n, mut bytes) = (0, 0);
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = token.take() {
+            lp = lp.continue_token(&t);
+        }
+        let r = kube::core::Request::new(path);
+        let req = if metadata {
+            r.list_metadata(&lp)
+        } else {
+            r.list(&lp)
+        }
+        .expect("request");
+        let text = client.request_text(req).await.expect("list");
+        bytes += text.len();
+        let page: Page = serde_json::from_str(&text).expect("page");
+        n += page.items.len();
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return (n, bytes),
+        }
+    }
+}
+
+const PV_PATH: &str = "/api/v1/persistentvolumes";
+const PVC_PATH: &str = "/api/v1/persistentvolumeclaims";
+const SC_PATH: &str = "/apis/storage.k8s.io/v1/storageclasses";
+const VL_PATH: &str = "/apis/leftovers.dev/v1alpha1/volumeleftovers";
+
+/// The four lists, concurrently, as the operator's feeds do them. (seconds, per list: objects,
+/// bytes, seconds)
+async fn four_lists(client: &Client) -> (f64, Vec<(&'static str, usize, usize, f64)>) {
+    let t = Instant::now();
+    let one = |path: &'static str, meta: bool| {
+        let client = client.clone();
+        async move {
+            let t = Instant::now();
+            let (n, b) = list_raw(&client, path, meta).await;
+            (path, n, b, t.elapsed().as_secs_f64())
+        }
+    };
+    let (a, b, c, d) = tokio::join!(
+        one(PV_PATH, false),
+        one(PVC_PATH, true),
+        one(SC_PATH, false),
+        one(VL_PATH, false)
+    );
+    (t.elapsed().as_secs_f64(), vec![a, b, c, d])
+}
+
+/// What the operator would create for every finding (computed before the clock starts).
+async fn creates(cp: &ControlPlane, client: &Client) -> Vec<Action> {
+    let report = volume_leftovers::scan::read(
+        client.clone(),
+        &cp.env_value("APISERVER_URL"),
+        Duration::from_secs(60),
+        &Exclusions::default(),
+        None,
+    )
+    .await
+    .expect("scan::read");
+    let now = Time(jiff::Timestamp::now());
+    report
+        .findings
+        .into_iter()
+        .map(|f| {
+            let name = f.volume_name.clone();
+            plan(
+                &name,
+                Some(&Verdict::Leftover(Box::new(f))),
+                None,
+                &now,
+                &now,
+            )
+        })
+        .collect()
+}
+
+/// The floor: the four lists, then every create (2 requests each) with `c` in flight.
+async fn floor(
+    cp: &ControlPlane,
+    client: &Client,
+    actions: &[Action],
+    c: usize,
+) -> (f64, f64, usize) {
+    let (lists, _) = four_lists(client).await;
+    let t = Instant::now();
+    let writer = Writer::new(Api::all(client.clone()), Duration::from_secs(30));
+    let requests: u32 = futures::stream::iter(actions.iter().cloned())
+        .map(|a| {
+            let w = writer.clone();
+            async move { w.execute(a).await.map(|w| w.requests).unwrap_or(0) }
+        })
+        .buffer_unordered(c)
+        .collect::<Vec<u32>>()
+        .await
+        .into_iter()
+        .sum();
+    let writes = t.elapsed().as_secs_f64();
+    let _ = cp;
+    (lists, writes, requests as usize)
+}
+
+// --- scan and kubectl -----------------------------------------------------------------------------
+
+/// (peak RSS KiB, wall seconds, exit code) of a command, through GNU time when installed, else by
+/// polling VmHWM.
+fn measured(cmd: &mut Command) -> (u64, f64, i32) {
+    let gnu = std::path::Path::new("/usr/bin/time").exists();
+    let out = std::env::temp_dir().join(format!("fleet-time-{}", std::process::id()));
+    let t = Instant::now();
+    let mut child = if gnu {
+        let prog = cmd.get_program().to_owned();
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let envs: Vec<_> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+            .collect();
+        Command::new("/usr/bin/time")
+            .arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(&out)
+            .arg(prog)
+            .args(args)
+            .envs(envs)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn")
+    } else {
+        cmd.stdout(Stdio::null()).spawn().expect("spawn")
+    };
+    let mut hwm = 0;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break s;
+        }
+        if !gnu {
+            hwm = hwm.max(proc_kib(child.id(), "VmHWM:"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let wall = t.elapsed().as_secs_f64();
+    if gnu {
+        hwm = std::fs::read_to_string(&out)
+            .ok()
+            .and_then(|s| s.lines().last()?.trim().parse().ok())
+            .unwrap_or(0);
+    }
+    (hwm, wall, status.code().unwrap_or(-1))
+}
+
+// --- converge -------------------------------------------------------------------------------------
+
+fn control_plane(watch_cache: &str) -> ControlPlane {
+    ControlPlane::start_with(
+        Flavor::Full,
+        true,
+        &[
+            (
+                "KCM_CONTROLLERS",
+                // No binder (admin-written statuses stay), no garbage collector, no expander
+                // (it GETs the volume of every claim that changes: load that is not the
+                // operator's).
+                "*,-persistentvolume-binder-controller,-garbage-collector-controller,-persistentvolume-expander-controller",
+            ),
+            ("WATCH_CACHE", watch_cache),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn converge(args: &Args) {
+    let shape = Shape {
+        pvs: args.num("pvs", Shape::ISSUE.pvs),
+        leftovers: args.num("leftovers", Shape::ISSUE.leftovers),
+    };
+    let concurrency = args.num("concurrency", 4).to_string();
+    let watch_cache = args.text("watch_cache", "true");
+    let bin = operator_bin();
+    assert!(
+        bin.exists(),
+        "build the operator first: cargo build --release ({})",
+        bin.display()
+    );
+    println!(
+        "fleet: {} PVs (Ceph RBD and GCE PD CSI), {} claims, {} leftovers; operator {}; --concurrency {concurrency}; apiserver watch cache {watch_cache}",
+        shape.pvs,
+        shape.claims(),
+        shape.leftovers,
+        bin.display()
+    );
+    let cp = control_plane(&watch_cache);
+    let admin = cp.admin().await;
+    create_classes_and_namespaces(&admin).await;
+    let run = ["--concurrency", concurrency.as_str()];
+
+    // 1. The same binary on the empty cluster.
+    let op = Operator::start(&cp, "empty", &run);
+    let ready = op.ready(Duration::from_secs(120)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let empty_rss = op.rss();
+    println!(
+        "empty cluster: ready in {:.2} s, RSS {:.1} MiB (peak {:.1} MiB)",
+        ready.as_secs_f64(),
+        mib(empty_rss),
+        mib(op.hwm())
+    );
+    op.stop();
+    let variants = variants(&args.text("variants", ""));
+    let mut empty = HashMap::new();
+    for v in &variants {
+        let op = Operator::start_variant(&cp, &format!("empty-{}", v.label), &run, v);
+        op.ready(Duration::from_secs(120)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        println!(
+            "empty cluster, variant {}: RSS {:.1} MiB",
+            v.label,
+            mib(op.rss())
+        );
+        empty.insert(v.label.clone(), op.rss());
+        op.stop();
+    }
+
+    // 2. The cluster.
+    let took = build(&admin, &shape, args.num("create_concurrency", 48)).await;
+    println!(
+        "created {} PVs, {} claims (with statuses) in {:.0} s",
+        shape.pvs,
+        shape.claims(),
+        took.as_secs_f64()
+    );
+
+    // 3. The floor.
+    let client = cp.operator_client().await;
+    let actions = creates(&cp, &client).await;
+    assert_eq!(actions.len(), shape.leftovers, "findings the library sees");
+    let (t, lists) = four_lists(&client).await;
+    println!(
+        "wire: {}; the four lists concurrently {t:.2} s",
+        lists
+            .iter()
+            .map(|(p, n, b, s)| format!(
+                "{} {n} objects {:.0} B/object {s:.2} s",
+                p.rsplit('/').next().unwrap_or(p),
+                *b as f64 / (*n).max(1) as f64
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let mut floors = BTreeMap::new();
+    for c in args.list("floor", &[4, 16]) {
+        let (lists, writes, requests) = floor(&cp, &client, &actions, c).await;
+        println!(
+            "API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s",
+            actions.len(),
+            lists + writes
+        );
+        floors.insert(c, lists + writes);
+        delete_all_leftovers(&admin).await;
+    }
+
+    // 4. First start.
+    let op = Operator::start(&cp, "first", &run);
+    let ready = op.ready(Duration::from_secs(600)).await;
+    let target = shape.leftovers as f64;
+    wait_for("every finding published", Duration::from_secs(3600), || {
+        let done = op.metric(r#"volume_leftovers_writes_total{op="create",result="ok"}"#) >= target;
+        async move { done.then_some(()) }
+    })
+    .await;
+    let published = op.started.elapsed();
+    let idle = op.idle(Duration::from_secs(600)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let (rss, hwm) = (op.rss(), op.hwm());
+    let requests = op.metric("volume_leftovers_write_requests_total");
+    let timeline = op.timeline();
+    op.stop();
+    let cached = shape.cached_objects();
+    let c: usize = concurrency.parse().unwrap_or(4);
+    let floor_same = floors.get(&c).copied();
+    println!(
+        "first start: ready in {:.2} s; {} findings published in {:.1} s ({requests:.0} write requests){}; idle at {:.1} s",
+        ready.as_secs_f64(),
+        shape.leftovers,
+        published.as_secs_f64(),
+        floor_same.map_or(String::new(), |f| format!(
+            " = {:.2}x the API floor at {c} in flight ({f:.1} s)",
+            published.as_secs_f64() / f
+        )),
+        idle.as_secs_f64()
+    );
+    println!(
+        "first start, stores synced at: {}",
+        timeline_text(&timeline)
+    );
+    println!(
+        "after convergence: RSS {:.1} MiB (peak {:.1} MiB); minus the empty cluster's {:.1} MiB over {cached} cached objects ({} PVs + {} claims + {} VolumeLeftovers) = {:.2} KiB per object",
+        mib(rss),
+        mib(hwm),
+        mib(empty_rss),
+        shape.pvs,
+        shape.claims(),
+        shape.leftovers,
+        (rss as f64 - empty_rss as f64) / cached as f64
+    );
+
+    // 5. Restart on the converged cluster.
+    let op = Operator::start(&cp, "restart", &run);
+    let ready = op.ready(Duration::from_secs(600)).await;
+    let idle = op.idle(Duration::from_secs(600)).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let writes = op.metric("volume_leftovers_write_requests_total");
+    let (rss, hwm) = (op.rss(), op.hwm());
+    let timeline = op.timeline();
+    op.stop();
+    println!(
+        "restart on the converged cluster: ready in {:.2} s, every name re-evaluated (idle) at {:.1} s, {writes:.0} write requests; RSS {:.1} MiB (peak {:.1} MiB)",
+        ready.as_secs_f64(),
+        idle.as_secs_f64(),
+        mib(rss),
+        mib(hwm)
+    );
+    println!("restart, stores synced at: {}", timeline_text(&timeline));
+
+    // Why a restart is slower: each list alone, then all four together, on the converged
+    // cluster; and what a VolumeLeftover weighs on the wire.
+    let mut alone = Vec::new();
+    for (path, meta) in [(PV_PATH, false), (PVC_PATH, true), (VL_PATH, false)] {
+        let t = Instant::now();
+        let (n, b) = list_raw(&client, path, meta).await;
+        alone.push(format!(
+            "{} {n} objects {:.2} s ({:.0} µs, {:.0} B per object)",
+            path.rsplit('/').next().unwrap_or(path),
+            t.elapsed().as_secs_f64(),
+            t.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64,
+            b as f64 / n.max(1) as f64
+        ));
+    }
+    let (together, _) = four_lists(&client).await;
+    println!(
+        "lists on the converged cluster, each alone: {}; the four concurrently {together:.2} s",
+        alone.join("; ")
+    );
+    let page = client
+        .request_text(
+            kube::core::Request::new(VL_PATH)
+                .list(&ListParams::default().limit(500))
+                .expect("request"),
+        )
+        .await
+        .expect("VolumeLeftover page");
+    let v: serde_json::Value = serde_json::from_str(&page).expect("json");
+    let items = v["items"].as_array().cloned().unwrap_or_default();
+    let part = |f: &dyn Fn(&serde_json::Value) -> &serde_json::Value| {
+        items
+            .iter()
+            .map(|o| serde_json::to_vec(f(o)).map_or(0, |b| b.len()))
+            .sum::<usize>() as f64
+            / items.len().max(1) as f64
+    };
+    println!(
+        "a VolumeLeftover on the wire: {:.0} B, of which managedFields {:.0} B, status {:.0} B, labels {:.0} B",
+        page.len() as f64 / items.len().max(1) as f64,
+        part(&|o| &o["metadata"]["managedFields"]),
+        part(&|o| &o["status"]),
+        part(&|o| &o["metadata"]["labels"])
+    );
+
+    // 6. scan against kubectl.
+    for n in 0..args.num("scans", 2) {
+        let (peak, wall, code) = measured(
+            Command::new(operator_bin())
+                .args(["scan", "-o", "json"])
+                .env("KUBECONFIG", cp.kubeconfig("operator")),
+        );
+        let (kpeak, kwall, kcode) = measured(
+            Command::new(cp.bin.join("kubectl"))
+                .args(["--kubeconfig"])
+                .arg(cp.kubeconfig("admin"))
+                .args(["get", "pv,pvc", "-A", "-o", "json"]),
+        );
+        println!(
+            "scan run {}: peak RSS {:.1} MiB, wall {wall:.2} s (exit {code}); kubectl get pv,pvc -A -o json: peak RSS {:.1} MiB, wall {kwall:.2} s (exit {kcode}); scan/kubectl wall {:.2}",
+            n + 1,
+            mib(peak),
+            mib(kpeak),
+            wall / kwall
+        );
+    }
+
+    // 7. Variants: the first start and a restart again, with another build or environment.
+    for v in &variants {
+        delete_all_leftovers(&admin).await;
+        let op = Operator::start_variant(&cp, &format!("first-{}", v.label), &run, v);
+        let ready = op.ready(Duration::from_secs(600)).await;
+        wait_for("every finding published", Duration::from_secs(3600), || {
+            let done =
+                op.metric(r#"volume_leftovers_writes_total{op="create",result="ok"}"#) >= target;
+            async move { done.then_some(()) }
+        })
+        .await;
+        let published = op.started.elapsed();
+        op.idle(Duration::from_secs(600)).await;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let (rss, hwm) = (op.rss(), op.hwm());
+        op.stop();
+        let base = empty.get(&v.label).copied().unwrap_or(empty_rss);
+        let op = Operator::start_variant(&cp, &format!("restart-{}", v.label), &run, v);
+        let again = op.ready(Duration::from_secs(600)).await;
+        op.idle(Duration::from_secs(600)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let (rss2, hwm2) = (op.rss(), op.hwm());
+        op.stop();
+        println!(
+            "variant {}: first start ready {:.2} s, published {:.1} s, RSS {:.1} MiB (peak {:.1}) = {:.2} KiB per object over its empty {:.1} MiB; restart ready {:.2} s, RSS {:.1} MiB (peak {:.1})",
+            v.label,
+            ready.as_secs_f64(),
+            published.as_secs_f64(),
+            mib(rss),
+            mib(hwm),
+            (rss as f64 - base as f64) / cached as f64,
+            mib(base),
+            again.as_secs_f64(),
+            mib(rss2),
+            mib(hwm2)
+        );
+    }
+
+    // 8. Soak.
+    let soak = args.num("soak", 0);
+    if soak > 0 {
+        soak_run(
+            &cp,
+            &admin,
+            &shape,
+            &run,
+            soak,
+            args.num("soak_changes", 1000),
+        )
+        .await;
+    }
+}
+
+/// Finding changes spread over `secs` with the operator running; RSS every minute.
+async fn soak_run(
+    cp: &ControlPlane,
+    admin: &Client,
+    shape: &Shape,
+    run: &[&str],
+    secs: usize,
+    changes: usize,
+) {
+    let op = Operator::start(cp, "soak", run);
+    op.ready(Duration::from_secs(600)).await;
+    op.idle(Duration::from_secs(600)).await;
+    let start_rss = op.rss();
+    let bound: Vec<usize> = (0..shape.pvs).filter(|i| !shape.is_leftover(*i)).collect();
+    let every = Duration::from_secs_f64(secs as f64 / changes.max(1) as f64);
+    let t = Instant::now();
+    let mut samples = vec![(0.0, mib(start_rss))];
+    let mut next_sample = Duration::from_secs(60);
+    let mut released: Vec<usize> = Vec::new();
+    for k in 0..changes {
+        let due = every * k as u32;
+        while t.elapsed() < due {
+            if t.elapsed() >= next_sample {
+                samples.push((t.elapsed().as_secs_f64() / 60.0, mib(op.rss())));
+                next_sample += Duration::from_secs(60);
+            }
+            tokio::time::sleep(Duration::from_millis(100).min(due - t.elapsed())).await;
+        }
+        // Alternate: release a bound volume (a finding appears), bind a released one again
+        // (it clears).
+        if k % 2 == 0 || released.is_empty() {
+            let i = bound[(k / 2) % bound.len()];
+            release(admin, i).await;
+            released.push(i);
+        } else {
+            let i = released.remove(0);
+            rebind(admin, shape, i).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    samples.push((t.elapsed().as_secs_f64() / 60.0, mib(op.rss())));
+    println!(
+        "soak: {changes} finding changes over {:.0} s; RSS (minute, MiB): {}; growth {:+.1} MiB",
+        t.elapsed().as_secs_f64(),
+        samples
+            .iter()
+            .map(|(m, r)| format!("{m:.0}:{r:.1}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        samples.last().map_or(0.0, |l| l.1) - samples.first().map_or(0.0, |f| f.1)
+    );
+    op.stop();
+}
+
+/// A claim deleted and its volume Released, as the PV controller leaves it. Returns when the
+/// volume's patch returned.
+async fn release(admin: &Client, i: usize) -> Instant {
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &objects::namespace(i));
+    let name = objects::claim_name(i);
+    delete(&claims, &name).await;
+    // The PV controller releases a volume only once its claim is gone (pvc-protection removes
+    // its finalizer first).
+    while matches!(claims.get_metadata_opt(&name).await, Ok(Some(_))) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let status = Patch::Merge(serde_json::json!({"status": {"phase": "Released"}}));
+    let (pv, kcm) = (objects::pv_name(i), patch_params("kube-controller-manager"));
+    retry("release", || pvs.patch_status(&pv, &kcm, &status)).await;
+    Instant::now()
+}
+
+/// Volume `i` bound to a new claim of the same name again.
+async fn rebind(admin: &Client, shape: &Shape, i: usize) {
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &objects::namespace(i));
+    let c = objects::claim(shape, i);
+    let uid = loop {
+        match claims.create(&pp("kube-controller-manager"), &c).await {
+            Ok(made) => break made.metadata.uid.unwrap_or_default(),
+            // The old claim is still terminating (pvc-protection): wait for it.
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let name = objects::pv_name(i);
+    let spec = Patch::Merge(serde_json::json!({"spec": {"claimRef": {"uid": uid}}}));
+    let kcm = patch_params("kube-controller-manager");
+    retry("claimRef", || pvs.patch(&name, &kcm, &spec)).await;
+    let status = Patch::Merge(serde_json::json!({"status": {"phase": "Bound"}}));
+    retry("bind", || pvs.patch_status(&name, &kcm, &status)).await;
+}
+
+// --- latency --------------------------------------------------------------------------------------
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn latency(args: &Args) {
+    let shape = Shape {
+        pvs: args.num("pvs", 10_000),
+        leftovers: 0,
+    };
+    let secs = args.num("secs", 30);
+    let concurrencies = args.list("concurrency", &[4, 8, 16, 32]);
+    let rates = args.list("rates", &[20, 100]);
+    let cp = control_plane(&args.text("watch_cache", "true"));
+    let admin = cp.admin().await;
+    create_classes_and_namespaces(&admin).await;
+    let took = build(&admin, &shape, args.num("create_concurrency", 48)).await;
+    println!(
+        "latency: {} bound PVs (created in {:.0} s); finding changes for {secs} s per run: a claim deleted, then its volume patched Released",
+        shape.pvs,
+        took.as_secs_f64()
+    );
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    // Retain volumes are used in order; when the rest would not cover a run, the used ones are
+    // bound again (and their findings deleted) first.
+    let retain = shape.pvs / 2;
+    let mut cursor = 0;
+    for &c in &concurrencies {
+        for &rate in &rates {
+            let n = rate * secs;
+            assert!(n <= retain, "not enough Retain volumes for {n} changes");
+            if cursor + n > retain {
+                delete_all_leftovers(&admin).await;
+                futures::stream::iter(0..cursor)
+                    .map(|k| {
+                        let admin = admin.clone();
+                        async move { rebind(&admin, &shape, 2 * k).await }
+                    })
+                    .buffer_unordered(48)
+                    .collect::<Vec<()>>()
+                    .await;
+                cursor = 0;
+            }
+            let first = cursor;
+            cursor += n;
+            let conc = c.to_string();
+            let op = Operator::start(
+                &cp,
+                &format!("latency-{c}-{rate}"),
+                &["--concurrency", &conc],
+            );
+            op.ready(Duration::from_secs(300)).await;
+            op.idle(Duration::from_secs(300)).await;
+
+            // Admin watch: when each VolumeLeftover first shows a status.
+            let seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let watch = {
+                let seen = seen.clone();
+                let api = leftovers.clone();
+                tokio::spawn(async move {
+                    let mut tx = Some(tx);
+                    let mut s = watcher(api, watcher::Config::default()).boxed();
+                    while let Some(ev) = s.next().await {
+                        match ev {
+                            Ok(watcher::Event::InitDone) => {
+                                if let Some(tx) = tx.take() {
+                                    let _ = tx.send(());
+                                }
+                            }
+                            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o))
+                                if o.status.is_some() =>
+                            {
+                                seen.lock()
+                                    .unwrap()
+                                    .entry(o.metadata.name.unwrap_or_default())
+                                    .or_insert_with(Instant::now);
+                            }
+                            _ => {}
+                        }
+                    }
+                })
+            };
+            let _ = rx.await;
+
+            let tick = Duration::from_secs_f64(1.0 / rate as f64);
+            let t = Instant::now();
+            let events: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+            let mut tasks = Vec::new();
+            for i in 0..n {
+                let due = tick * i as u32;
+                if let Some(wait) = due.checked_sub(t.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+                let (admin, events) = (admin.clone(), events.clone());
+                // Even volumes are Retain (published at once); odd ones are Delete-policy
+                // volumes that stay bound around them.
+                let i = 2 * (first + i);
+                tasks.push(tokio::spawn(async move {
+                    let at = release(&admin, i).await;
+                    events.lock().unwrap().insert(objects::pv_name(i), at);
+                }));
+            }
+            for task in tasks {
+                let _ = task.await;
+            }
+            let churn = t.elapsed().as_secs_f64();
+            wait_for("every finding published", Duration::from_secs(900), || {
+                let seen = seen.lock().unwrap();
+                let events = events.lock().unwrap();
+                let done = events.len() == n && events.keys().all(|k| seen.contains_key(k));
+                async move { done.then_some(()) }
+            })
+            .await;
+            watch.abort();
+            let requests = op.metric("volume_leftovers_write_requests_total");
+            op.stop();
+            let seen = seen.lock().unwrap().clone();
+            let events = events.lock().unwrap().clone();
+            let mut lat: Vec<f64> = events
+                .iter()
+                .filter_map(|(name, at)| {
+                    Some(seen.get(name)?.saturating_duration_since(*at).as_secs_f64())
+                })
+                .collect();
+            lat.sort_by(f64::total_cmp);
+            println!(
+                "--concurrency {c:>2}, {rate:>3} changes/s ({n} in {churn:.0} s): event -> VolumeLeftover p50 {:.2} s, p99 {:.2} s, max {:.2} s ({requests:.0} write requests)",
+                percentile(&lat, 0.5),
+                percentile(&lat, 0.99),
+                lat.last().copied().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    let _ = cp;
+}
+
+#[tokio::main]
+async fn main() {
+    let (mode, args) = Args::parse();
+    match mode.as_str() {
+        "converge" => converge(&args).await,
+        "latency" => latency(&args).await,
+        other => panic!("unknown mode {other}: converge or latency"),
+    }
+}
