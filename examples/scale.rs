@@ -26,6 +26,7 @@ use volume_leftovers::controller::{
     ClaimMeta, StoreLookup, View, strip_claim, strip_class, strip_pv,
 };
 use volume_leftovers::index::RefIndex;
+use volume_leftovers::leftover::{Keep, Leftover};
 use volume_leftovers::plan::{Action, desired, plan};
 use volume_leftovers::volume::Volume;
 
@@ -263,7 +264,8 @@ fn main() {
             if let Action::Create { .. } = plan(name, Some(v), None, &now, &now) {
                 applies += 1;
             }
-            let existing = desired(f, None, &now, &now);
+            // As the store keeps it.
+            let existing = Leftover::new(desired(f, None, &now, &now), Keep::default());
             if let Action::Nothing = plan(name, Some(v), Some(&existing), &now, &now) {
                 nothing += 1;
             }
