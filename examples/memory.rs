@@ -1,0 +1,942 @@
+//! Where the operator's bytes go, store by store (issue 10), in process, with a counting allocator:
+//!
+//!   cargo run --release --example memory -- [PVS] [LEFTOVERS]     (default 50000 10000)
+//!
+//! The issue's cluster (`examples/common/fleet.rs`: realistic Ceph RBD and GCE PD CSI volumes with
+//! labels, annotations, finalizers and the managedFields of their provisioner and the PV
+//! controller; claims bound to them; the leftovers' VolumeLeftovers as the operator writes them
+//! and the API server returns them) is turned into list pages of JSON, and each page is read the
+//! way the controller reads it: deserialized as kube-client does (`ObjectList<K>`), stripped or
+//! converted by the controller's own functions (VolumeLeftovers into the lean form its store keeps,
+//! `controller::lean_leftover`; for comparison, also as whole objects, as they were kept before),
+//! applied to a kube-runtime reflector `Writer`, then dropped. The reverse index and the loop's per-name memory are built as the controller builds
+//! them.
+//!
+//! For every store it prints the live heap (bytes requested from the allocator) and an estimate
+//! of what glibc malloc really holds for them (each block rounded up to its 16-byte chunk with its
+//! 8-byte header, 32 bytes at least), split into the objects, the reflector's keys (`ObjectRef`:
+//! name, namespace, resourceVersion and uid copied again) and the hash table; and the transient
+//! peak of reading a list (page + buffer). Then the same for leaner representations (what the
+//! levers of issue 10 would cost), built here from the same pages, so each lever's gain is a
+//! measured figure. Figures, not assertions.
+
+#[path = "common/fleet.rs"]
+mod fleet;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use fleet::Shape;
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::core::ObjectList;
+use kube::runtime::reflector::{self, Lookup, ObjectRef, Store};
+use kube::runtime::watcher::Event;
+use serde::de::DeserializeOwned;
+use volume_leftovers::classify::{Verdict, classify};
+use volume_leftovers::controller::{
+    ClaimMeta, StoreLookup, View, lean_leftover, mark_and_strip, strip_claim, strip_class,
+};
+use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::exclude::Exclusions;
+use volume_leftovers::index::RefIndex;
+use volume_leftovers::leftover::{Keep, Leftover};
+use volume_leftovers::plan::desired;
+use volume_leftovers::schedule::{Limits, Published, Scheduler};
+use volume_leftovers::volume::Volume;
+
+// --- the counting allocator --------------------------------------------------------------------
+
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static CHUNK: AtomicIsize = AtomicIsize::new(0);
+static BLOCKS: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+/// What glibc malloc uses for a request of `size` bytes: the size plus its 8-byte header, rounded
+/// up to 16, at least 32 (x86-64).
+fn chunk(size: usize) -> isize {
+    ((size + 8).div_ceil(16) * 16).max(32) as isize
+}
+
+fn grew(size: usize) {
+    let now = LIVE.fetch_add(size as isize, Ordering::Relaxed) + size as isize;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+    CHUNK.fetch_add(chunk(size), Ordering::Relaxed);
+}
+
+fn shrank(size: usize) {
+    LIVE.fetch_sub(size as isize, Ordering::Relaxed);
+    CHUNK.fetch_sub(chunk(size), Ordering::Relaxed);
+}
+
+// SAFETY: forwards to the system allocator and only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        grew(l.size());
+        BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        shrank(l.size());
+        BLOCKS.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        shrank(l.size());
+        grew(new);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Live heap: requested bytes, glibc chunk bytes, blocks.
+#[derive(Clone, Copy, Debug, Default)]
+struct Heap {
+    live: isize,
+    chunk: isize,
+    blocks: isize,
+}
+
+impl Heap {
+    fn now() -> Heap {
+        Heap {
+            live: LIVE.load(Ordering::Relaxed),
+            chunk: CHUNK.load(Ordering::Relaxed),
+            blocks: BLOCKS.load(Ordering::Relaxed),
+        }
+    }
+    fn since(self, before: Heap) -> Heap {
+        Heap {
+            live: self.live - before.live,
+            chunk: self.chunk - before.chunk,
+            blocks: self.blocks - before.blocks,
+        }
+    }
+    fn minus(self, o: Heap) -> Heap {
+        self.since(o)
+    }
+    fn plus(self, o: Heap) -> Heap {
+        Heap {
+            live: self.live + o.live,
+            chunk: self.chunk + o.chunk,
+            blocks: self.blocks + o.blocks,
+        }
+    }
+}
+
+/// Runs `f`, keeping what it returns, and says how much heap it holds.
+fn held<T>(f: impl FnOnce() -> T) -> (T, Heap) {
+    let before = Heap::now();
+    let v = f();
+    (v, Heap::now().since(before))
+}
+
+fn reset_peak() -> isize {
+    let now = LIVE.load(Ordering::Relaxed);
+    PEAK.store(now, Ordering::Relaxed);
+    now
+}
+
+fn peak_since(base: isize) -> isize {
+    PEAK.load(Ordering::Relaxed) - base
+}
+
+fn mib(b: isize) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+// --- list pages ---------------------------------------------------------------------------------
+
+const PAGE: usize = 500;
+
+/// Time per object of each list read (deserialize, strip, store), on one thread as in the
+/// controller's loop.
+static INGEST: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The items as the API server pages them (500 per page), as JSON bytes.
+fn pages(kind: &str, items: impl Iterator<Item = serde_json::Value>) -> Vec<Vec<u8>> {
+    let items: Vec<serde_json::Value> = items.collect();
+    items
+        .chunks(PAGE)
+        .enumerate()
+        .map(|(n, chunk)| {
+            serde_json::to_vec(&serde_json::json!({
+                "apiVersion": "v1",
+                "kind": kind,
+                "metadata": {"resourceVersion": "5000000", "continue": format!("page-{n}")},
+                "items": chunk,
+            }))
+            .expect("serialize")
+        })
+        .collect()
+}
+
+/// Reads every page into a reflector store the way `feed.rs` does (deserialize the page, convert
+/// each object into what the store keeps, `InitApply`, drop the page; `InitDone` swaps the buffer
+/// in). Returns the store, what it holds, and the peak above the starting point while reading.
+fn ingest<K, L>(
+    pages: &[Vec<u8>],
+    convert: impl Fn(K) -> L,
+) -> (Store<L>, reflector::store::Writer<L>, Heap, isize)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static,
+    L: Lookup<DynamicType = ()> + Clone + 'static,
+{
+    let t = std::time::Instant::now();
+    let before = Heap::now();
+    let base = reset_peak();
+    let (store, mut w) = reflector::store::<L>();
+    w.apply_watcher_event(&Event::Init);
+    for p in pages {
+        let list: ObjectList<K> = serde_json::from_slice(p).expect("page");
+        for o in list.items {
+            let e = Event::InitApply(convert(o));
+            w.apply_watcher_event(&e);
+            // The feed yields nothing for InitApply: the event (and the object it owns) is dropped.
+        }
+    }
+    w.apply_watcher_event(&Event::InitDone);
+    let peak = peak_since(base);
+    let n = store.len().max(1);
+    INGEST.lock().unwrap().push(format!(
+        "{} {:.1} µs",
+        K::kind(&()),
+        t.elapsed().as_secs_f64() * 1e6 / n as f64
+    ));
+    (store, w, Heap::now().since(before), peak)
+}
+
+/// A store's objects and keys, measured apart: the objects (deep copies of what the store holds,
+/// behind `Arc`s as there), the keys (`ObjectRef`s as the writer builds them), and the table as
+/// the rest.
+fn split<K>(store: &Store<K>, total: Heap) -> (Heap, Heap, Heap)
+where
+    K: Lookup<DynamicType = ()> + Clone + 'static,
+{
+    let state = store.state();
+    let (objects, objects_heap) = held(|| {
+        state
+            .iter()
+            .map(|o| Arc::new(K::clone(o)))
+            .collect::<Vec<Arc<K>>>()
+    });
+    let (keys, keys_heap) = held(|| {
+        state
+            .iter()
+            .map(|o| o.to_object_ref(()))
+            .collect::<Vec<ObjectRef<K>>>()
+    });
+    // The two vectors' own buffers are not part of the store.
+    let vecs = (std::mem::size_of::<Arc<K>>() * objects.capacity()
+        + std::mem::size_of::<ObjectRef<K>>() * keys.capacity()) as isize;
+    let objects_heap = objects_heap.minus(Heap {
+        live: (std::mem::size_of::<Arc<K>>() * objects.capacity()) as isize,
+        chunk: chunk(std::mem::size_of::<Arc<K>>() * objects.capacity()),
+        blocks: 1,
+    });
+    // Keys live inline in the table: only their strings are separate blocks.
+    let keys_strings = keys_heap.minus(Heap {
+        live: (std::mem::size_of::<ObjectRef<K>>() * keys.capacity()) as isize,
+        chunk: chunk(std::mem::size_of::<ObjectRef<K>>() * keys.capacity()),
+        blocks: 1,
+    });
+    let _ = vecs;
+    let table = total.minus(objects_heap).minus(keys_strings);
+    drop((objects, keys, state));
+    (objects_heap, keys_strings, table)
+}
+
+/// What `n` objects of `K` take inline behind their `Arc`s (no strings).
+fn inline<K>(n: usize) -> Heap {
+    let one = std::mem::size_of::<K>() + 16;
+    Heap {
+        live: (one * n) as isize,
+        chunk: chunk(one) * n as isize,
+        blocks: n as isize,
+    }
+}
+
+struct Row {
+    what: String,
+    count: usize,
+    heap: Heap,
+}
+
+fn row(what: impl Into<String>, count: usize, heap: Heap) -> Row {
+    Row {
+        what: what.into(),
+        count,
+        heap,
+    }
+}
+
+fn print_rows(title: &str, rows: &[Row]) {
+    println!("{title}");
+    println!(
+        "  {:<58} {:>8} {:>10} {:>9} {:>10} {:>9}",
+        "", "objects", "live MiB", "live B/o", "malloc MiB", "malloc B/o"
+    );
+    for r in rows {
+        let per = |b: isize| b as f64 / r.count.max(1) as f64;
+        println!(
+            "  {:<58} {:>8} {:>10.1} {:>9.0} {:>10.1} {:>9.0}",
+            r.what,
+            r.count,
+            mib(r.heap.live),
+            per(r.heap.live),
+            mib(r.heap.chunk),
+            per(r.heap.chunk)
+        );
+    }
+}
+
+// --- leaner representations, for the levers -----------------------------------------------------
+
+/// Strings that repeat across objects, shared.
+#[derive(Default)]
+struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.0.insert(a.clone());
+        a
+    }
+}
+
+/// A claim as classification needs it: namespace (shared), name, uid, terminating. Cached in a
+/// kube-runtime reflector through `Lookup` (no `ObjectMeta`), with no resourceVersion or uid in its
+/// key.
+#[derive(Clone, Debug)]
+#[allow(dead_code)]
+struct LeanClaim {
+    namespace: Arc<str>,
+    name: Box<str>,
+    uid: u128,
+    terminating: bool,
+}
+
+impl Lookup for LeanClaim {
+    type DynamicType = ();
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PersistentVolumeClaim".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "persistentvolumeclaims".into()
+    }
+    fn name(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.name))
+    }
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.namespace))
+    }
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+}
+
+fn uid128(s: &str) -> u128 {
+    u128::from_str_radix(&s.replace('-', ""), 16).unwrap_or(0)
+}
+
+/// A claimRef: namespace, name, uid, kind when not a claim.
+type ClaimRefParts = (Arc<str>, Arc<str>, u128, Option<Arc<str>>);
+
+/// A PV as classification and the VolumeLeftover need it, with repeated strings shared.
+#[derive(Clone, Debug)]
+#[allow(dead_code)]
+struct LeanVolume {
+    name: Arc<str>,
+    uid: u128,
+    terminating: Option<Box<[Arc<str>]>>,
+    phase: Arc<str>,
+    phase_since: Option<i64>,
+    message: Option<Box<str>>,
+    reclaim: Arc<str>,
+    class: Option<Arc<str>>,
+    claim: Option<ClaimRefParts>,
+    capacity: Option<Arc<str>>,
+    access_modes: Arc<str>,
+    volume_mode: Arc<str>,
+    source: Arc<str>,
+    driver: Option<Arc<str>>,
+    handle: Option<Box<str>>,
+    pool: Option<Arc<str>>,
+    image: Option<Box<str>>,
+    excluded: bool,
+}
+
+impl Lookup for LeanVolume {
+    type DynamicType = ();
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PersistentVolume".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "persistentvolumes".into()
+    }
+    fn name(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.name))
+    }
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+}
+
+fn lean_volume(v: &Volume, i: &mut Interner) -> LeanVolume {
+    let spec = v.spec.as_ref();
+    let status = v.status.as_ref();
+    let csi = spec.and_then(|s| s.csi.as_ref());
+    let attrs = csi.and_then(|c| c.volume_attributes.as_ref());
+    LeanVolume {
+        name: Arc::from(v.metadata.name.as_deref().unwrap_or_default()),
+        uid: uid128(v.metadata.uid.as_deref().unwrap_or_default()),
+        terminating: v.metadata.deletion_timestamp.as_ref().map(|_| {
+            v.metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .map(|f| i.get(f))
+                .collect()
+        }),
+        phase: i.get(status.and_then(|s| s.phase.as_deref()).unwrap_or_default()),
+        phase_since: status
+            .and_then(|s| s.last_phase_transition_time.as_ref())
+            .map(|t| t.0.as_second()),
+        message: status.and_then(|s| s.message.as_deref()).map(Into::into),
+        reclaim: i.get(
+            spec.and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+                .unwrap_or_default(),
+        ),
+        class: spec
+            .and_then(|s| s.storage_class_name.as_deref())
+            .map(|c| i.get(c)),
+        claim: spec.and_then(|s| s.claim_ref.as_ref()).map(|r| {
+            (
+                i.get(r.namespace.as_deref().unwrap_or_default()),
+                Arc::from(r.name.as_deref().unwrap_or_default()),
+                uid128(r.uid.as_deref().unwrap_or_default()),
+                r.kind
+                    .as_deref()
+                    .filter(|k| *k != "PersistentVolumeClaim")
+                    .map(|k| i.get(k)),
+            )
+        }),
+        capacity: spec
+            .and_then(|s| s.capacity.as_ref())
+            .and_then(|c| c.storage.as_ref())
+            .map(|q| i.get(&q.0)),
+        access_modes: i.get(
+            &spec
+                .and_then(|s| s.access_modes.as_ref())
+                .map(|m| m.join(","))
+                .unwrap_or_default(),
+        ),
+        volume_mode: i.get(
+            spec.and_then(|s| s.volume_mode.as_deref())
+                .unwrap_or("Filesystem"),
+        ),
+        source: i.get(if csi.is_some() { "csi" } else { "other" }),
+        driver: csi.map(|c| i.get(&c.driver)),
+        handle: csi.map(|c| c.volume_handle.as_str().into()),
+        pool: attrs.and_then(|a| a.pool.as_deref()).map(|p| i.get(p)),
+        image: attrs.and_then(|a| a.image_name.as_deref()).map(Into::into),
+        excluded: v.excluded.is_some(),
+    }
+}
+
+/// Strips in place, as `feed::strip` does.
+fn stripped<K>(f: impl Fn(&mut K)) -> impl Fn(K) -> K {
+    move |mut k| {
+        f(&mut k);
+        k
+    }
+}
+
+/// What the controller did to each VolumeLeftover before it kept the lean form: managedFields and
+/// the last-applied annotation dropped.
+fn strip_whole_leftover(o: &mut VolumeLeftover) {
+    o.metadata.managed_fields = None;
+    if let Some(a) = o.metadata.annotations.as_mut() {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
+fn lean_store<K: Lookup<DynamicType = ()> + Clone + 'static>(
+    items: impl Iterator<Item = K>,
+) -> (Store<K>, reflector::store::Writer<K>) {
+    let (s, mut w) = reflector::store::<K>();
+    w.apply_watcher_event(&Event::Init);
+    for o in items {
+        w.apply_watcher_event(&Event::InitApply(o));
+    }
+    w.apply_watcher_event(&Event::InitDone);
+    (s, w)
+}
+
+/// The reverse index sharing the store's strings: claim key and class as `Arc<str>`s (the
+/// namespace and class interned, the claim name and the PV name the lean volume's own), with the
+/// per-PV references it needs to undo an update.
+type ClaimKey = (Arc<str>, Arc<str>);
+type Refs = (Option<ClaimKey>, Option<Arc<str>>);
+#[derive(Default)]
+struct SharedIndex {
+    refs: HashMap<Arc<str>, Refs>,
+    by_claim: HashMap<ClaimKey, Vec<Arc<str>>>,
+    by_class: HashMap<Arc<str>, Vec<Arc<str>>>,
+}
+
+// --- main -----------------------------------------------------------------------------------------
+
+fn main() {
+    let arg = |i: usize, d: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(d)
+    };
+    let shape = Shape {
+        pvs: arg(1, Shape::ISSUE.pvs),
+        leftovers: arg(2, Shape::ISSUE.leftovers),
+    };
+    let claims_n = shape.claims();
+    println!(
+        "volume-leftovers memory benchmark: {} PVs, {} claims, {} leftovers (realistic CSI objects, examples/common/fleet.rs)",
+        shape.pvs, claims_n, shape.leftovers
+    );
+    println!(
+        "inline sizes: Volume {} B, ObjectMeta {} B, ClaimMeta {} B, VolumeLeftover {} B, ObjectRef<Volume> {} B, ObjectRef<ClaimMeta> {} B",
+        std::mem::size_of::<Volume>(),
+        std::mem::size_of::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(),
+        std::mem::size_of::<ClaimMeta>(),
+        std::mem::size_of::<VolumeLeftover>(),
+        std::mem::size_of::<ObjectRef<Volume>>(),
+        std::mem::size_of::<ObjectRef<ClaimMeta>>(),
+    );
+
+    // The wire.
+    let pv_pages = pages(
+        "PersistentVolumeList",
+        (0..shape.pvs).map(|i| fleet::served_volume(&shape, i)),
+    );
+    let claim_indices: Vec<usize> = (0..shape.pvs).filter(|i| !shape.is_leftover(*i)).collect();
+    let claim_pages = pages(
+        "PartialObjectMetadataList",
+        claim_indices
+            .iter()
+            .map(|i| fleet::served_claim_meta(&shape, *i)),
+    );
+    let class_pages = pages(
+        "StorageClassList",
+        fleet::classes().into_iter().map(|c| {
+            let v = serde_json::to_value(&c).unwrap();
+            fleet::served(
+                v.clone(),
+                &fleet::uuid(6, 0),
+                1,
+                &[("kubectl", "Update", None, v)],
+            )
+        }),
+    );
+    let wire =
+        |p: &[Vec<u8>], n: usize| p.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1) as f64;
+    println!(
+        "wire (JSON as listed): {:.0} B/PV, {:.0} B/claim (metadata-only list)",
+        wire(&pv_pages, shape.pvs),
+        wire(&claim_pages, claims_n)
+    );
+
+    let start = Heap::now();
+
+    // PVs.
+    let exclusions = Exclusions::default();
+    let (pv_store, _pv_w, pv_total, pv_peak) =
+        ingest::<Volume, _>(&pv_pages, stripped(|v| mark_and_strip(v, &exclusions)));
+    let (pv_obj, pv_keys, pv_table) = split(&pv_store, pv_total);
+
+    // The parts of a stored PV.
+    let state = pv_store.state();
+    let (_m, pv_meta) = held(|| state.iter().map(|v| v.metadata.clone()).collect::<Vec<_>>());
+    let (_s, pv_spec) = held(|| state.iter().map(|v| v.spec.clone()).collect::<Vec<_>>());
+    let (_t, pv_status) = held(|| state.iter().map(|v| v.status.clone()).collect::<Vec<_>>());
+    let vec_of = |size: usize| Heap {
+        live: (size * state.len()) as isize,
+        chunk: chunk(size * state.len()),
+        blocks: 1,
+    };
+    let pv_meta = pv_meta.minus(vec_of(std::mem::size_of::<
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    >()));
+    let pv_spec = pv_spec.minus(vec_of(std::mem::size_of::<
+        Option<volume_leftovers::volume::VolumeSpec>,
+    >()));
+    let pv_status = pv_status.minus(vec_of(std::mem::size_of::<
+        Option<k8s_openapi::api::core::v1::PersistentVolumeStatus>,
+    >()));
+    drop((_m, _s, _t, state));
+
+    // Claims (metadata only).
+    let (claim_store, _claim_w, claim_total, claim_peak) =
+        ingest::<ClaimMeta, _>(&claim_pages, stripped(strip_claim));
+    let (claim_obj, claim_keys, claim_table) = split(&claim_store, claim_total);
+
+    // Classes.
+    let (class_store, _class_w, class_total, _) =
+        ingest::<StorageClass, _>(&class_pages, stripped(strip_class));
+
+    // The reverse index, as at InitDone.
+    let state = pv_store.state();
+    let (index, index_heap) = held(|| {
+        let mut index = RefIndex::default();
+        index.reset(state.iter().map(|p| p.as_ref()));
+        index
+    });
+    drop(state);
+
+    // The VolumeLeftovers the operator writes for the findings, as the API server returns them.
+    let lookup = StoreLookup {
+        claims: View::Current(&claim_store),
+        classes: View::Current(&class_store),
+        census: None,
+    };
+    let now = Time(jiff::Timestamp::from_second(1_750_000_000).unwrap());
+    let mut vls = Vec::new();
+    for pv in pv_store.state() {
+        if let v @ Verdict::Leftover(_) = classify(&pv, &lookup, now.clone()) {
+            let Verdict::Leftover(f) = &v else {
+                unreachable!()
+            };
+            let o = desired(f, None, &now, &now);
+            let v = serde_json::to_value(&o).unwrap();
+            let meta_fields = serde_json::json!({"metadata": {
+                "labels": v["metadata"]["labels"].clone(),
+                "ownerReferences": v["metadata"]["ownerReferences"].clone(),
+            }, "spec": v["spec"].clone()});
+            let mut served = fleet::served(
+                v.clone(),
+                &fleet::uuid(7, vls.len()),
+                3_000_000 + vls.len() as u64,
+                &[
+                    ("volume-leftovers", "Update", None, meta_fields),
+                    (
+                        "volume-leftovers",
+                        "Apply",
+                        Some("status"),
+                        serde_json::json!({"status": v["status"].clone()}),
+                    ),
+                ],
+            );
+            served["metadata"]["generation"] = 1.into();
+            vls.push(served);
+        }
+    }
+    let vl_count = vls.len();
+    let vl_pages = pages("VolumeLeftoverList", vls.into_iter());
+    println!(
+        "wire (JSON as listed): {:.0} B/VolumeLeftover ({} findings)",
+        wire(&vl_pages, vl_count),
+        vl_count
+    );
+    // Before: the whole object, stripped of managedFields and the last-applied annotation (what
+    // the store kept until it kept the lean form).
+    let (full_vl_store, _full_vl_w, full_vl_total, full_vl_peak) =
+        ingest::<VolumeLeftover, _>(&vl_pages, stripped(strip_whole_leftover));
+    let (full_vl_obj, _, _) = split(&full_vl_store, full_vl_total);
+    drop((full_vl_store, _full_vl_w));
+    // The store the operator keeps: the lean form, made by the controller's own conversion.
+    let (vl_store, _vl_w, vl_total, vl_peak) =
+        ingest::<VolumeLeftover, Leftover>(&vl_pages, &*lean_leftover(Keep::default()));
+    let (vl_obj, vl_keys, vl_table) = split(&vl_store, vl_total);
+    let vl_state = vl_store.state();
+    let vl_vec = |size: usize| Heap {
+        live: (size * vl_state.len()) as isize,
+        chunk: chunk(size * vl_state.len()),
+        blocks: 1,
+    };
+    let (_a, vl_status) = held(|| {
+        vl_state
+            .iter()
+            .map(|o| o.status.clone())
+            .collect::<Vec<_>>()
+    });
+    let vl_status = vl_status.minus(vl_vec(std::mem::size_of::<
+        Option<volume_leftovers::leftover::Status>,
+    >()));
+    drop((_a, vl_state));
+    // With --openreports: the facts and message of every finding, for the mirror.
+    let (report_vl_store, _report_vl_w, report_vl_total, _) =
+        ingest::<VolumeLeftover, Leftover>(&vl_pages, &*lean_leftover(Keep { report: true }));
+    drop((report_vl_store, _report_vl_w));
+
+    // The loop's memory of each published finding (Scheduler name state with its Memo).
+    let (sched, sched_heap) = held(|| {
+        let mut s = Scheduler::new(Limits::default(), 1);
+        for o in vl_store.state() {
+            let st = o.status.as_ref().unwrap();
+            let name = o.name.to_string();
+            s.memo(&name).published = Some(Published {
+                reason: st.reason,
+                storage_class: st
+                    .storage_class
+                    .as_deref()
+                    .map(String::from)
+                    .unwrap_or_default(),
+                state: st.state,
+                capacity_bytes: st.capacity_bytes.unwrap_or(0),
+                first_seen: st.first_seen.0.as_second(),
+            });
+            s.settle(&name);
+        }
+        s
+    });
+    let all = Heap::now().since(start);
+    let cached = shape.pvs + claims_n + vl_count;
+
+    let rows = vec![
+        row("PV store (Store<Volume>), total", shape.pvs, pv_total),
+        row("  objects: Arc<Volume> (stripped)", shape.pvs, pv_obj),
+        row(
+            format!(
+                "    of which the struct itself ({} B inline + Arc)",
+                std::mem::size_of::<Volume>()
+            ),
+            shape.pvs,
+            inline::<Volume>(shape.pvs),
+        ),
+        row("    of which metadata strings and maps", shape.pvs, pv_meta),
+        row("    of which spec strings and maps", shape.pvs, pv_spec),
+        row("    of which status strings", shape.pvs, pv_status),
+        row(
+            "  keys: ObjectRef strings (name, rv, uid)",
+            shape.pvs,
+            pv_keys,
+        ),
+        row(
+            "  hash table (keys inline + Arc pointers)",
+            shape.pvs,
+            pv_table,
+        ),
+        row(
+            "claim store (Store<PartialObjectMeta<PVC>>), total",
+            claims_n,
+            claim_total,
+        ),
+        row("  objects: Arc<ClaimMeta> (stripped)", claims_n, claim_obj),
+        row(
+            format!(
+                "    of which the struct itself ({} B inline + Arc)",
+                std::mem::size_of::<ClaimMeta>()
+            ),
+            claims_n,
+            inline::<ClaimMeta>(claims_n),
+        ),
+        row(
+            "  keys: ObjectRef strings (name, ns, rv, uid)",
+            claims_n,
+            claim_keys,
+        ),
+        row("  hash table", claims_n, claim_table),
+        row(
+            "class store (Store<StorageClass>)",
+            fleet::CLASSES.len(),
+            class_total,
+        ),
+        row(
+            "VolumeLeftover store (Store<Leftover>, lean), total",
+            vl_count,
+            vl_total,
+        ),
+        row("  objects: Arc<Leftover>", vl_count, vl_obj),
+        row(
+            format!(
+                "    of which the struct itself ({} B inline + Arc)",
+                std::mem::size_of::<Leftover>()
+            ),
+            vl_count,
+            inline::<Leftover>(vl_count),
+        ),
+        row(
+            "    of which what is kept of the status (facts, class, ack)",
+            vl_count,
+            vl_status,
+        ),
+        row("  keys: ObjectRef strings (name only)", vl_count, vl_keys),
+        row("  hash table", vl_count, vl_table),
+        row(
+            "  the same with --openreports (facts + message of all)",
+            vl_count,
+            report_vl_total,
+        ),
+        row(
+            "  before: Store<VolumeLeftover> (whole object), total",
+            vl_count,
+            full_vl_total,
+        ),
+        row(
+            format!(
+                "    of which objects: Arc<VolumeLeftover> ({} B inline)",
+                std::mem::size_of::<VolumeLeftover>()
+            ),
+            vl_count,
+            full_vl_obj,
+        ),
+        row("reverse index (RefIndex)", shape.pvs, index_heap),
+        row(
+            format!(
+                "loop memory of published findings (Scheduler; NameState {} B)",
+                std::mem::size_of::<volume_leftovers::schedule::NameState>()
+            ),
+            vl_count,
+            sched_heap,
+        ),
+        row("all of the above, per cached object", cached, all),
+    ];
+    print_rows(
+        "live heap by store, after the lists (counting allocator):",
+        &rows,
+    );
+    println!(
+        "reading the lists on one thread (deserialize + strip + store), per object: {}",
+        INGEST.lock().unwrap().join(", ")
+    );
+    println!(
+        "transient peak while listing (above what was held before): PVs {:.1} MiB (store {:.1}), claims {:.1} MiB (store {:.1}), VolumeLeftovers {:.1} MiB (store {:.1}; whole objects before: {:.1}, store {:.1})",
+        mib(pv_peak),
+        mib(pv_total.live),
+        mib(claim_peak),
+        mib(claim_total.live),
+        mib(vl_peak),
+        mib(vl_total.live),
+        mib(full_vl_peak),
+        mib(full_vl_total.live)
+    );
+
+    // --- levers: the same data in leaner forms -----------------------------------------------
+    let mut levers = Vec::new();
+    let pv_state = pv_store.state();
+    let ((lean_pv_store, _w1, interner), lean_pv) = held(|| {
+        let mut interner = Interner::default();
+        let items: Vec<LeanVolume> = pv_state
+            .iter()
+            .map(|v| lean_volume(v, &mut interner))
+            .collect();
+        let (s, w) = lean_store(items.into_iter());
+        (s, w, interner)
+    });
+    levers.push(row(
+        "lean PV (interned strings, uid as u128, no rv/uid in key)",
+        shape.pvs,
+        lean_pv,
+    ));
+    let claim_state = claim_store.state();
+    let ((lean_claim_store, _w2), lean_claim) = held(|| {
+        let mut ns = Interner::default();
+        let items: Vec<LeanClaim> = claim_state
+            .iter()
+            .map(|c| LeanClaim {
+                namespace: ns.get(c.metadata.namespace.as_deref().unwrap_or_default()),
+                name: c.metadata.name.as_deref().unwrap_or_default().into(),
+                uid: uid128(c.metadata.uid.as_deref().unwrap_or_default()),
+                terminating: c.metadata.deletion_timestamp.is_some(),
+            })
+            .collect();
+        lean_store(items.into_iter())
+    });
+    levers.push(row(
+        "lean claim (namespace, name, uid, deletionTimestamp)",
+        claims_n,
+        lean_claim,
+    ));
+    let lean_state = lean_pv_store.state();
+    let (shared_index, shared_index_heap) = held(|| {
+        let mut idx = SharedIndex::default();
+        for v in &lean_state {
+            let name = v.name.clone();
+            let claim = v
+                .claim
+                .as_ref()
+                .map(|(ns, c, _, _)| (ns.clone(), c.clone()));
+            if let Some(key) = &claim {
+                idx.by_claim
+                    .entry(key.clone())
+                    .or_default()
+                    .push(name.clone());
+            }
+            if let Some(c) = &v.class {
+                idx.by_class
+                    .entry(c.clone())
+                    .or_default()
+                    .push(name.clone());
+            }
+            idx.refs.insert(name, (claim, v.class.clone()));
+        }
+        idx
+    });
+    levers.push(row(
+        "reverse index on the lean PVs' strings (Arc<str>, Vec of names)",
+        shape.pvs,
+        shared_index_heap,
+    ));
+    let lean_all = lean_pv
+        .plus(lean_claim)
+        .plus(vl_total)
+        .plus(shared_index_heap)
+        .plus(sched_heap)
+        .plus(class_total);
+    levers.push(row(
+        "all lean stores + index + loop memory, per cached object",
+        cached,
+        lean_all,
+    ));
+    print_rows(
+        "the same objects in leaner forms (prototypes in this file, kube-runtime reflector stores):",
+        &levers,
+    );
+    println!(
+        "interned strings: {} distinct; lean stores hold {} PVs, {} claims, {} VolumeLeftovers",
+        interner.0.len(),
+        lean_pv_store.len(),
+        lean_claim_store.len(),
+        vl_store.len()
+    );
+    drop((
+        shared_index,
+        index,
+        sched,
+        lean_state,
+        pv_state,
+        claim_state,
+    ));
+}
