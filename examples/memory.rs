@@ -208,8 +208,12 @@ where
     let peak = peak_since(base);
     let n = store.len().max(1);
     INGEST.lock().unwrap().push(format!(
-        "{} {:.1} µs",
+        "{} as {} {:.1} µs",
         K::kind(&()),
+        std::any::type_name::<L>()
+            .rsplit("::")
+            .next()
+            .unwrap_or_default(),
         t.elapsed().as_secs_f64() * 1e6 / n as f64
     ));
     (store, w, Heap::now().since(before), peak)
