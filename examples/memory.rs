@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 use volume_leftovers::classify::{Verdict, classify};
 use volume_leftovers::controller::{
     ClaimMeta, StoreLookup, View, lean_leftover, mark_and_strip, strip_claim, strip_class,
+    strip_leftover,
 };
 use volume_leftovers::crd::VolumeLeftover;
 use volume_leftovers::exclude::Exclusions;
@@ -489,15 +490,6 @@ fn stripped<K>(f: impl Fn(&mut K)) -> impl Fn(K) -> K {
     }
 }
 
-/// What the controller did to each VolumeLeftover before it kept the lean form: managedFields and
-/// the last-applied annotation dropped.
-fn strip_whole_leftover(o: &mut VolumeLeftover) {
-    o.metadata.managed_fields = None;
-    if let Some(a) = o.metadata.annotations.as_mut() {
-        a.remove("kubectl.kubernetes.io/last-applied-configuration");
-    }
-}
-
 fn lean_store<K: Lookup<DynamicType = ()> + Clone + 'static>(
     items: impl Iterator<Item = K>,
 ) -> (Store<K>, reflector::store::Writer<K>) {
@@ -676,7 +668,7 @@ fn main() {
     // Before: the whole object, stripped of managedFields and the last-applied annotation (what
     // the store kept until it kept the lean form).
     let (full_vl_store, _full_vl_w, full_vl_total, full_vl_peak) =
-        ingest::<VolumeLeftover, _>(&vl_pages, stripped(strip_whole_leftover));
+        ingest::<VolumeLeftover, _>(&vl_pages, stripped(strip_leftover));
     let (full_vl_obj, _, _) = split(&full_vl_store, full_vl_total);
     drop((full_vl_store, _full_vl_w));
     // The store the operator keeps: the lean form, made by the controller's own conversion.
