@@ -36,10 +36,13 @@ use kube::runtime::reflector::{self, Lookup, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use volume_leftovers::classify::{Verdict, classify};
-use volume_leftovers::controller::{ClaimMeta, StoreLookup, View, strip_class, strip_leftover};
+use volume_leftovers::controller::{
+    ClaimMeta, StoreLookup, View, lean_leftover, strip_class, strip_leftover,
+};
 use volume_leftovers::crd::VolumeLeftover;
 use volume_leftovers::exclude::Exclusions;
 use volume_leftovers::index::RefIndex;
+use volume_leftovers::leftover::{Keep, Leftover};
 use volume_leftovers::lookup::Claim;
 use volume_leftovers::plan::desired;
 use volume_leftovers::schedule::{Limits, Published, Scheduler};
@@ -474,59 +477,6 @@ fn lean_volume(v: &Volume, i: &mut Interner) -> LeanVolume {
     }
 }
 
-/// What comparing before writing needs of a VolumeLeftover: its identity, version, ownership,
-/// the acknowledgement people wrote, and a digest of what the operator wrote (labels,
-/// ownerReference, spec and status), compared against the digest of the desired object.
-#[derive(Clone, Debug)]
-#[allow(dead_code)]
-struct LeanLeftover {
-    name: Box<str>,
-    uid: u128,
-    resource_version: u64,
-    generation: i64,
-    managed: bool,
-    acknowledgement: Option<Box<volume_leftovers::crd::Acknowledgement>>,
-    first_seen: i64,
-    digest: u64,
-}
-
-impl Lookup for LeanLeftover {
-    type DynamicType = ();
-    fn kind(_: &()) -> Cow<'_, str> {
-        "VolumeLeftover".into()
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        "leftovers.dev".into()
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        "v1alpha1".into()
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        "volumeleftovers".into()
-    }
-    fn name(&self) -> Option<Cow<'_, str>> {
-        Some(Cow::Borrowed(&self.name))
-    }
-    fn namespace(&self) -> Option<Cow<'_, str>> {
-        None
-    }
-    fn resource_version(&self) -> Option<Cow<'_, str>> {
-        None
-    }
-    fn uid(&self) -> Option<Cow<'_, str>> {
-        None
-    }
-}
-
-fn digest(o: &VolumeLeftover) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    serde_json::to_string(&(&o.metadata.labels, &o.metadata.owner_references, &o.status))
-        .unwrap_or_default()
-        .hash(&mut h);
-    h.finish()
-}
-
 fn lean_store<K: Lookup<DynamicType = ()> + Clone + 'static>(
     items: impl Iterator<Item = K>,
 ) -> (Store<K>, reflector::store::Writer<K>) {
@@ -705,11 +655,18 @@ fn main() {
         wire(&vl_pages, vl_count),
         vl_count
     );
-    let (vl_store, _vl_w, vl_total, vl_peak) =
+    // Before: the whole object, stripped of managedFields and the last-applied annotation (what
+    // the store kept until it kept the lean form).
+    let (full_vl_store, _full_vl_w, full_vl_total, full_vl_peak) =
         ingest::<VolumeLeftover, VolumeLeftover>(&vl_pages, |mut o| {
             strip_leftover(&mut o);
             o
         });
+    let (full_vl_obj, _, _) = split(&full_vl_store, full_vl_total);
+    drop((full_vl_store, _full_vl_w));
+    // The store the operator keeps: the lean form, made by the controller's own conversion.
+    let (vl_store, _vl_w, vl_total, vl_peak) =
+        ingest::<VolumeLeftover, Leftover>(&vl_pages, &*lean_leftover(Keep::default()));
     let (vl_obj, vl_keys, vl_table) = split(&vl_store, vl_total);
     let vl_state = vl_store.state();
     let vl_vec = |size: usize| Heap {
@@ -724,31 +681,26 @@ fn main() {
             .collect::<Vec<_>>()
     });
     let vl_status = vl_status.minus(vl_vec(std::mem::size_of::<
-        Option<volume_leftovers::crd::VolumeLeftoverStatus>,
+        Option<volume_leftovers::leftover::Status>,
     >()));
-    let (_b, vl_meta) = held(|| {
-        vl_state
-            .iter()
-            .map(|o| o.metadata.clone())
-            .collect::<Vec<_>>()
-    });
-    let vl_meta = vl_meta.minus(vl_vec(std::mem::size_of::<
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    >()));
-    drop((_a, _b, vl_state));
+    drop((_a, vl_state));
+    // With --openreports: the facts and message of every finding, for the mirror.
+    let (report_vl_store, _report_vl_w, report_vl_total, _) =
+        ingest::<VolumeLeftover, Leftover>(&vl_pages, &*lean_leftover(Keep { report: true }));
+    drop((report_vl_store, _report_vl_w));
 
     // The loop's memory of each published finding (Scheduler name state with its Memo).
     let (sched, sched_heap) = held(|| {
         let mut s = Scheduler::new(Limits::default(), 1);
         for o in vl_store.state() {
             let st = o.status.as_ref().unwrap();
-            let name = o.metadata.name.clone().unwrap();
+            let name = o.name.to_string();
             s.memo(&name).published = Some(Published {
                 reason: st.reason,
                 storage_class: st
                     .storage_class
-                    .as_ref()
-                    .map(|c| c.name.clone())
+                    .as_deref()
+                    .map(String::from)
                     .unwrap_or_default(),
                 state: st.state,
                 capacity_bytes: st.capacity_bytes.unwrap_or(0),
@@ -810,32 +762,45 @@ fn main() {
             fleet::CLASSES.len(),
             class_total,
         ),
-        row("VolumeLeftover store, total", vl_count, vl_total),
-        row("  objects: Arc<VolumeLeftover>", vl_count, vl_obj),
+        row(
+            "VolumeLeftover store (Store<Leftover>, lean), total",
+            vl_count,
+            vl_total,
+        ),
+        row("  objects: Arc<Leftover>", vl_count, vl_obj),
         row(
             format!(
                 "    of which the struct itself ({} B inline + Arc)",
-                std::mem::size_of::<VolumeLeftover>()
+                std::mem::size_of::<Leftover>()
             ),
             vl_count,
-            inline::<VolumeLeftover>(vl_count),
+            inline::<Leftover>(vl_count),
         ),
         row(
-            "    of which status strings, conditions and messages",
+            "    of which what is kept of the status (facts, class, ack)",
             vl_count,
             vl_status,
         ),
-        row(
-            "    of which metadata (labels, ownerReference, strings)",
-            vl_count,
-            vl_meta,
-        ),
-        row(
-            "  keys: ObjectRef strings (name, rv, uid)",
-            vl_count,
-            vl_keys,
-        ),
+        row("  keys: ObjectRef strings (name only)", vl_count, vl_keys),
         row("  hash table", vl_count, vl_table),
+        row(
+            "  the same with --openreports (facts + message of all)",
+            vl_count,
+            report_vl_total,
+        ),
+        row(
+            "  before: Store<VolumeLeftover> (whole object), total",
+            vl_count,
+            full_vl_total,
+        ),
+        row(
+            format!(
+                "    of which objects: Arc<VolumeLeftover> ({} B inline)",
+                std::mem::size_of::<VolumeLeftover>()
+            ),
+            vl_count,
+            full_vl_obj,
+        ),
         row("reverse index (RefIndex)", shape.pvs, index_heap),
         row(
             format!(
@@ -856,13 +821,15 @@ fn main() {
         INGEST.lock().unwrap().join(", ")
     );
     println!(
-        "transient peak while listing (above what was held before): PVs {:.1} MiB (store {:.1}), claims {:.1} MiB (store {:.1}), VolumeLeftovers {:.1} MiB (store {:.1})",
+        "transient peak while listing (above what was held before): PVs {:.1} MiB (store {:.1}), claims {:.1} MiB (store {:.1}), VolumeLeftovers {:.1} MiB (store {:.1}; whole objects before: {:.1}, store {:.1})",
         mib(pv_peak),
         mib(pv_total.live),
         mib(claim_peak),
         mib(claim_total.live),
         mib(vl_peak),
-        mib(vl_total.live)
+        mib(vl_total.live),
+        mib(full_vl_peak),
+        mib(full_vl_total.live)
     );
 
     // --- levers: the same data in leaner forms -----------------------------------------------
@@ -901,33 +868,6 @@ fn main() {
         claims_n,
         lean_claim,
     ));
-    let vl_state = vl_store.state();
-    let ((lean_vl_store, _w3), lean_vl) = held(|| {
-        let items: Vec<LeanLeftover> = vl_state
-            .iter()
-            .map(|o| LeanLeftover {
-                name: o.metadata.name.as_deref().unwrap_or_default().into(),
-                uid: uid128(o.metadata.uid.as_deref().unwrap_or_default()),
-                resource_version: o
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|r| r.parse().ok())
-                    .unwrap_or(0),
-                generation: o.metadata.generation.unwrap_or(0),
-                managed: volume_leftovers::plan::is_managed(o),
-                acknowledgement: o.spec.acknowledgement.clone().map(Box::new),
-                first_seen: o.status.as_ref().map_or(0, |s| s.first_seen.0.as_second()),
-                digest: digest(o),
-            })
-            .collect();
-        lean_store(items.into_iter())
-    });
-    levers.push(row(
-        "VolumeLeftover cached for comparing only (digest + ack + rv)",
-        vl_count,
-        lean_vl,
-    ));
     let lean_state = lean_pv_store.state();
     let (shared_index, shared_index_heap) = held(|| {
         let mut idx = SharedIndex::default();
@@ -960,7 +900,7 @@ fn main() {
     ));
     let lean_all = lean_pv
         .plus(lean_claim)
-        .plus(lean_vl)
+        .plus(vl_total)
         .plus(shared_index_heap)
         .plus(sched_heap)
         .plus(class_total);
@@ -978,7 +918,7 @@ fn main() {
         interner.0.len(),
         lean_pv_store.len(),
         lean_claim_store.len(),
-        lean_vl_store.len()
+        vl_store.len()
     );
     drop((
         shared_index,
@@ -987,6 +927,5 @@ fn main() {
         lean_state,
         pv_state,
         claim_state,
-        vl_state,
     ));
 }

@@ -24,6 +24,7 @@ use kube::runtime::watcher::Event;
 use volume_leftovers::classify::{Verdict, classify};
 use volume_leftovers::controller::{ClaimMeta, StoreLookup, View, strip_class};
 use volume_leftovers::index::RefIndex;
+use volume_leftovers::leftover::{Keep, Leftover};
 use volume_leftovers::lookup::Claim;
 use volume_leftovers::plan::{Action, desired, plan};
 use volume_leftovers::volume::{Volume, VolumeObject};
@@ -251,18 +252,27 @@ fn main() {
         .collect();
     let classify_time = t.elapsed();
     let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
+    // Each finding's VolumeLeftover as the store keeps it (converted by the feed, not timed).
+    let stored: Vec<Option<Leftover>> = verdicts
+        .iter()
+        .map(|v| match v {
+            Verdict::Leftover(f) => {
+                Some(Leftover::new(desired(f, None, &now, &now), Keep::default()))
+            }
+            _ => None,
+        })
+        .collect();
     let t = Instant::now();
     let mut applies = 0;
     let mut nothing = 0;
-    for (pv, v) in state.iter().zip(&verdicts) {
-        if let Verdict::Leftover(f) = v {
+    for ((pv, v), existing) in state.iter().zip(&verdicts).zip(&stored) {
+        if let (Verdict::Leftover(f), Some(existing)) = (v, existing) {
             *by_reason.entry(f.status.reason.as_str()).or_default() += 1;
             let name = pv.metadata.name.as_deref().unwrap_or_default();
             if let Action::Create { .. } = plan(name, Some(v), None, &now, &now) {
                 applies += 1;
             }
-            let existing = desired(f, None, &now, &now);
-            if let Action::Nothing = plan(name, Some(v), Some(&existing), &now, &now) {
+            if let Action::Nothing = plan(name, Some(v), Some(existing), &now, &now) {
                 nothing += 1;
             }
         }

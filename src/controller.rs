@@ -40,6 +40,7 @@ use crate::exclude::Exclusions;
 use crate::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
 use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
+use crate::leftover::{Keep, Leftover};
 use crate::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
 use crate::report::{Applied, ReportWriter, cluster_report};
@@ -187,7 +188,7 @@ enum Input {
     Pv(Box<FeedItem<Volume>>),
     Pvc(Box<FeedItem<Claim>>),
     Sc(Box<FeedItem<StorageClass>>),
-    Vl(Box<FeedItem<VolumeLeftover>>),
+    Vl(Box<FeedItem<Leftover>>),
     Census(Box<CensusReport>),
 }
 
@@ -211,7 +212,7 @@ struct Stores {
     pv: Store<Volume>,
     pvc: Store<Claim>,
     sc: Store<StorageClass>,
-    vl: Store<VolumeLeftover>,
+    vl: Store<Leftover>,
 }
 
 /// How the loop ended.
@@ -303,9 +304,13 @@ pub async fn run(
             .map(|i| Input::Sc(Box::new(i))),
     ));
     let vl_api: Api<VolumeLeftover> = Api::all(client.clone());
-    let vl_strip = strip(strip_leftover);
+    // Only what deciding and comparing need; the facts of every finding when the mirror shows
+    // them.
+    let vl_lean = lean_leftover(Keep {
+        report: settings.openreports,
+    });
     inputs.push(Box::pin(
-        feed(vl_api, cfg, vl_strip, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
+        feed(vl_api, cfg, vl_lean, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));
 
     let census_task = settings.census.clone().map(|c| {
@@ -558,7 +563,7 @@ impl Loop {
             Input::Vl(item) => match *item {
                 // Our own writes come back here and compare equal; hand edits do not.
                 FeedItem::Applied(o) => {
-                    let name = o.name_any();
+                    let name = o.name.to_string();
                     if is_tombstone_of(&o, self.scheduler.memo(&name).tombstone.as_deref()) {
                         // Published (by this replica or the leader before it).
                         self.scheduler.memo(&name).tombstone = None;
@@ -568,7 +573,7 @@ impl Loop {
                     self.report_changed();
                 }
                 FeedItem::Deleted(o) => {
-                    let name = o.name_any();
+                    let name = o.name.to_string();
                     self.set_published(&name, None);
                     self.scheduler.mark(&name);
                     self.report_changed();
@@ -825,17 +830,17 @@ impl Loop {
             }
         }
         for o in self.stores.vl.state() {
-            let Some(s) = o.status.as_ref().filter(|_| plan::is_managed(&o)) else {
+            let Some(s) = o.status.as_ref().filter(|_| o.managed) else {
                 continue;
             };
             if s.reason == Reason::VolumeDeleted
-                && let Some(img) = in_pool(&s.source)
+                && let Some(img) = s.record().and_then(|r| in_pool(&r.source))
             {
                 referenced.insert(img);
-                marks.push(o.name_any());
+                marks.push(o.name.to_string());
             }
             if s.reason == Reason::ImageWithoutVolume {
-                marks.push(o.name_any());
+                marks.push(o.name.to_string());
             }
         }
         // Tombstones not written yet (a delete just watched) name their image too.
@@ -878,7 +883,7 @@ impl Loop {
     /// Queues every PV and every VolumeLeftover.
     fn sweep(&mut self) {
         for o in self.stores.vl.state() {
-            self.scheduler.mark(&o.name_any());
+            self.scheduler.mark(&o.name);
         }
         for pv in self.stores.pv.state() {
             self.scheduler.mark(pv.name());
@@ -904,7 +909,7 @@ impl Loop {
         let state = self.stores.vl.state();
         let now: std::collections::HashMap<String, Published> = state
             .iter()
-            .filter_map(|o| Some((o.name_any(), published(o)?)))
+            .filter_map(|o| Some((o.name.to_string(), published(o)?)))
             .collect();
         let stale = self.scheduler.names_where(|s| s.memo.published.is_some());
         for name in stale {
@@ -936,8 +941,16 @@ impl Loop {
         if !leading || !r.dirty || !r.in_flight.is_empty() || Instant::now() < r.not_before {
             return;
         }
-        let state = self.stores.vl.state();
-        let content = cluster_report(state.iter().map(|o| o.as_ref()));
+        // The store keeps every finding's facts and message for it (`Keep::report`).
+        let objects: Vec<VolumeLeftover> = self
+            .stores
+            .vl
+            .state()
+            .iter()
+            .filter(|o| o.managed && o.status.is_some())
+            .map(|o| o.to_object())
+            .collect();
+        let content = cluster_report(&objects);
         r.dirty = false;
         if r.last.as_ref() == Some(&content) {
             return;
@@ -1270,13 +1283,8 @@ impl Ctx<'_> {
 
     /// For a name that is no PV's: the finding about an image nothing references, while the
     /// census says so (`None`: not an image's name).
-    fn decide_image(
-        &self,
-        name: &str,
-        existing: Option<&VolumeLeftover>,
-        now: &Time,
-    ) -> Option<Action> {
-        let managed = existing.filter(|o| plan::is_managed(o));
+    fn decide_image(&self, name: &str, existing: Option<&Leftover>, now: &Time) -> Option<Action> {
+        let managed = existing.filter(|o| o.managed);
         let published_image = managed
             .and_then(|o| o.status.as_ref())
             .filter(|s| s.reason == Reason::ImageWithoutVolume);
@@ -1295,9 +1303,10 @@ impl Ctx<'_> {
             ));
         }
         let s = published_image?;
+        // Images without a volume keep their facts (`leftover::needs_record`).
         let key = s
-            .image
-            .as_ref()
+            .record()
+            .and_then(|r| r.image)
             .map(|i| PoolKey::new(&i.cluster_id, &i.pool, i.rados_namespace.as_deref()));
         let vouched = key
             .as_ref()
@@ -1314,17 +1323,21 @@ impl Ctx<'_> {
 
     /// Whether the census shows the image of a tombstone gone (confirmed by two censuses, not in
     /// the trash).
-    fn tombstone_image_gone(
-        &self,
-        fresh: Option<&Finding>,
-        existing: Option<&VolumeLeftover>,
-    ) -> bool {
+    fn tombstone_image_gone(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> bool {
         let Some(cs) = self.census else {
             return false;
         };
+        // Tombstones keep their facts (`leftover::needs_record`).
+        let record;
         let source = match (fresh, existing.and_then(|e| e.status.as_ref())) {
             (Some(f), _) => &f.status.source,
-            (None, Some(s)) if s.reason == Reason::VolumeDeleted => &s.source,
+            (None, Some(s)) if s.reason == Reason::VolumeDeleted => match s.record() {
+                Some(r) => {
+                    record = r;
+                    &record.source
+                }
+                None => return false,
+            },
             _ => return false,
         };
         let Some(r) = image_ref(source) else {
@@ -1367,9 +1380,9 @@ impl Ctx<'_> {
 }
 
 /// The change a write makes, for the Event on the PV.
-fn told(action: &Action, existing: Option<&VolumeLeftover>) -> Option<Told> {
+fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
     let before = existing.and_then(published_reason);
-    let (object, change) = match action {
+    let (pv, uid, change) = match action {
         Action::Create { object } | Action::Apply { object, .. } => {
             let s = object.status.as_ref()?;
             let change = match before {
@@ -1384,39 +1397,43 @@ fn told(action: &Action, existing: Option<&VolumeLeftover>) -> Option<Told> {
                 },
                 Some(_) => return None,
             };
-            (object.as_ref(), change)
+            (
+                object.spec.volume_name.clone(),
+                object.spec.volume_uid.clone(),
+                change,
+            )
         }
         Action::Delete { .. } => {
             let e = existing?;
-            (e, Change::Cleared { reason: before? })
+            (
+                e.volume_name().to_string(),
+                e.volume_uid.to_string(),
+                Change::Cleared { reason: before? },
+            )
         }
         Action::Nothing | Action::Foreign { .. } => return None,
     };
-    Some(Told {
-        pv: object.spec.volume_name.clone(),
-        uid: object.spec.volume_uid.clone(),
-        change,
-    })
+    Some(Told { pv, uid, change })
 }
 
 /// Whether `o` is the operator's published tombstone of the volume `t` is about.
-fn is_tombstone_of(o: &VolumeLeftover, t: Option<&Finding>) -> bool {
+fn is_tombstone_of(o: &Leftover, t: Option<&Finding>) -> bool {
     t.is_some_and(|t| {
-        plan::is_managed(o)
-            && o.spec.volume_uid == t.volume_uid
+        o.managed
+            && *o.volume_uid == *t.volume_uid
             && o.status
                 .as_ref()
                 .is_some_and(|s| s.reason == Reason::VolumeDeleted)
     })
 }
 
-fn is_tombstone_of_any(o: Option<&VolumeLeftover>, t: Option<&Finding>) -> bool {
+fn is_tombstone_of_any(o: Option<&Leftover>, t: Option<&Finding>) -> bool {
     o.is_some_and(|o| is_tombstone_of(o, t))
 }
 
 /// What a managed VolumeLeftover publishes, for the metrics.
-fn published(o: &VolumeLeftover) -> Option<Published> {
-    if !plan::is_managed(o) {
+fn published(o: &Leftover) -> Option<Published> {
+    if !o.managed {
         return None;
     }
     let s = o.status.as_ref()?;
@@ -1424,8 +1441,8 @@ fn published(o: &VolumeLeftover) -> Option<Published> {
         reason: s.reason,
         storage_class: s
             .storage_class
-            .as_ref()
-            .map(|c| c.name.clone())
+            .as_deref()
+            .map(String::from)
             .unwrap_or_default(),
         state: s.state,
         capacity_bytes: s.capacity_bytes.unwrap_or(0),
@@ -1434,17 +1451,17 @@ fn published(o: &VolumeLeftover) -> Option<Published> {
 }
 
 /// The reason a managed VolumeLeftover publishes.
-fn published_reason(o: &VolumeLeftover) -> Option<Reason> {
-    plan::is_managed(o)
+fn published_reason(o: &Leftover) -> Option<Reason> {
+    o.managed
         .then_some(o.status.as_ref().map(|s| s.reason))
         .flatten()
 }
 
 /// Whether the store shows what the operator's write left behind.
-fn caught_up(echo: &Echo, existing: Option<&VolumeLeftover>) -> bool {
+fn caught_up(echo: &Echo, existing: Option<&Leftover>) -> bool {
     match echo {
         Echo::Version(rv) => existing
-            .and_then(|o| o.metadata.resource_version.as_deref())
+            .and_then(|o| o.resource_version.as_deref())
             .is_some_and(|have| at_least(have, rv)),
         Echo::Gone => existing.is_none(),
         Echo::Exists => existing.is_some(),
@@ -1478,4 +1495,10 @@ pub fn strip_leftover(o: &mut VolumeLeftover) {
     if let Some(a) = o.metadata.annotations.as_mut() {
         a.remove(LAST_APPLIED);
     }
+}
+
+/// What the VolumeLeftover store keeps of each object: its lean form ([`Leftover`]). (It kept the
+/// whole object, [`strip_leftover`]ped, before; `examples/memory.rs` compares the two.)
+pub fn lean_leftover(keep: Keep) -> Convert<VolumeLeftover, Leftover> {
+    Arc::new(move |o| Leftover::new(o, keep))
 }

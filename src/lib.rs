@@ -1,6 +1,6 @@
 //! volume-leftovers: reports PersistentVolumes that survived their claims.
 //!
-//! Pure modules ([`classify`], [`plan`], [`index`], [`lookup`], [`category`], [`backoff`],
+//! Pure modules ([`classify`], [`plan`], [`leftover`], [`index`], [`lookup`], [`category`], [`backoff`],
 //! [`crd`], [`cli`]) decide; [`schedule`] is the loop's state machine (no I/O, tokio's clock);
 //! [`feed`], [`controller`] and [`scan`] do the I/O. Only [`writer`] writes, and only
 //! VolumeLeftovers.
@@ -21,6 +21,7 @@ pub mod heap;
 pub mod index;
 pub mod intern;
 pub mod leader;
+pub mod leftover;
 pub mod lookup;
 pub mod plan;
 pub mod quantity;

@@ -1,11 +1,11 @@
 //! What to write for one PersistentVolume name. Pure: no client, no clock (the time is an
 //! argument).
 //!
-//! Given the verdict, the VolumeLeftover that exists now (from the operator's own reflector) and
-//! the time, decides whether to create, apply, delete or leave alone, and holds back states that
-//! are normally only passing through until they have lasted their grace period. Nothing is
-//! written when the object already says the same, so a converged cluster sees no writes, even
-//! after a restart.
+//! Given the verdict, the VolumeLeftover that exists now (its lean form, [`Leftover`], from the
+//! operator's own reflector) and the time, decides whether to create, apply, delete or leave
+//! alone, and holds back states that are normally only passing through until they have lasted
+//! their grace period. Nothing is written when the object already says the same, so a converged
+//! cluster sees no writes, even after a restart.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,6 +17,7 @@ use crate::crd::{
     AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
     VolumeLeftoverStatus,
 };
+use crate::leftover::{Leftover, digest};
 
 /// Field manager of every write.
 pub const FIELD_MANAGER: &str = "volume-leftovers";
@@ -190,7 +191,7 @@ pub enum Gated {
 /// reason for the same volume is published again at once: a restart never retracts it.
 pub fn gate(
     verdict: Verdict,
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     observed: &mut Option<Observed>,
     now: &Time,
     graces: Graces,
@@ -223,7 +224,7 @@ pub fn gate(
         ClockStart::Observed => now.clone(),
     };
     let published = existing
-        .filter(|o| is_managed(o) && o.spec.volume_uid == f.volume_uid)
+        .filter(|o| o.managed && *o.volume_uid == *f.volume_uid)
         .and_then(|o| o.status.as_ref())
         .is_some_and(|s| s.reason == reason);
     let elapsed = Duration::try_from(now.0.duration_since(start.0)).unwrap_or(Duration::ZERO);
@@ -263,11 +264,11 @@ pub fn is_managed(o: &VolumeLeftover) -> bool {
 pub fn plan(
     name: &str,
     verdict: Option<&Verdict>,
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     first_seen: &Time,
     now: &Time,
 ) -> Action {
-    if existing.is_some_and(|o| !is_managed(o)) {
+    if existing.is_some_and(|o| !o.managed) {
         // Someone else's object under our name: never touched, never deleted.
         return match verdict {
             Some(Verdict::Leftover(_)) => Action::Foreign {
@@ -285,7 +286,10 @@ pub fn plan(
                 },
                 Some(e) => {
                     let meta = meta_patch(e, &object);
-                    let status = e.status != object.status;
+                    // The digests of the whole statuses: equal when they serialize to the same
+                    // bytes (what the API server holds), as comparing them did.
+                    let status =
+                        e.status.as_ref().map(|s| s.digest) != object.status.as_ref().map(digest);
                     if meta.is_some() || status {
                         Action::Apply {
                             object: Box::new(object),
@@ -305,7 +309,7 @@ pub fn plan(
         Some(Verdict::Healthy | Verdict::Ignored(_)) | None => match existing {
             Some(e) => Action::Delete {
                 name: name.to_string(),
-                uid: e.metadata.uid.clone(),
+                uid: e.uid.as_deref().map(Into::into),
             },
             None => Action::Nothing,
         },
@@ -317,14 +321,14 @@ pub fn plan(
 /// covers and the conditions follow from the existing object's `spec.acknowledgement`.
 pub fn desired(
     f: &Finding,
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     first_seen: &Time,
     now: &Time,
 ) -> VolumeLeftover {
     let mut status = f.status.clone();
     status.first_seen = existing
         // Only for the same volume: a PV re-created under the same name is a new finding.
-        .filter(|e| e.spec.volume_uid == f.volume_uid)
+        .filter(|e| *e.volume_uid == *f.volume_uid)
         .and_then(|e| e.status.as_ref())
         .map_or_else(|| first_seen.clone(), |s| s.first_seen.clone());
     hand_off(&mut status, f, existing, now);
@@ -333,7 +337,7 @@ pub fn desired(
         VolumeLeftoverSpec {
             volume_name: f.volume_name.clone(),
             volume_uid: f.volume_uid.clone(),
-            acknowledgement: existing.and_then(|e| e.spec.acknowledgement.clone()),
+            acknowledgement: existing.and_then(|e| e.acknowledgement.as_deref().cloned()),
         },
     );
     o.metadata = ObjectMeta {
@@ -358,16 +362,16 @@ pub fn desired(
 fn hand_off(
     status: &mut VolumeLeftoverStatus,
     f: &Finding,
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     now: &Time,
 ) {
-    let ack = existing.and_then(|e| e.spec.acknowledgement.as_ref());
+    let ack = existing.and_then(|e| e.acknowledgement.as_deref());
     let before = existing.and_then(|e| e.status.as_ref());
     let (state, acknowledged) = match ack {
         None => (State::Open, None),
         Some(a) => {
             let covered = before
-                .and_then(|s| s.acknowledged.clone())
+                .and_then(|s| s.acknowledged.as_deref().cloned())
                 .filter(|c| c.acknowledgement == *a)
                 .unwrap_or_else(|| AcknowledgedFinding {
                     acknowledgement: a.clone(),
@@ -384,7 +388,7 @@ fn hand_off(
             (state, Some(covered))
         }
     };
-    let generation = existing.map_or(Some(1), |e| e.metadata.generation);
+    let generation = existing.map_or(Some(1), |e| e.generation);
     status.state = state;
     status.acknowledged = acknowledged;
     status.observed_generation = generation;
@@ -424,8 +428,11 @@ fn hand_off(
         .into_iter()
         .map(|(type_, st, reason, message)| {
             let last_transition_time = before
-                .and_then(|b| b.conditions.iter().find(|c| c.type_ == type_))
-                .filter(|c| c.status == st)
+                .and_then(|b| match type_ {
+                    "Acknowledged" => b.acknowledged_condition.as_ref(),
+                    _ => b.open_condition.as_ref(),
+                })
+                .filter(|c| c.is(st))
                 .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
             Condition {
                 type_: type_.into(),
@@ -441,8 +448,8 @@ fn hand_off(
 
 /// When the published state of `existing` changes by the clock alone (an acknowledgement's
 /// `until` passing), if it does.
-pub fn next_change(existing: Option<&VolumeLeftover>, now: &Time) -> Option<Duration> {
-    let until = existing?.spec.acknowledgement.as_ref()?.until.as_ref()?;
+pub fn next_change(existing: Option<&Leftover>, now: &Time) -> Option<Duration> {
+    let until = existing?.acknowledgement.as_ref()?.until.as_ref()?;
     let left = Duration::try_from(until.0.duration_since(now.0)).ok()?;
     (!left.is_zero()).then_some(left)
 }
@@ -495,9 +502,9 @@ pub fn is_label_value(v: &str) -> bool {
 /// others' entries are carried over) and `spec.volumeName` /
 /// `spec.volumeUID`; `spec.acknowledgement` and everyone else's labels are never mentioned. It
 /// carries the resourceVersion the decision was made on: refused if the object changed since.
-fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json::Value> {
+fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Value> {
     let empty = BTreeMap::new();
-    let have_labels = have.metadata.labels.as_ref().unwrap_or(&empty);
+    let have_labels = &have.own_labels();
     let want_labels = want.metadata.labels.as_ref().unwrap_or(&empty);
     let mut labels = serde_json::Map::new();
     for (k, v) in want_labels {
@@ -510,22 +517,26 @@ fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json
             labels.insert(k.clone(), serde_json::Value::Null);
         }
     }
-    let have_owners = have.metadata.owner_references.clone().unwrap_or_default();
+    // Kept only when one of them names a PersistentVolume: otherwise none is ours.
+    let have_owners = have
+        .pv_owner_references()
+        .map(<[OwnerReference]>::to_vec)
+        .unwrap_or_default();
     // Objects written by earlier versions carry an ownerReference to their PV, which would let
     // the garbage collector delete a tombstone with its volume: it is removed.
     let is_ours = |h: &OwnerReference| {
         h.api_version == "v1" && h.kind == "PersistentVolume" && h.name == want.spec.volume_name
     };
     let owners_same = !have_owners.iter().any(is_ours);
-    let spec_same = have.spec.volume_name == want.spec.volume_name
-        && have.spec.volume_uid == want.spec.volume_uid;
+    let spec_same =
+        have.volume_name() == want.spec.volume_name && *have.volume_uid == *want.spec.volume_uid;
     if labels.is_empty() && owners_same && spec_same {
         return None;
     }
     let mut metadata = serde_json::Map::new();
     metadata.insert(
         "resourceVersion".into(),
-        serde_json::json!(have.metadata.resource_version),
+        serde_json::json!(have.resource_version),
     );
     if !labels.is_empty() {
         metadata.insert("labels".into(), serde_json::Value::Object(labels));
@@ -558,26 +569,34 @@ fn meta_patch(have: &VolumeLeftover, want: &VolumeLeftover) -> Option<serde_json
 pub fn gone(
     name: &str,
     fresh: Option<&Finding>,
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     now: &Time,
     ttl: Option<Duration>,
     image_gone: bool,
 ) -> Action {
-    let tombstone = fresh.cloned().or_else(|| {
-        let e = existing.filter(|o| is_managed(o))?;
-        let s = e.status.as_ref()?;
-        if s.reason == Reason::VolumeDeleted {
-            Some(Finding {
-                volume_name: e.spec.volume_name.clone(),
-                volume_uid: e.spec.volume_uid.clone(),
-                storage_class_name: s.storage_class.as_ref().map(|c| c.name.clone()),
-                status: s.clone(),
+    let published = existing
+        .filter(|o| o.managed)
+        .and_then(|e| Some((e, e.status.as_ref()?)));
+    let tombstone = match (fresh, published) {
+        (Some(f), _) => Some(f.clone()),
+        (None, None) => None,
+        // The facts are kept for every tombstone and every finding that may become one
+        // (`leftover::needs_record`).
+        (None, Some((e, s))) => match (s.reason, s.record()) {
+            // Cannot happen (a tombstone keeps its facts); if it did, what is published stays.
+            (Reason::VolumeDeleted, None) => return Action::Nothing,
+            (Reason::VolumeDeleted, Some(status)) => Some(Finding {
+                volume_name: e.volume_name().to_string(),
+                volume_uid: e.volume_uid.to_string(),
+                storage_class_name: status.storage_class.as_ref().map(|c| c.name.clone()),
+                status,
                 object_name: None,
-            })
-        } else {
-            crate::classify::tombstone_of(s, &e.spec.volume_name, &e.spec.volume_uid, now)
-        }
-    });
+            }),
+            (_, status) => status.and_then(|status| {
+                crate::classify::tombstone_of(&status, e.volume_name(), &e.volume_uid, now)
+            }),
+        },
+    };
     let Some(t) = tombstone else {
         return plan(name, None, existing, now, now);
     };
@@ -608,7 +627,7 @@ pub fn gone(
 
 /// When a published tombstone's `ttl` runs out, if it has not.
 pub fn tombstone_expires(
-    existing: Option<&VolumeLeftover>,
+    existing: Option<&Leftover>,
     now: &Time,
     ttl: Option<Duration>,
 ) -> Option<Duration> {

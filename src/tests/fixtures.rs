@@ -448,3 +448,8 @@ impl VlBuilder for VolumeLeftover {
         self
     }
 }
+
+/// What the operator's store keeps of `o` (the real conversion, as the feed makes it).
+pub fn lean(o: &VolumeLeftover) -> crate::leftover::Leftover {
+    crate::leftover::Leftover::new(o.clone(), crate::leftover::Keep::default())
+}

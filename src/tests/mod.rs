@@ -8,6 +8,7 @@ mod crd;
 mod fixtures;
 mod index;
 mod leader;
+mod leftover;
 mod plan;
 mod props;
 mod quantity;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::fixtures::{
-    PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
+    PvBuilder, VlBuilder, finding, lean, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
     released_at,
 };
 use crate::classify::{Finding, Verdict, classify};
@@ -326,7 +326,7 @@ fn gate_publishes_at_once_what_is_already_published_with_that_reason() {
     let mut clock = None;
     expect_now(gate(
         leftover(&f),
-        Some(&existing),
+        Some(&lean(&existing)),
         &mut clock,
         &now(),
         GRACES,
@@ -339,7 +339,13 @@ fn gate_holds_back_when_the_published_object_has_another_reason() {
     let f = bound_claim_missing();
     let existing = published(&mariadb_finding());
     let mut clock = seen(&f, 10);
-    let g = gate(leftover(&f), Some(&existing), &mut clock, &now(), GRACES);
+    let g = gate(
+        leftover(&f),
+        Some(&lean(&existing)),
+        &mut clock,
+        &now(),
+        GRACES,
+    );
     assert_eq!(g, Gated::Later(Duration::from_secs(110)));
 }
 
@@ -348,7 +354,13 @@ fn gate_ignores_a_foreign_object_that_says_bound_claim_missing() {
     let f = bound_claim_missing();
     let foreign = published(&f).without_label(MANAGED_BY);
     let mut clock = None;
-    let g = gate(leftover(&f), Some(&foreign), &mut clock, &now(), GRACES);
+    let g = gate(
+        leftover(&f),
+        Some(&lean(&foreign)),
+        &mut clock,
+        &now(),
+        GRACES,
+    );
     assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
@@ -358,7 +370,13 @@ fn gate_holds_back_when_the_published_object_is_for_an_older_pv_of_that_name() {
     let mut existing = published(&f);
     existing.spec.volume_uid = "uid-of-a-deleted-pv".into();
     let mut clock = None;
-    let g = gate(leftover(&f), Some(&existing), &mut clock, &now(), GRACES);
+    let g = gate(
+        leftover(&f),
+        Some(&lean(&existing)),
+        &mut clock,
+        &now(),
+        GRACES,
+    );
     assert_eq!(g, Gated::Later(Duration::from_secs(120)));
 }
 
@@ -403,7 +421,7 @@ fn finding_already_published_the_same_needs_nothing() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -418,7 +436,7 @@ fn published_object_read_back_as_json_needs_nothing() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -433,7 +451,7 @@ fn only_a_status_change_applies_status_only() {
     let (object, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&after)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -455,7 +473,7 @@ fn a_new_reason_changes_the_reason_label_and_the_status() {
     let (object, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&recreated)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -473,7 +491,7 @@ fn a_hand_edited_reason_label_is_reverted() {
     let (object, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -493,7 +511,7 @@ fn a_removed_label_of_ours_is_restored() {
         let (_, meta, status) = expect_apply(plan(
             "mariadb-pv",
             Some(&leftover(&f)),
-            Some(&existing),
+            Some(&lean(&existing)),
             &now(),
             &now(),
         ));
@@ -511,7 +529,7 @@ fn a_label_of_ours_that_no_longer_applies_is_removed_by_the_patch() {
     match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ) {
@@ -539,7 +557,7 @@ fn the_metadata_patch_never_mentions_the_acknowledgement_or_someone_elses_label(
     match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ) {
@@ -563,7 +581,7 @@ fn an_apply_carries_the_resource_version_it_was_decided_on() {
     match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ) {
@@ -582,7 +600,7 @@ fn a_foreign_label_added_by_someone_else_is_not_ours_to_change() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -606,7 +624,7 @@ fn an_extra_owner_reference_added_by_someone_else_is_not_ours_to_change() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -638,7 +656,7 @@ fn an_owner_reference_to_the_pv_left_by_an_earlier_version_is_removed_and_the_ot
     match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ) {
@@ -666,7 +684,7 @@ fn a_hand_edited_spec_is_reverted() {
     let (object, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -683,7 +701,7 @@ fn a_hand_edited_status_is_reverted() {
     let (_, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -705,7 +723,7 @@ fn first_seen_is_kept_from_the_published_object() {
     };
     assert_eq!(later.status.first_seen, now_plus(3600));
     assert_eq!(
-        desired(&later, Some(&existing), &now(), &now())
+        desired(&later, Some(&lean(&existing)), &now(), &now())
             .status
             .expect("status")
             .first_seen,
@@ -714,7 +732,7 @@ fn first_seen_is_kept_from_the_published_object() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&later)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -729,7 +747,7 @@ fn first_seen_is_kept_when_the_finding_changes() {
     let (object, _, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&later)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -756,7 +774,7 @@ fn a_pv_recreated_under_the_same_name_updates_spec() {
     let (object, meta, _) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&again)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -773,7 +791,7 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
     let (object, _, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&again)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now_plus(3600),
         &now(),
     ));
@@ -799,7 +817,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
     match plan(
         "mariadb-pv",
         Some(&Verdict::Healthy),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ) {
@@ -814,7 +832,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
 #[test]
 fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
     let existing = published(&mariadb_finding());
-    match plan("mariadb-pv", None, Some(&existing), &now(), &now()) {
+    match plan("mariadb-pv", None, Some(&lean(&existing)), &now(), &now()) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
             assert_eq!(uid.as_deref(), Some("vl-uid-1"));
@@ -839,7 +857,7 @@ fn skip_keeps_what_was_published() {
         expect_nothing(plan(
             "mariadb-pv",
             Some(&v),
-            Some(&existing),
+            Some(&lean(&existing)),
             &now(),
             &now(),
         ));
@@ -854,7 +872,7 @@ fn a_finding_over_an_unmanaged_object_is_foreign() {
     match plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&foreign),
+        Some(&lean(&foreign)),
         &now(),
         &now(),
     ) {
@@ -872,7 +890,7 @@ fn an_object_managed_by_someone_else_is_foreign() {
         plan(
             "mariadb-pv",
             Some(&leftover(&f)),
-            Some(&foreign),
+            Some(&lean(&foreign)),
             &now(),
             &now()
         ),
@@ -886,15 +904,21 @@ fn an_unmanaged_object_is_never_deleted() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&Verdict::Healthy),
-        Some(&foreign),
+        Some(&lean(&foreign)),
         &now(),
         &now(),
     ));
-    expect_nothing(plan("mariadb-pv", None, Some(&foreign), &now(), &now()));
+    expect_nothing(plan(
+        "mariadb-pv",
+        None,
+        Some(&lean(&foreign)),
+        &now(),
+        &now(),
+    ));
     expect_nothing(plan(
         "mariadb-pv",
         Some(&Verdict::Skip("odd".into())),
-        Some(&foreign),
+        Some(&lean(&foreign)),
         &now(),
         &now(),
     ));
@@ -1103,7 +1127,7 @@ fn an_acknowledgement_is_recorded_with_what_it_covers_and_the_state_turns_acknow
     let s = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -1133,7 +1157,7 @@ fn once_recorded_an_acknowledgement_writes_nothing_more() {
     let s = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -1147,7 +1171,7 @@ fn once_recorded_an_acknowledgement_writes_nothing_more() {
     expect_nothing(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now_plus(60),
         &now_plus(60),
     ));
@@ -1160,7 +1184,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
     existing.status = Some(status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     )));
@@ -1174,7 +1198,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
     let s = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&recreated)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -1197,7 +1221,7 @@ fn editing_the_acknowledgement_acknowledges_the_finding_as_it_is_now() {
     existing.status = Some(status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     )));
@@ -1211,7 +1235,7 @@ fn editing_the_acknowledgement_acknowledges_the_finding_as_it_is_now() {
     let s = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&recreated)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -1227,13 +1251,13 @@ fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
     let f = mariadb_finding();
     let existing = acknowledged(&f, ack("OPS-123", Some(now_plus(3600))));
     assert_eq!(
-        next_change(Some(&existing), &now()),
+        next_change(Some(&lean(&existing)), &now()),
         Some(Duration::from_secs(3600))
     );
     let before = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         &now(),
     ));
@@ -1241,12 +1265,12 @@ fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
     let after = status_of(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now_plus(3600),
         &now_plus(3600),
     ));
     assert_eq!(after.state, State::Expired);
-    assert_eq!(next_change(Some(&existing), &now_plus(3600)), None);
+    assert_eq!(next_change(Some(&lean(&existing)), &now_plus(3600)), None);
 }
 
 #[test]
@@ -1255,7 +1279,7 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
     let first = desired(&f, None, &now(), &now());
     let mut existing = first.clone().stored_as("vl-uid-1");
     existing.status = first.status.clone();
-    let later = desired(&f, Some(&existing), &now(), &now_plus(600));
+    let later = desired(&f, Some(&lean(&existing)), &now(), &now_plus(600));
     assert_eq!(
         later.status, first.status,
         "nothing changed: the same bytes"
@@ -1354,7 +1378,7 @@ fn a_watched_delete_turns_the_published_finding_into_the_tombstone_keeping_first
     let (o, _, status) = expect_apply(gone(
         "mariadb-pv",
         Some(&mariadb_deleted()),
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         None,
         false,
@@ -1371,7 +1395,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
     let (o, _, _) = expect_apply(gone(
         "mariadb-pv",
         None,
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         None,
         false,
@@ -1384,6 +1408,19 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         "{}",
         s.message
     );
+    // The lean form keeps the facts: exactly the tombstone the whole object makes.
+    let whole = crate::classify::tombstone_of(
+        existing.status.as_ref().expect("status"),
+        &existing.spec.volume_name,
+        &existing.spec.volume_uid,
+        &now(),
+    )
+    .expect("a tombstone");
+    assert_eq!(
+        serde_json::to_value(&o).expect("json"),
+        serde_json::to_value(desired(&whole, Some(&lean(&existing)), &now(), &now()))
+            .expect("json")
+    );
     // Read back, it stays as it is, at any later time (a restart, a resync).
     let back = stored(Action::Apply {
         object: Box::new(o),
@@ -1393,7 +1430,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
     expect_nothing(gone(
         "mariadb-pv",
         None,
-        Some(&back),
+        Some(&lean(&back)),
         &now_plus(86400),
         None,
         false,
@@ -1407,7 +1444,7 @@ fn a_finding_of_a_delete_policy_volume_that_is_gone_is_deleted() {
     expect_delete(gone(
         "mariadb-pv",
         None,
-        Some(&existing),
+        Some(&lean(&existing)),
         &now(),
         None,
         false,
@@ -1431,16 +1468,23 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
     ));
     let ttl = Some(Duration::from_secs(7200));
     // Deleted an hour ago: an hour left.
-    expect_nothing(gone("mariadb-pv", None, Some(&t), &now(), ttl, false));
+    expect_nothing(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&t)),
+        &now(),
+        ttl,
+        false,
+    ));
     assert_eq!(
-        tombstone_expires(Some(&t), &now(), ttl),
+        tombstone_expires(Some(&lean(&t)), &now(), ttl),
         Some(Duration::from_secs(3600))
     );
-    assert_eq!(tombstone_expires(Some(&t), &now(), None), None);
+    assert_eq!(tombstone_expires(Some(&lean(&t)), &now(), None), None);
     expect_delete(gone(
         "mariadb-pv",
         None,
-        Some(&t),
+        Some(&lean(&t)),
         &now_plus(3600),
         ttl,
         false,
@@ -1457,7 +1501,14 @@ fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
         None,
         false,
     ));
-    expect_delete(gone("mariadb-pv", None, Some(&t), &now(), None, true));
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&t)),
+        &now(),
+        None,
+        true,
+    ));
 }
 
 #[test]
@@ -1474,7 +1525,14 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
     // A person acknowledges the tombstone: the record now lives in their ticket.
     let mut acked = t.clone();
     acked.spec.acknowledgement = Some(ack("OPS-7", None));
-    expect_delete(gone("mariadb-pv", None, Some(&acked), &now(), None, false));
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&acked)),
+        &now(),
+        None,
+        false,
+    ));
     // The acknowledgement covered the ClaimDeleted finding before the volume was deleted: the
     // deletion is news, the state is Superseded, and the record stays.
     let mut earlier = published(&mariadb_finding());
@@ -1482,14 +1540,14 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
     let earlier = stored(plan(
         "mariadb-pv",
         Some(&leftover(&mariadb_finding())),
-        Some(&earlier),
+        Some(&lean(&earlier)),
         &now(),
         &now(),
     ));
     let (o, _, _) = expect_apply(gone(
         "mariadb-pv",
         Some(&mariadb_deleted()),
-        Some(&earlier),
+        Some(&lean(&earlier)),
         &now(),
         None,
         false,
@@ -1506,7 +1564,7 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
         gone(
             "mariadb-pv",
             Some(&mariadb_deleted()),
-            Some(&foreign),
+            Some(&lean(&foreign)),
             &now(),
             None,
             false
@@ -1516,7 +1574,7 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
     expect_nothing(gone(
         "mariadb-pv",
         None,
-        Some(&foreign),
+        Some(&lean(&foreign)),
         &now(),
         None,
         false,

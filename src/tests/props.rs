@@ -7,11 +7,12 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::fixtures::now;
-use crate::classify::{Verdict, classify};
+use super::fixtures::{lean, now};
+use crate::classify::{Verdict, classify, tombstone_of};
 use crate::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use crate::leftover::{Keep, Leftover, digest, needs_record};
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
-use crate::plan::{Action, desired, plan};
+use crate::plan::{Action, desired, gone, plan};
 use crate::volume::Volume;
 
 /// A generated world: claims and classes, each readable, forbidden or stale.
@@ -304,6 +305,58 @@ proptest! {
             serde_json::to_vec(&first).expect("json"),
             serde_json::to_vec(&desired(f, None, &now(), &now())).expect("json")
         );
-        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&stored), &now(), &now()), Action::Nothing));
+        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&lean(&stored)), &now(), &now()), Action::Nothing));
+    }
+
+    #[test]
+    fn the_lean_form_keeps_what_its_finding_needs_again(v in pv(), w in world(), report in any::<bool>()) {
+        let volume: Volume = serde_json::from_value(v).expect("Volume");
+        let Verdict::Leftover(f) = classify(&volume, &w, now()) else { return Ok(()); };
+        let mut stored: VolumeLeftover = serde_json::from_slice(
+            &serde_json::to_vec(&desired(&f, None, &now(), &now())).expect("json"),
+        )
+        .expect("parse");
+        stored.metadata.uid = Some("vl-uid".into());
+        let status = stored.status.clone().expect("status");
+        let l = Leftover::new(stored.clone(), Keep { report });
+        let kept = l.status.as_ref().expect("status");
+        prop_assert_eq!(kept.digest, digest(&status));
+        prop_assert_eq!(kept.reason, status.reason);
+        prop_assert_eq!(kept.state, status.state);
+        prop_assert_eq!(&kept.first_seen, &status.first_seen);
+        prop_assert_eq!(l.own_labels(), stored.metadata.labels.clone().unwrap_or_default());
+        // The facts, where kept, are the status's but for what every write recomputes.
+        match kept.record() {
+            Some(r) => {
+                let mut want = status.clone();
+                want.conditions.clear();
+                want.observed_generation = None;
+                if !report && status.reason != Reason::VolumeDeleted {
+                    want.message.clear();
+                }
+                prop_assert_eq!(
+                    serde_json::to_value(&r).expect("json"),
+                    serde_json::to_value(&want).expect("json")
+                );
+            }
+            None => {
+                let keep = Keep { report };
+                prop_assert!(!needs_record(&status, keep));
+            }
+        }
+        // A volume gone while nothing watched: the same tombstone (or delete) as from the whole
+        // object.
+        let name = f.volume_name.clone();
+        let action = gone(&name, None, Some(&l), &now(), None, false);
+        match tombstone_of(&status, &stored.spec.volume_name, &stored.spec.volume_uid, &now()) {
+            Some(t) => match action {
+                Action::Apply { object, .. } => prop_assert_eq!(
+                    serde_json::to_value(&object).expect("json"),
+                    serde_json::to_value(desired(&t, Some(&l), &now(), &now())).expect("json")
+                ),
+                other => prop_assert!(false, "expected Apply, got {:?}", other),
+            },
+            None => prop_assert!(matches!(action, Action::Delete { .. }), "{:?}", action),
+        }
     }
 }
