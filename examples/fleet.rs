@@ -5,7 +5,7 @@
 //!   cargo build --release && cargo run --release --example fleet -- converge [key=value ...]
 //!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
 //!
-//! converge (defaults: pvs=50000 leftovers=10000 concurrency=4 floor=4,16 scans=2 soak=0
+//! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 scans=2 soak=0
 //! soak_changes=1000 watch_cache=true create_concurrency=48):
 //! 1. a control plane with the watch cache on and without the PV binder and garbage collector
 //!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
@@ -634,7 +634,7 @@ async fn converge(args: &Args) {
         pvs: args.num("pvs", Shape::ISSUE.pvs),
         leftovers: args.num("leftovers", Shape::ISSUE.leftovers),
     };
-    let concurrency = args.num("concurrency", 4).to_string();
+    let concurrency = args.num("concurrency", 16).to_string();
     let watch_cache = args.text("watch_cache", "true");
     let bin = operator_bin();
     assert!(
@@ -708,7 +708,7 @@ async fn converge(args: &Args) {
             .join("; ")
     );
     let mut floors = BTreeMap::new();
-    for c in args.list("floor", &[4, 16]) {
+    for c in args.list("floor", &[16]) {
         let (lists, writes, requests) = floor(&cp, &client, &actions, c).await;
         println!(
             "API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s",
@@ -960,15 +960,20 @@ async fn soak_run(
 async fn release(admin: &Client, i: usize) -> Instant {
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &objects::namespace(i));
     let name = objects::claim_name(i);
+    // The pvc-protection finalizer is removed here, as its controller would: that controller
+    // runs at kube-controller-manager's client rate (20 requests/s), which would cap the churn
+    // below the rates measured.
+    let unprotect = Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}}));
+    let kcm = patch_params("kube-controller-manager");
+    let _ = claims.patch(&name, &kcm, &unprotect).await;
     delete(&claims, &name).await;
-    // The PV controller releases a volume only once its claim is gone (pvc-protection removes
-    // its finalizer first).
+    // The PV controller releases a volume only once its claim is gone.
     while matches!(claims.get_metadata_opt(&name).await, Ok(Some(_))) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let status = Patch::Merge(serde_json::json!({"status": {"phase": "Released"}}));
-    let (pv, kcm) = (objects::pv_name(i), patch_params("kube-controller-manager"));
+    let pv = objects::pv_name(i);
     retry("release", || pvs.patch_status(&pv, &kcm, &status)).await;
     Instant::now()
 }

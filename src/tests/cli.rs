@@ -124,7 +124,7 @@ fn run_defaults() {
     assert_eq!(lease_namespace, None);
     assert_eq!(lease_duration, Duration::from_secs(15));
     assert_eq!(listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("addr"));
-    assert_eq!(concurrency, 4);
+    assert_eq!(concurrency, 16);
     assert_eq!(resync, Duration::from_secs(300));
     assert_eq!(grace, Duration::from_secs(120));
     assert_eq!(delete_grace, Duration::from_secs(600));
@@ -156,7 +156,7 @@ fn run_flags_override_the_defaults() {
         "--listen",
         "127.0.0.1:9090",
         "--concurrency",
-        "16",
+        "8",
         "--resync",
         "1h",
         "--grace",
@@ -170,7 +170,7 @@ fn run_flags_override_the_defaults() {
         r.listen,
         "127.0.0.1:9090".parse::<SocketAddr>().expect("addr")
     );
-    assert_eq!(r.concurrency, 16);
+    assert_eq!(r.concurrency, 8);
     assert_eq!(r.resync, Duration::from_secs(3600));
     assert_eq!(r.grace, Duration::from_secs(30));
     assert_eq!(r.delete_grace, Duration::from_secs(3600));
