@@ -520,13 +520,13 @@ fn main() {
         shape.pvs, claims_n, shape.leftovers
     );
     println!(
-        "inline sizes: Volume {} B, ObjectMeta {} B, ClaimMeta {} B, VolumeLeftover {} B, ObjectRef<Volume> {} B, ObjectRef<ClaimMeta> {} B",
+        "inline sizes: Volume {} B (k8s-openapi ObjectMeta alone {} B), Claim {} B, Leftover {} B (VolumeLeftover {} B), ObjectRef {} B",
         std::mem::size_of::<Volume>(),
         std::mem::size_of::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(),
-        std::mem::size_of::<ClaimMeta>(),
+        std::mem::size_of::<Claim>(),
+        std::mem::size_of::<Leftover>(),
         std::mem::size_of::<VolumeLeftover>(),
         std::mem::size_of::<ObjectRef<Volume>>(),
-        std::mem::size_of::<ObjectRef<ClaimMeta>>(),
     );
 
     // The wire.
@@ -715,7 +715,7 @@ fn main() {
 
     let rows = vec![
         row("PV store (Store<Volume>), total", shape.pvs, pv_total),
-        row("  objects: Arc<Volume> (stripped)", shape.pvs, pv_obj),
+        row("  objects: Arc<Volume> (own strings)", shape.pvs, pv_obj),
         row(
             format!(
                 "    of which the struct itself ({} B inline + Arc)",
@@ -727,32 +727,24 @@ fn main() {
         row("    of which metadata strings and maps", shape.pvs, pv_meta),
         row("    of which spec strings and maps", shape.pvs, pv_spec),
         row("    of which status strings", shape.pvs, pv_status),
+        row("  keys: ObjectRef strings (name only)", shape.pvs, pv_keys),
         row(
-            "  keys: ObjectRef strings (name, rv, uid)",
-            shape.pvs,
-            pv_keys,
-        ),
-        row(
-            "  hash table (keys inline + Arc pointers)",
+            "  hash table + the shared strings (name, class, ...)",
             shape.pvs,
             pv_table,
         ),
-        row(
-            "claim store (Store<PartialObjectMeta<PVC>>), total",
-            claims_n,
-            claim_total,
-        ),
-        row("  objects: Arc<ClaimMeta> (stripped)", claims_n, claim_obj),
+        row("claim store (Store<Claim>), total", claims_n, claim_total),
+        row("  objects: Arc<Claim> (own strings)", claims_n, claim_obj),
         row(
             format!(
                 "    of which the struct itself ({} B inline + Arc)",
-                std::mem::size_of::<ClaimMeta>()
+                std::mem::size_of::<Claim>()
             ),
             claims_n,
-            inline::<ClaimMeta>(claims_n),
+            inline::<Claim>(claims_n),
         ),
         row(
-            "  keys: ObjectRef strings (name, ns, rv, uid)",
+            "  keys: ObjectRef strings (name, namespace)",
             claims_n,
             claim_keys,
         ),

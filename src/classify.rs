@@ -321,7 +321,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
         claim: claim.as_ref(),
         reclaim: &reclaim_policy,
         hints: &hints,
-        deleting_since: pv.metadata.deletion_timestamp.as_ref(),
+        deleting_since: pv.metadata.deletion_timestamp.as_deref(),
         finalizers: &pv
             .metadata
             .finalizers
@@ -332,8 +332,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     };
     let message = message(&facts);
     let phase_message = status
-        .and_then(|s| s.message.clone())
-        .filter(|m| !m.is_empty());
+        .and_then(|s| s.message.as_deref())
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
     Verdict::Leftover(Box::new(Finding {
         volume_name: name.to_string(),
         volume_uid: uid.to_string(),
@@ -687,8 +688,9 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
     let deleted_at = pv
         .metadata
         .deletion_timestamp
-        .clone()
-        .unwrap_or_else(|| now.clone());
+        .as_deref()
+        .unwrap_or(&now)
+        .clone();
     let claim = spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup));
     match describe(
         Described {
@@ -778,6 +780,7 @@ fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
 /// Where a volume's data lives, from its spec.
 pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
+    let in_tree = spec.in_tree.as_deref();
     if let Some(csi) = &spec.csi {
         let attrs = csi.volume_attributes.as_ref();
         let attr = |v: Option<&str>| v.filter(|v| !v.is_empty()).map(str::to_string);
@@ -788,41 +791,41 @@ pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
         s.image_name = attr(attrs.and_then(|a| a.image_name.as_deref()));
         s.cluster_id = attr(attrs.and_then(|a| a.cluster_id.as_deref()));
         s.rados_namespace = attr(attrs.and_then(|a| a.rados_namespace.as_deref()));
-    } else if let Some(rbd) = &spec.rbd {
+    } else if let Some(rbd) = in_tree.and_then(|t| t.rbd.as_ref()) {
         s.kind = "rbd".into();
         s.pool = Some(rbd.pool.clone().unwrap_or_else(|| "rbd".into()));
         s.image_name = Some(rbd.image.clone());
-    } else if let Some(gce) = &spec.gce_persistent_disk {
+    } else if let Some(gce) = in_tree.and_then(|t| t.gce_persistent_disk.as_ref()) {
         s.kind = "gcePersistentDisk".into();
         s.disk_name = Some(gce.pd_name.clone());
-    } else if let Some(aws) = &spec.aws_elastic_block_store {
+    } else if let Some(aws) = in_tree.and_then(|t| t.aws_elastic_block_store.as_ref()) {
         s.kind = "awsElasticBlockStore".into();
         s.disk_name = Some(aws.volume_id.clone());
-    } else if let Some(az) = &spec.azure_disk {
+    } else if let Some(az) = in_tree.and_then(|t| t.azure_disk.as_ref()) {
         s.kind = "azureDisk".into();
         s.disk_name = Some(az.disk_name.clone());
-    } else if let Some(c) = &spec.cinder {
+    } else if let Some(c) = in_tree.and_then(|t| t.cinder.as_ref()) {
         s.kind = "cinder".into();
         s.disk_name = Some(c.volume_id.clone());
-    } else if let Some(v) = &spec.vsphere_volume {
+    } else if let Some(v) = in_tree.and_then(|t| t.vsphere_volume.as_ref()) {
         s.kind = "vsphereVolume".into();
         s.disk_name = Some(v.volume_path.clone());
-    } else if let Some(n) = &spec.nfs {
+    } else if let Some(n) = in_tree.and_then(|t| t.nfs.as_ref()) {
         s.kind = "nfs".into();
         s.path = Some(format!("{}:{}", n.server, n.path));
-    } else if let Some(h) = &spec.host_path {
+    } else if let Some(h) = in_tree.and_then(|t| t.host_path.as_ref()) {
         s.kind = "hostPath".into();
         s.path = Some(h.path.clone());
-    } else if let Some(l) = &spec.local {
+    } else if let Some(l) = in_tree.and_then(|t| t.local.as_ref()) {
         s.kind = "local".into();
         s.path = Some(l.path.clone());
     } else {
-        s.kind = other_source_kind(spec).into();
+        s.kind = in_tree.map_or("unknown", other_source_kind).into();
     }
     s
 }
 
-fn other_source_kind(spec: &VolumeSpec) -> &'static str {
+fn other_source_kind(t: &crate::volume::InTree) -> &'static str {
     let crate::volume::OtherSources {
         azure_file,
         cephfs,
@@ -836,7 +839,7 @@ fn other_source_kind(spec: &VolumeSpec) -> &'static str {
         quobyte,
         scale_io,
         storageos,
-    } = &spec.other;
+    } = &t.other;
     [
         (azure_file.is_some(), "azureFile"),
         (cephfs.is_some(), "cephfs"),

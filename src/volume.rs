@@ -44,8 +44,8 @@ pub struct VolumeMeta {
     pub uid: Option<Box<str>>,
     /// `creationTimestamp`.
     pub creation_timestamp: Option<Time>,
-    /// `deletionTimestamp`.
-    pub deletion_timestamp: Option<Time>,
+    /// `deletionTimestamp` (boxed: rarely set).
+    pub deletion_timestamp: Option<Box<Time>>,
     /// `finalizers` (a terminating volume's message names what holds it).
     pub finalizers: Option<Vec<Arc<str>>>,
 }
@@ -56,7 +56,7 @@ impl VolumeMeta {
             name: m.name.map(Arc::from),
             uid: m.uid.map(String::into_boxed_str),
             creation_timestamp: m.creation_timestamp,
-            deletion_timestamp: m.deletion_timestamp,
+            deletion_timestamp: m.deletion_timestamp.map(Box::new),
             finalizers: m
                 .finalizers
                 .filter(|f| !f.is_empty())
@@ -72,9 +72,7 @@ pub struct VolumeStatus {
     /// `phase`.
     pub phase: Option<Arc<str>>,
     /// `message`.
-    pub message: Option<String>,
-    /// `reason`.
-    pub reason: Option<String>,
+    pub message: Option<Box<str>>,
     /// `lastPhaseTransitionTime`.
     pub last_phase_transition_time: Option<Time>,
 }
@@ -99,7 +97,7 @@ pub struct Volume {
 
 /// The parts of `PersistentVolumeSpec` that are read.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(from = "SpecWire")]
 pub struct VolumeSpec {
     /// `accessModes`.
     pub access_modes: Option<Vec<Arc<str>>>,
@@ -115,27 +113,98 @@ pub struct VolumeSpec {
     pub volume_mode: Option<Arc<str>>,
     /// `csi`.
     pub csi: Option<CsiSource>,
-    /// `rbd` (in-tree Ceph RBD). The in-tree sources are boxed: a PV has one source at most.
-    pub rbd: Option<Box<RbdSource>>,
+    /// The in-tree sources, boxed together (`None` when the volume has none, as CSI volumes
+    /// do): a PV has one source at most, and eleven empty options inline would cost more than
+    /// the rest of the spec.
+    pub in_tree: Option<Box<InTree>>,
+}
+
+/// `PersistentVolumeSpec` as the API's JSON is read, before the in-tree sources are boxed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecWire {
+    access_modes: Option<Vec<Arc<str>>>,
+    capacity: Option<Capacity>,
+    claim_ref: Option<ClaimRef>,
+    persistent_volume_reclaim_policy: Option<Arc<str>>,
+    storage_class_name: Option<Arc<str>>,
+    volume_mode: Option<Arc<str>>,
+    csi: Option<CsiSource>,
+    #[serde(flatten)]
+    in_tree: InTree,
+}
+
+impl From<SpecWire> for VolumeSpec {
+    fn from(w: SpecWire) -> Self {
+        VolumeSpec {
+            access_modes: w.access_modes,
+            capacity: w.capacity,
+            claim_ref: w.claim_ref,
+            persistent_volume_reclaim_policy: w.persistent_volume_reclaim_policy,
+            storage_class_name: w.storage_class_name,
+            volume_mode: w.volume_mode,
+            csi: w.csi,
+            in_tree: (!w.in_tree.is_empty()).then(|| Box::new(w.in_tree)),
+        }
+    }
+}
+
+/// The in-tree volume sources that are read.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InTree {
+    /// `rbd` (in-tree Ceph RBD).
+    pub rbd: Option<RbdSource>,
     /// `gcePersistentDisk`.
-    pub gce_persistent_disk: Option<Box<GcePersistentDisk>>,
+    pub gce_persistent_disk: Option<GcePersistentDisk>,
     /// `awsElasticBlockStore`.
-    pub aws_elastic_block_store: Option<Box<VolumeId>>,
+    pub aws_elastic_block_store: Option<VolumeId>,
     /// `azureDisk`.
-    pub azure_disk: Option<Box<AzureDisk>>,
+    pub azure_disk: Option<AzureDisk>,
     /// `cinder`.
-    pub cinder: Option<Box<VolumeId>>,
+    pub cinder: Option<VolumeId>,
     /// `vsphereVolume`.
-    pub vsphere_volume: Option<Box<VsphereVolume>>,
+    pub vsphere_volume: Option<VsphereVolume>,
     /// `nfs`.
-    pub nfs: Option<Box<NfsSource>>,
+    pub nfs: Option<NfsSource>,
     /// `hostPath`.
-    pub host_path: Option<Box<PathSource>>,
+    pub host_path: Option<PathSource>,
     /// `local`.
-    pub local: Option<Box<PathSource>>,
+    pub local: Option<PathSource>,
     /// Other in-tree sources: only their presence is read.
     #[serde(flatten)]
     pub other: OtherSources,
+}
+
+impl InTree {
+    fn is_empty(&self) -> bool {
+        let o = &self.other;
+        self.rbd.is_none()
+            && self.gce_persistent_disk.is_none()
+            && self.aws_elastic_block_store.is_none()
+            && self.azure_disk.is_none()
+            && self.cinder.is_none()
+            && self.vsphere_volume.is_none()
+            && self.nfs.is_none()
+            && self.host_path.is_none()
+            && self.local.is_none()
+            && [
+                o.azure_file.is_none(),
+                o.cephfs.is_none(),
+                o.fc.is_none(),
+                o.flex_volume.is_none(),
+                o.flocker.is_none(),
+                o.glusterfs.is_none(),
+                o.iscsi.is_none(),
+                o.photon_persistent_disk.is_none(),
+                o.portworx_volume.is_none(),
+                o.quobyte.is_none(),
+                o.scale_io.is_none(),
+                o.storageos.is_none(),
+            ]
+            .iter()
+            .all(|none| *none)
+    }
 }
 
 /// `spec.claimRef`: the reference to the claim (`fieldPath` and `resourceVersion` are not read).
@@ -144,8 +213,6 @@ pub struct VolumeSpec {
 pub struct ClaimRef {
     /// `kind`.
     pub kind: Option<Arc<str>>,
-    /// `apiVersion`.
-    pub api_version: Option<Arc<str>>,
     /// `namespace`.
     pub namespace: Option<Arc<str>>,
     /// `name` (shared with the reverse index).
@@ -377,7 +444,6 @@ impl Volume {
             share_opt(&mut spec.volume_mode);
             if let Some(r) = spec.claim_ref.as_mut() {
                 share_opt(&mut r.kind);
-                share_opt(&mut r.api_version);
                 share_opt(&mut r.namespace);
             }
             if let Some(csi) = spec.csi.as_mut() {
