@@ -257,7 +257,11 @@ fn main() {
         .iter()
         .map(|v| match v {
             Verdict::Leftover(f) => {
-                Some(Leftover::new(desired(f, None, &now, &now), Keep::default()))
+                // As the API server returns it: with a generation (the status's
+                // observedGeneration follows it).
+                let mut o = desired(f, None, &now, &now);
+                o.metadata.generation = Some(1);
+                Some(Leftover::new(o, Keep::default()))
             }
             _ => None,
         })
