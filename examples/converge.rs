@@ -132,7 +132,7 @@ async fn main() {
     let applied = || {
         let (_, m) = http_get(&format!("http://127.0.0.1:{port}/metrics")).unwrap_or_default();
         m.lines()
-            .find(|l| l.starts_with(r#"volume_leftovers_writes_total{op="apply",result="ok"}"#))
+            .find(|l| l.starts_with(r#"volume_leftovers_writes_total{op="create",result="ok"}"#))
             .and_then(|l| l.rsplit(' ').next()?.parse::<usize>().ok())
             .unwrap_or(0)
     };
