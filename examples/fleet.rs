@@ -95,6 +95,27 @@ impl Args {
 
 // --- the operator process -------------------------------------------------------------------------
 
+/// The operator is killed when this benchmark dies, even by a signal that skips destructors (the
+/// control plane has its own watchdog; without this, an interrupted run left operators retrying
+/// against a stopped API server).
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    unsafe extern "C" {
+        fn prctl(option: std::ffi::c_int, arg2: std::ffi::c_ulong, ...) -> std::ffi::c_int;
+    }
+    const PR_SET_PDEATHSIG: std::ffi::c_int = 1;
+    const SIGKILL: std::ffi::c_ulong = 9;
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and only sets a flag of the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 fn operator_bin() -> PathBuf {
     if let Ok(b) = std::env::var("VL_BIN") {
         return b.into();
@@ -146,14 +167,14 @@ impl Operator {
         let mut args = vec!["run", "--listen", &listen];
         args.extend_from_slice(extra);
         let started = Instant::now();
-        let child = Command::new(v.bin.clone().unwrap_or_else(operator_bin))
-            .args(&args)
+        let mut cmd = Command::new(v.bin.clone().unwrap_or_else(operator_bin));
+        cmd.args(&args)
             .env("KUBECONFIG", cp.kubeconfig("operator"))
             .env("VL_LOG_FORMAT", "text")
             .envs(v.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start the operator");
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().expect("start the operator");
         Operator {
             run: Running(child),
             port,
