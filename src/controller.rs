@@ -1477,8 +1477,6 @@ fn at_least(have: &str, want: &str) -> bool {
     }
 }
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
 /// Keeps a class's name and reclaim policy.
 pub fn strip_class(c: &mut StorageClass) {
     c.metadata.managed_fields = None;
@@ -1489,16 +1487,8 @@ pub fn strip_class(c: &mut StorageClass) {
     c.mount_options = None;
 }
 
-/// Drops managedFields and the last-applied annotation; labels are compared, so they stay.
-pub fn strip_leftover(o: &mut VolumeLeftover) {
-    o.metadata.managed_fields = None;
-    if let Some(a) = o.metadata.annotations.as_mut() {
-        a.remove(LAST_APPLIED);
-    }
-}
-
 /// What the VolumeLeftover store keeps of each object: its lean form ([`Leftover`]). (It kept the
-/// whole object, [`strip_leftover`]ped, before; `examples/memory.rs` compares the two.)
+/// whole object, stripped of managedFields, before; `examples/memory.rs` compares the two.)
 pub fn lean_leftover(keep: Keep) -> Convert<VolumeLeftover, Leftover> {
     Arc::new(move |o| Leftover::new(o, keep))
 }

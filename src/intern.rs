@@ -33,8 +33,9 @@ pub fn intern(s: &str) -> Arc<str> {
     a
 }
 
-/// How many strings are kept (for benchmarks).
-pub fn len() -> usize {
+/// How many strings are kept.
+#[cfg(test)]
+pub(crate) fn len() -> usize {
     SET.lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()

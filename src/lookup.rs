@@ -97,11 +97,13 @@ pub struct Claim {
 impl Claim {
     /// The lean form of a claim's metadata.
     pub fn of(meta: &ObjectMeta) -> Claim {
+        // The same facts `scan` reads, through the same function.
+        let ClaimFacts { uid, terminating } = claim_facts(meta);
         Claim {
             namespace: crate::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
             name: meta.name.as_deref().unwrap_or_default().into(),
-            uid: meta.uid.as_deref().unwrap_or_default().into(),
-            terminating: meta.deletion_timestamp.is_some(),
+            uid: uid.into_boxed_str(),
+            terminating,
         }
     }
 

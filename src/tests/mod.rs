@@ -16,3 +16,4 @@ mod report;
 mod scan;
 mod schedule;
 mod selector;
+mod volume;
