@@ -18,7 +18,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
 use volume_leftovers::classify::{Verdict, classify};
@@ -144,13 +143,12 @@ fn claims(n: usize) -> impl Iterator<Item = ClaimMeta> {
             18 => format!("new-claim-uid-{i}"),
             _ => return None,
         };
-        Some(PartialObjectMeta {
+        Some(ClaimMeta {
             metadata: meta(
                 &format!("data-{i}"),
                 Some(&format!("team-{}", i % 500)),
                 uid,
             ),
-            ..PartialObjectMeta::default()
         })
     })
 }

@@ -19,9 +19,7 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, SelectAll};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
@@ -40,7 +38,7 @@ use crate::exclude::Exclusions;
 use crate::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
 use crate::index::RefIndex;
 use crate::leader::{self, LeaderSettings, Role};
-use crate::leftover::{Keep, Leftover};
+use crate::leftover::{Keep, Leftover, LeftoverObject};
 use crate::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::plan::{self, Action, Gated, Graces};
 use crate::report::{Applied, ReportWriter, cluster_report};
@@ -118,8 +116,8 @@ impl Default for Settings {
     }
 }
 
-/// What the operator keeps of a claim: its metadata (a metadata-only list and watch).
-pub type ClaimMeta = PartialObjectMeta<PersistentVolumeClaim>;
+/// What the claim feed reads of a claim: its lean metadata (see [`crate::lookup::ClaimObject`]).
+pub type ClaimMeta = crate::lookup::ClaimObject;
 
 /// A store as a lookup sees it.
 pub enum View<'a, K: Stored> {
@@ -303,7 +301,7 @@ pub async fn run(
         feed(sc_api, cfg.clone(), sc_strip, sc_w, timing, seed("sc"))
             .map(|i| Input::Sc(Box::new(i))),
     ));
-    let vl_api: Api<VolumeLeftover> = Api::all(client.clone());
+    let vl_api: Api<LeftoverObject> = Api::all(client.clone());
     // Only what deciding and comparing need; the facts of every finding when the mirror shows
     // them.
     let vl_lean = lean_leftover(Keep {
@@ -1489,6 +1487,6 @@ pub fn strip_class(c: &mut StorageClass) {
 
 /// What the VolumeLeftover store keeps of each object: its lean form ([`Leftover`]). (It kept the
 /// whole object, stripped of managedFields, before; `examples/memory.rs` compares the two.)
-pub fn lean_leftover(keep: Keep) -> Convert<VolumeLeftover, Leftover> {
-    Arc::new(move |o| Leftover::new(o, keep))
+pub fn lean_leftover(keep: Keep) -> Convert<LeftoverObject, Leftover> {
+    Arc::new(move |o| Leftover::new(o.into(), keep))
 }

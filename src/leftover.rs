@@ -44,6 +44,57 @@ pub struct Keep {
     pub report: bool,
 }
 
+/// A VolumeLeftover as the VolumeLeftover feed reads it: without `managedFields` and
+/// `annotations` ([`crate::meta`]), which the lean form does not keep.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct LeftoverObject {
+    /// The metadata that is read.
+    #[serde(default, deserialize_with = "crate::meta::lean")]
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// `spec`.
+    pub spec: VolumeLeftoverSpec,
+    /// `status`.
+    #[serde(default)]
+    pub status: Option<VolumeLeftoverStatus>,
+}
+
+impl From<LeftoverObject> for VolumeLeftover {
+    fn from(o: LeftoverObject) -> Self {
+        VolumeLeftover {
+            metadata: o.metadata,
+            spec: o.spec,
+            status: o.status,
+        }
+    }
+}
+
+impl Resource for LeftoverObject {
+    type DynamicType = ();
+    type Scope = kube::core::ClusterResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        <VolumeLeftover as Resource>::kind(&())
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        <VolumeLeftover as Resource>::group(&())
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        <VolumeLeftover as Resource>::version(&())
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        <VolumeLeftover as Resource>::api_version(&())
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        <VolumeLeftover as Resource>::plural(&())
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 /// A VolumeLeftover as the operator caches it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leftover {

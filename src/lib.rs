@@ -23,6 +23,7 @@ pub mod intern;
 pub mod leader;
 pub mod leftover;
 pub mod lookup;
+pub mod meta;
 pub mod plan;
 pub mod quantity;
 pub mod rbd;

@@ -79,6 +79,42 @@ pub fn class_facts(c: &StorageClass) -> ClassFacts {
     }
 }
 
+/// A PersistentVolumeClaim as the claim feed reads it: its metadata, without `managedFields`
+/// and `annotations` ([`crate::meta`]); `spec` and `status` are skipped by the parser.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct ClaimObject {
+    /// The metadata that is read.
+    #[serde(default, deserialize_with = "crate::meta::lean")]
+    pub metadata: ObjectMeta,
+}
+
+impl kube::Resource for ClaimObject {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "PersistentVolumeClaim".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "persistentvolumeclaims".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 /// What the operator keeps of a claim in its store: its key, uid and whether it is being
 /// deleted (about 350 bytes with the store's key, against about 950 for its stripped metadata).
 /// Its `resourceVersion` and uid stay out of the store's key.

@@ -23,8 +23,9 @@ use crate::intern::intern;
 /// lists deserialize before the store keeps the [`Volume`] made of it.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct VolumeObject {
-    /// Standard object metadata.
-    #[serde(default)]
+    /// Standard object metadata, without `managedFields` and `annotations` (see
+    /// [`crate::meta`]).
+    #[serde(default, deserialize_with = "crate::meta::lean")]
     pub metadata: ObjectMeta,
     /// The parts of `spec` that are read.
     #[serde(default)]

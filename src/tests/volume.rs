@@ -79,3 +79,81 @@ fn a_claim_keeps_the_facts_scan_reads() {
     ));
     assert!(Claim::of(&meta).terminating);
 }
+
+/// Metadata as the API server sends it, with everything `crate::meta::lean` reads and the two
+/// parts it skips.
+fn full_metadata() -> serde_json::Value {
+    serde_json::json!({
+        "name": "data", "namespace": "team-a", "uid": "u-1", "resourceVersion": "42",
+        "generation": 3, "creationTimestamp": "2026-01-02T03:04:05Z",
+        "deletionTimestamp": "2026-01-03T03:04:05Z", "deletionGracePeriodSeconds": 0,
+        "finalizers": ["kubernetes.io/pvc-protection"], "labels": {"app": "db"},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "PersistentVolume", "name": "pv-1",
+                             "uid": "u-pv"}],
+        "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
+                           "apiVersion": "v1", "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {"f:annotations": {}}}}],
+        "generateName": "data-", "selfLink": "/api/v1/x",
+    })
+}
+
+#[test]
+fn lean_metadata_keeps_what_is_read_and_skips_managed_fields_and_annotations() {
+    use crate::lookup::ClaimObject;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let full: ObjectMeta = serde_json::from_value(full_metadata()).unwrap();
+    let claim: ClaimObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": full_metadata(),
+        "spec": {"volumeName": "pv-1", "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Bound"},
+    }))
+    .unwrap();
+    let lean = claim.metadata;
+    assert_eq!(lean.managed_fields, None);
+    assert_eq!(lean.annotations, None);
+    assert_eq!(lean.generate_name, None);
+    // Every other field as the full metadata has it.
+    let expected = ObjectMeta {
+        managed_fields: None,
+        annotations: None,
+        generate_name: None,
+        self_link: None,
+        ..full
+    };
+    assert_eq!(lean, expected);
+    assert_eq!(lean.labels.unwrap()["app"], "db");
+
+    // A volume's metadata too; and an object without metadata reads as empty metadata.
+    let pv: crate::volume::VolumeObject = serde_json::from_value(serde_json::json!({
+        "metadata": full_metadata(), "spec": {"persistentVolumeReclaimPolicy": "Retain"},
+    }))
+    .unwrap();
+    assert_eq!(pv.metadata, expected);
+    let bare: ClaimObject = serde_json::from_value(serde_json::json!({"spec": {}})).unwrap();
+    assert_eq!(bare.metadata, ObjectMeta::default());
+    let null: ClaimObject = serde_json::from_value(serde_json::json!({"metadata": null})).unwrap();
+    assert_eq!(null.metadata, ObjectMeta::default());
+}
+
+#[test]
+fn a_volume_leftover_read_leanly_is_the_object_without_managed_fields_and_annotations() {
+    use crate::crd::VolumeLeftover;
+    use crate::leftover::LeftoverObject;
+
+    let o = crate::plan::desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");
+    let mut v = serde_json::to_value(o).unwrap();
+    v["metadata"]["annotations"] = serde_json::json!({"note": "x"});
+    v["metadata"]["managedFields"] = full_metadata()["managedFields"].clone();
+    let lean: VolumeLeftover = serde_json::from_value::<LeftoverObject>(v.clone())
+        .unwrap()
+        .into();
+    let mut full: VolumeLeftover = serde_json::from_value(v).unwrap();
+    full.metadata.annotations = None;
+    full.metadata.managed_fields = None;
+    assert_eq!(
+        serde_json::to_value(lean).unwrap(),
+        serde_json::to_value(full).unwrap()
+    );
+}
