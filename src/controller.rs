@@ -416,6 +416,9 @@ pub async fn run(
             _ = reminder.tick() => l.remind(),
             _ = ages.tick() => {
                 l.refresh_ages();
+                if let Some(e) = &l.events {
+                    e.tidy();
+                }
                 if std::mem::take(&mut l.heap_used) {
                     crate::heap::release();
                 }
@@ -842,7 +845,10 @@ impl Loop {
             }
         }
         // Tombstones not written yet (a delete just watched) name their image too.
-        for n in self.scheduler.names_where(|st| st.memo.tombstone.is_some()) {
+        for n in self
+            .scheduler
+            .names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some()))
+        {
             if let Some(t) = self.scheduler.memo(&n).tombstone.as_deref()
                 && let Some(img) = in_pool(&t.status.source)
             {
@@ -909,7 +915,9 @@ impl Loop {
             .iter()
             .filter_map(|o| Some((o.name.to_string(), published(o)?)))
             .collect();
-        let stale = self.scheduler.names_where(|s| s.memo.published.is_some());
+        let stale = self
+            .scheduler
+            .names_where(|s| s.memo().is_some_and(|m| m.published.is_some()));
         for name in stale {
             if !now.contains_key(name.as_ref()) {
                 self.set_published(&name, None);
@@ -996,14 +1004,15 @@ impl Loop {
     fn refresh_ages(&self) {
         let now = jiff::Timestamp::now().as_second();
         let mut oldest: std::collections::HashMap<Reason, i64> = std::collections::HashMap::new();
-        for name in self
-            .scheduler
-            .names_where(|s| s.memo.published.as_ref().is_some_and(|p| p.state.is_open()))
-        {
+        for name in self.scheduler.names_where(|s| {
+            s.memo()
+                .and_then(|m| m.published.as_ref())
+                .is_some_and(|p| p.state.is_open())
+        }) {
             if let Some(p) = self
                 .scheduler
                 .get(&name)
-                .and_then(|s| s.memo.published.as_ref())
+                .and_then(|s| s.memo()?.published.as_ref())
             {
                 let age = (now - p.first_seen).max(0);
                 let e = oldest.entry(p.reason).or_default();

@@ -75,12 +75,32 @@ impl Change {
     }
 }
 
+/// How long kube-runtime's `Recorder` keeps an event to count its repeats (its `CACHE_TTL`, 6
+/// minutes), with a margin.
+const SERIES_WINDOW: Duration = Duration::from_secs(7 * 60);
+
+/// Events a recorder publishes before the next one takes over: its cache (which counts repeats)
+/// holds at most this many, about 1.5 MiB, however many findings a first start publishes. A
+/// repeat across the change is a new Event instead of a count on the old one.
+const RECORDER_EVENTS: usize = 1000;
+
 /// Publishes events without waiting for them.
 #[derive(Clone)]
 pub struct Events {
-    recorder: Arc<Recorder>,
+    current: Arc<std::sync::Mutex<Current>>,
+    client: Client,
+    reporter: Reporter,
     slots: Arc<Semaphore>,
     timeout: Duration,
+}
+
+/// The recorder in use, and what it has cached.
+struct Current {
+    recorder: Arc<Recorder>,
+    /// Events published through it (each stays in its cache until the next publish after
+    /// [`SERIES_WINDOW`]).
+    published: usize,
+    last: Option<tokio::time::Instant>,
 }
 
 impl Events {
@@ -91,11 +111,44 @@ impl Events {
             instance: Some(instance),
         };
         Events {
-            recorder: Arc::new(Recorder::new(client, reporter)),
+            current: Arc::new(std::sync::Mutex::new(Current {
+                recorder: Arc::new(Recorder::new(client.clone(), reporter.clone())),
+                published: 0,
+                last: None,
+            })),
+            client,
+            reporter,
             // A few at a time; beyond that, events are dropped rather than queued without bound.
             slots: Arc::new(Semaphore::new(4)),
             timeout,
         }
+    }
+
+    /// Lets go of the recorder's cache once every event in it is past the series window.
+    ///
+    /// kube-runtime's `Recorder` keeps each event it published (a full Event, about 1.5 KiB
+    /// with its map slot) to count repeats, and expires them only when it publishes the next
+    /// one: after a first start that published thousands of findings, an idle operator would
+    /// hold them all for good. Once nothing was published for longer than the window, the
+    /// cache could only be expired whole at the next publish anyway; a fresh recorder behaves
+    /// the same and holds nothing. Called on a slow tick.
+    pub fn tidy(&self) {
+        let mut c = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if c.published > 0 && c.last.is_some_and(|t| t.elapsed() > SERIES_WINDOW) {
+            c.recorder = Arc::new(Recorder::new(self.client.clone(), self.reporter.clone()));
+            c.published = 0;
+            c.last = None;
+        }
+    }
+
+    /// The recorder in use (tests: whether [`Events::tidy`] replaced it).
+    #[cfg(test)]
+    pub(crate) fn recorder(&self) -> Arc<Recorder> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .recorder
+            .clone()
     }
 
     /// Publishes `change` about the PersistentVolume `name`/`uid`, in the background. Returns
@@ -112,7 +165,17 @@ impl Events {
             uid: Some(uid.to_string()),
             ..ObjectReference::default()
         };
-        let (recorder, event, timeout) = (self.recorder.clone(), change.event(), self.timeout);
+        let recorder = {
+            let mut c = self.current.lock().unwrap_or_else(|e| e.into_inner());
+            if c.published >= RECORDER_EVENTS {
+                c.recorder = Arc::new(Recorder::new(self.client.clone(), self.reporter.clone()));
+                c.published = 0;
+            }
+            c.published += 1;
+            c.last = Some(tokio::time::Instant::now());
+            c.recorder.clone()
+        };
+        let (event, timeout) = (change.event(), self.timeout);
         let pv = name.to_string();
         tokio::spawn(async move {
             let _permit = permit;

@@ -107,8 +107,9 @@ pub struct NameState {
     parked: bool,
     failures: u32,
     backoff: Option<Backoff>,
-    /// The controller's memory.
-    pub memo: Memo,
+    /// The controller's memory, when it holds anything: boxed, so that the state of each of the
+    /// tens of thousands of names a sweep queues stays small.
+    memo: Option<Box<Memo>>,
 }
 
 impl NameState {
@@ -119,7 +120,12 @@ impl NameState {
             && self.timer.is_none()
             && !self.parked
             && self.failures == 0
-            && self.memo.is_empty()
+            && self.memo.as_deref().is_none_or(Memo::is_empty)
+    }
+
+    /// The controller's memory of this name (`None`: nothing remembered).
+    pub fn memo(&self) -> Option<&Memo> {
+        self.memo.as_deref()
     }
 
     /// Consecutive failed writes of this name.
@@ -291,7 +297,7 @@ impl Scheduler {
 
     /// The memo of `name`, created if needed. Call [`Scheduler::settle`] after changing it.
     pub fn memo(&mut self, name: &str) -> &mut Memo {
-        &mut self.entry(name).memo
+        self.entry(name).memo.get_or_insert_with(Box::default)
     }
 
     fn entry(&mut self, name: &str) -> &mut NameState {
@@ -343,7 +349,12 @@ impl Scheduler {
                 continue;
             };
             s.queued = false;
-            match decide(&name, &mut s.memo) {
+            let memo = s.memo.get_or_insert_with(Box::default);
+            let decision = decide(&name, memo);
+            if memo.is_empty() {
+                s.memo = None;
+            }
+            match decision {
                 Decision::Idle => {
                     s.failures = 0;
                     s.backoff = None;
@@ -556,9 +567,45 @@ impl Scheduler {
 
     /// Drops the state of `name` when nothing about it is pending.
     pub fn settle(&mut self, name: &str) {
-        if self.names.get(name).is_some_and(NameState::is_idle) {
-            self.names.remove(name);
+        match self.names.get_mut(name) {
+            Some(s) if s.is_idle() => {
+                self.names.remove(name);
+                self.shrink_if_sparse();
+            }
+            Some(s) if s.memo.as_deref().is_some_and(Memo::is_empty) => s.memo = None,
+            _ => {}
         }
+    }
+
+    /// Gives back what the map and the queues of names hold beyond four times what they need.
+    /// A sweep queues every PV and VolumeLeftover (60,000 names at the issue-10 size): hashbrown
+    /// and `VecDeque` keep their largest capacity, which was 36 MiB resident for the map alone
+    /// once the sweep had settled. Halving as they empty costs O(n) in all.
+    fn shrink_if_sparse(&mut self) {
+        fn sparse(len: usize, capacity: usize) -> bool {
+            capacity > 1024 && len.saturating_mul(4) < capacity
+        }
+        if sparse(self.names.len(), self.names.capacity()) {
+            self.names.shrink_to(self.names.len() * 2);
+        }
+        if sparse(self.queue.len(), self.queue.capacity()) {
+            self.queue.shrink_to(self.queue.len() * 2);
+        }
+        if sparse(self.parked.len(), self.parked.capacity()) {
+            self.parked.shrink_to(self.parked.len() * 2);
+        }
+        if sparse(self.streak.len(), self.streak.capacity()) {
+            self.streak.shrink_to(self.streak.len() * 2);
+        }
+        if sparse(self.timers.len(), self.timers.capacity()) {
+            // Timers cannot move (their keys are held), so only the free tail goes.
+            self.timers.shrink_to_fit();
+        }
+    }
+
+    /// The capacity of the map of names (tests: that it shrinks once a sweep has settled).
+    pub fn capacity(&self) -> usize {
+        self.names.capacity()
     }
 
     /// Names whose state holds `pred` (for sweeps over the memo).

@@ -5,6 +5,7 @@ mod census;
 mod classify;
 mod cli;
 mod crd;
+mod events;
 mod fixtures;
 mod index;
 mod leader;

@@ -385,3 +385,30 @@ fn two_seeds_jitter_differently() {
     let db: Vec<Duration> = (0..5).map(|_| b.next_delay()).collect();
     assert_ne!(da, db);
 }
+
+#[tokio::test(start_paused = true)]
+async fn after_a_sweep_settles_the_map_of_names_gives_its_memory_back() {
+    // A sweep queues every name; once decided and idle, their states go, and so does the room
+    // the map had grown for them (hashbrown keeps its largest capacity otherwise).
+    let mut s = active(4);
+    for i in 0..60_000 {
+        s.mark(&format!("pv-{i}"));
+    }
+    let grown = s.capacity();
+    assert!(grown >= 60_000, "{grown}");
+    // A few names keep a memo (published findings).
+    for i in 0..100 {
+        s.memo(&format!("pv-{i}")).logged = Some("kept".into());
+    }
+    assert_eq!(idle_all(&mut s).len(), 60_000);
+    assert_eq!(s.queued(), 0);
+    let after = s.capacity();
+    assert!(
+        after <= 1024,
+        "capacity {after} after settling (was {grown})"
+    );
+    for i in 0..100 {
+        assert!(s.contains(&format!("pv-{i}")), "a name with a memo stays");
+    }
+    assert!(!s.contains("pv-100"));
+}

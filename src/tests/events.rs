@@ -1,0 +1,72 @@
+//! The events recorder lets go of its cache once it is all expired.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::crd::Reason;
+use crate::events::{Change, Events};
+
+fn events() -> Events {
+    // Nothing listens there: each publish fails in the background, which is all these need.
+    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+    let client = kube::Client::try_from(config).unwrap();
+    Events::new(client, "test".into(), Duration::from_millis(100))
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_recorder_is_replaced_only_after_the_series_window_of_its_last_event() {
+    let e = events();
+    let first = e.recorder();
+    // Nothing published: nothing to let go of, however long.
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    e.tidy();
+    assert!(Arc::ptr_eq(&first, &e.recorder()));
+
+    let found = Change::Found {
+        reason: Reason::ClaimDeleted,
+        message: "m".into(),
+    };
+    assert!(e.emit("pv-1", "uid-1", &found));
+    // Within kube-runtime's six minutes the cache may still count a repeat: kept.
+    tokio::time::advance(Duration::from_secs(6 * 60)).await;
+    e.tidy();
+    assert!(Arc::ptr_eq(&first, &e.recorder()));
+    // A later event restarts the window.
+    assert!(e.emit("pv-2", "uid-2", &found));
+    tokio::time::advance(Duration::from_secs(6 * 60)).await;
+    e.tidy();
+    assert!(Arc::ptr_eq(&first, &e.recorder()));
+    // Past the window of the last one: a fresh recorder, and the old one (its cache) goes once
+    // the publishes in flight end.
+    tokio::time::advance(Duration::from_secs(61)).await;
+    e.tidy();
+    let second = e.recorder();
+    assert!(!Arc::ptr_eq(&first, &second));
+    // And only once: nothing was published through the new one.
+    tokio::time::advance(Duration::from_secs(3600)).await;
+    e.tidy();
+    assert!(Arc::ptr_eq(&second, &e.recorder()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_events_is_spread_over_recorders_of_bounded_cache() {
+    let e = events();
+    let first = e.recorder();
+    let found = Change::Found {
+        reason: Reason::ClaimDeleted,
+        message: "m".into(),
+    };
+    let mut recorders = vec![first];
+    for i in 0..2500 {
+        // Let the background publishes end, so that slots are free.
+        while !e.emit(&format!("pv-{i}"), "uid", &found) {
+            tokio::time::advance(Duration::from_millis(10)).await;
+        }
+        let now = e.recorder();
+        if !Arc::ptr_eq(recorders.last().unwrap(), &now) {
+            recorders.push(now);
+        }
+    }
+    // 1000 events through each: the first, then the second and a third from event 2001 on.
+    assert_eq!(recorders.len(), 3);
+}
