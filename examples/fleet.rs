@@ -144,6 +144,74 @@ fn proc_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Where a process's resident memory is, from /proc/PID/smaps: glibc's main heap, the other
+/// anonymous mappings (the arenas of other threads, large chunks, stacks; the three largest
+/// named by size), and file-backed pages (the binary, libraries).
+fn resident_by_mapping(pid: u32) -> String {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let (mut heap, mut file, mut anon) = (0u64, 0u64, Vec::new());
+    let mut kind = "";
+    for line in smaps.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        if first.contains('-') && !first.ends_with(':') {
+            // A mapping's header: range perms offset dev inode [path].
+            let path = line.split_whitespace().nth(5).unwrap_or_default();
+            kind = match path {
+                "[heap]" => "heap",
+                "" => "anon",
+                p if p.starts_with('/') => "file",
+                _ => "other",
+            };
+        } else if first == "Rss:" {
+            let kib: u64 = words.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            match kind {
+                "heap" => heap += kib,
+                "file" => file += kib,
+                "anon" => anon.push(kib),
+                _ => {}
+            }
+        }
+    }
+    anon.sort_unstable_by(|a, b| b.cmp(a));
+    format!(
+        "main heap {:.1} MiB, other anonymous {:.1} MiB in {} mappings (largest {}), files {:.1} MiB",
+        mib(heap),
+        mib(anon.iter().sum()),
+        anon.iter().filter(|k| **k > 0).count(),
+        anon.iter()
+            .take(3)
+            .map(|k| format!("{:.1}", mib(*k)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        mib(file)
+    )
+}
+
+/// The operator's last account of glibc's heap (its `volume_leftovers::heap` debug line).
+fn last_heap_line(log: &std::path::Path) -> String {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| l.contains("free heap pages returned"))
+        .map(|l| {
+            let field = |k: &str| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix(&format!("{k}=")))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map_or("?".to_string(), |b| format!("{:.1}", b as f64 / 1048576.0))
+            };
+            format!(
+                "malloc in use {} MiB (mmapped {}), free kept {} MiB",
+                field("in_use"),
+                field("mmapped"),
+                field("free")
+            )
+        })
+        .unwrap_or_else(|| "no heap line in the log".into())
+}
+
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
@@ -171,6 +239,7 @@ impl Operator {
         cmd.args(&args)
             .env("KUBECONFIG", cp.kubeconfig("operator"))
             .env("VL_LOG_FORMAT", "text")
+            .env("VL_LOG", "info,volume_leftovers::heap=debug")
             .envs(v.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stderr(std::fs::File::create(&log).expect("log file"));
         die_with_parent(&mut cmd);
@@ -755,7 +824,10 @@ async fn converge(args: &Args) {
     let (rss, hwm) = (op.rss(), op.hwm());
     let requests = op.metric("volume_leftovers_write_requests_total");
     let timeline = op.timeline();
+    let resident = resident_by_mapping(op.pid());
+    let log = op.log.clone();
     op.stop();
+    let heap = last_heap_line(&log);
     let cached = shape.cached_objects();
     let c: usize = concurrency.parse().unwrap_or(4);
     let floor_same = floors.get(&c).copied();
@@ -784,6 +856,7 @@ async fn converge(args: &Args) {
         shape.leftovers,
         (rss as f64 - empty_rss as f64) / cached as f64
     );
+    println!("after convergence, resident: {resident}; {heap}");
 
     // 5. Restart on the converged cluster.
     let op = Operator::start(&cp, "restart", &run);
@@ -793,7 +866,10 @@ async fn converge(args: &Args) {
     let writes = op.metric("volume_leftovers_write_requests_total");
     let (rss, hwm) = (op.rss(), op.hwm());
     let timeline = op.timeline();
+    let resident = resident_by_mapping(op.pid());
+    let log = op.log.clone();
     op.stop();
+    let heap = last_heap_line(&log);
     println!(
         "restart on the converged cluster: ready in {:.2} s, every name re-evaluated (idle) at {:.1} s, {writes:.0} write requests; RSS {:.1} MiB (peak {:.1} MiB)",
         ready.as_secs_f64(),
@@ -802,6 +878,7 @@ async fn converge(args: &Args) {
         mib(hwm)
     );
     println!("restart, stores synced at: {}", timeline_text(&timeline));
+    println!("restart, resident: {resident}; {heap}");
 
     // Why a restart is slower: each list alone, then all four together, on the converged
     // cluster; and what a VolumeLeftover weighs on the wire.
@@ -884,7 +961,10 @@ async fn converge(args: &Args) {
         op.idle(Duration::from_secs(600)).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (rss, hwm) = (op.rss(), op.hwm());
+        let resident = resident_by_mapping(op.pid());
+        let log = op.log.clone();
         op.stop();
+        let heap = last_heap_line(&log);
         let base = empty.get(&v.label).copied().unwrap_or(empty_rss);
         let op = Operator::start_variant(&cp, &format!("restart-{}", v.label), &run, v);
         let again = op.ready(Duration::from_secs(600)).await;
@@ -904,6 +984,10 @@ async fn converge(args: &Args) {
             again.as_secs_f64(),
             mib(rss2),
             mib(hwm2)
+        );
+        println!(
+            "variant {}, after convergence, resident: {resident}; {heap}",
+            v.label
         );
     }
 

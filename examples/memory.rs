@@ -192,14 +192,13 @@ fn pages(kind: &str, items: impl Iterator<Item = serde_json::Value>) -> Vec<Vec<
 /// what it holds, and the peak above the starting point while reading.
 fn ingest<K, L>(
     pages: &[Vec<u8>],
-    convert: impl Fn(K) -> L,
+    convert: impl Fn(K) -> L + Send + Sync + 'static,
 ) -> (Store<L>, reflector::store::Writer<L>, Heap, isize)
 where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + 'static,
-    L: Lookup<DynamicType = ()> + Clone + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Send + 'static,
+    L: Lookup<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
     let t = std::time::Instant::now();
-    let rss0 = rss_trimmed();
     let before = Heap::now();
     let base = reset_peak();
     let (store, mut w) = reflector::store::<L>();
@@ -215,28 +214,12 @@ where
     w.apply_watcher_event(&Event::InitDone);
     let peak = peak_since(base);
     let n = store.len().max(1);
-    let rss = rss_trimmed() - rss0;
-    let live = Heap::now().since(before).live;
     INGEST.lock().unwrap().push(format!(
-        "{} {:.1} µs (RSS added, after malloc_trim: {:.0} B/object, {:.2}x the live bytes)",
+        "{} {:.1} µs",
         K::kind(&()),
-        t.elapsed().as_secs_f64() * 1e6 / n as f64,
-        rss as f64 / n as f64,
-        rss as f64 / live.max(1) as f64
+        t.elapsed().as_secs_f64() * 1e6 / n as f64
     ));
     (store, w, Heap::now().since(before), peak)
-}
-
-/// The process's resident bytes once glibc has returned every free page.
-fn rss_trimmed() -> isize {
-    volume_leftovers::heap::release();
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: isize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// A store's objects and keys, measured apart: the objects (deep copies of what the store holds,
@@ -536,7 +519,7 @@ fn main() {
     // PVs.
     let exclusions = Exclusions::default();
     let (pv_store, _pv_w, pv_total, pv_peak) =
-        ingest::<VolumeObject, Volume>(&pv_pages, |v| Volume::read(v, &exclusions));
+        ingest::<VolumeObject, Volume>(&pv_pages, move |v| Volume::read(v, &exclusions));
     let (pv_obj, pv_keys, pv_table) = split(&pv_store, pv_total);
 
     // The parts of a stored PV.
@@ -635,8 +618,10 @@ fn main() {
     let (full_vl_obj, _, _) = split(&full_vl_store, full_vl_total);
     drop((full_vl_store, _full_vl_w));
     // The store the operator keeps: the lean form, made by the controller's own conversion.
-    let (vl_store, _vl_w, vl_total, vl_peak) =
-        ingest::<LeftoverObject, Leftover>(&vl_pages, &*lean_leftover(Keep::default()));
+    let (vl_store, _vl_w, vl_total, vl_peak) = {
+        let f = lean_leftover(Keep::default());
+        ingest::<LeftoverObject, Leftover>(&vl_pages, move |o| f(o))
+    };
     let (vl_obj, vl_keys, vl_table) = split(&vl_store, vl_total);
     let vl_state = vl_store.state();
     let vl_vec = |size: usize| Heap {
@@ -655,13 +640,25 @@ fn main() {
     >()));
     drop((_a, vl_state));
     // With --openreports: the facts and message of every finding, for the mirror.
-    let (report_vl_store, _report_vl_w, report_vl_total, _) =
-        ingest::<LeftoverObject, Leftover>(&vl_pages, &*lean_leftover(Keep { report: true }));
+    let (report_vl_store, _report_vl_w, report_vl_total, _) = {
+        let f = lean_leftover(Keep { report: true });
+        ingest::<LeftoverObject, Leftover>(&vl_pages, move |o| f(o))
+    };
     drop((report_vl_store, _report_vl_w));
 
     // The loop's memory of each published finding (Scheduler name state with its Memo).
+    // After a sweep (every PV and VolumeLeftover queued, decided, settled), as the operator has
+    // it once idle.
     let (sched, sched_heap) = held(|| {
         let mut s = Scheduler::new(Limits::default(), 1);
+        s.activate();
+        for o in vl_store.state() {
+            s.mark(&o.name);
+        }
+        for pv in pv_store.state() {
+            s.mark(pv.name());
+        }
+        let _: Vec<(Arc<str>, ())> = s.run(|_, _| volume_leftovers::schedule::Decision::Idle);
         for o in vl_store.state() {
             let st = o.status.as_ref().unwrap();
             let name = o.name.to_string();
@@ -772,7 +769,7 @@ fn main() {
         row("reverse index (RefIndex)", shape.pvs, index_heap),
         row(
             format!(
-                "loop memory of published findings (Scheduler; NameState {} B)",
+                "loop memory of published findings, after a sweep of every name (Scheduler; NameState {} B)",
                 std::mem::size_of::<volume_leftovers::schedule::NameState>()
             ),
             vl_count,
@@ -785,7 +782,7 @@ fn main() {
         &rows,
     );
     println!(
-        "reading the lists on one thread (deserialize + strip + store), per object: {}",
+        "reading the lists on one thread (deserialize + convert + store), per object: {}",
         INGEST.lock().unwrap().join(", ")
     );
     println!(
