@@ -886,6 +886,8 @@ impl Loop {
 
     /// Queues every PV and every VolumeLeftover.
     fn sweep(&mut self) {
+        // Deciding them all builds and drops state for every name: worth a release after.
+        self.heap_used = true;
         for o in self.stores.vl.state() {
             self.scheduler.mark(&o.name);
         }
