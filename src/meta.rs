@@ -4,9 +4,9 @@
 //! k8s-openapi's `ObjectMeta`, `managedFields` is a tree of `serde_json::Value`s (tens of small
 //! allocations per object) and `annotations` a map; neither is read for a PV, a claim or a
 //! VolumeLeftover. Read through [`lean`], they are skipped by the parser and never allocated: a
-//! page costs less while it is read, and what the stores keep is not scattered between the
-//! freed pieces of what they do not (glibc cannot return a heap page that holds one live byte).
-//! `examples/memory.rs` measures the difference in resident memory.
+//! list page costs a fraction of the time and of the transient memory (`examples/memory.rs`: 10
+//! µs per PV instead of 34, 5 per claim instead of 20), which shows most in the time a restart
+//! takes to list.
 
 use std::collections::BTreeMap;
 
