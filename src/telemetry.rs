@@ -26,7 +26,7 @@ use crate::crd::Reason;
 pub enum Kind {
     /// PersistentVolumes.
     persistentvolumes,
-    /// PersistentVolumeClaims (metadata only).
+    /// PersistentVolumeClaims (only their metadata is kept).
     persistentvolumeclaims,
     /// StorageClasses.
     storageclasses,
