@@ -428,6 +428,24 @@ async fn freeze_leftovers(admin: &Client, name: &str) {
     .await;
 }
 
+/// Deletes a freeze policy and its binding when dropped (a test that fails before it thaws).
+struct Thaw {
+    cp: &'static ControlPlane,
+    name: String,
+}
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        let _ = self.cp.kubectl(&[
+            "delete",
+            "validatingadmissionpolicybinding,validatingadmissionpolicy",
+            &self.name,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
 async fn thaw_leftovers(admin: &Client, name: &str) {
     delete(
         &Api::<ValidatingAdmissionPolicyBinding>::all(admin.clone()),
@@ -444,6 +462,12 @@ async fn a_policy_rejecting_every_write_is_one_condition_logged_once_and_recover
     let admin = cp.admin().await;
     let policy = unique("freeze");
     freeze_leftovers(&admin, &policy).await;
+    // Should this test fail before it thaws, the policy must not stay behind: every other test on
+    // this control plane would find its writes refused.
+    let _thaw = Thaw {
+        cp,
+        name: policy.clone(),
+    };
 
     let port = free_port();
     let log = cp.dir.join(format!("{policy}.log"));
@@ -483,23 +507,28 @@ async fn a_policy_rejecting_every_write_is_one_condition_logged_once_and_recover
         body.contains("writes: blocked") && body.contains("frozen by a test policy"),
         "{body}"
     );
-    // Several sweeps (every 2 s) decide every finding again while blocked.
+    // While blocked, findings are decided again (their retries and the probes; the sweeps every
+    // 2 s mark the parked ones, which wait for a probe): at least one decision per finding and
+    // three sweeps' time pass before the log is read. (Three decisions per finding took from 20
+    // to over 60 s, the probes' backoff growing: too slow to wait for.)
     let decisions = |m: &str| {
         m.lines()
             .find(|l| l.starts_with("volume_leftovers_decisions_total "))
             .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
+    let blocked_at = Instant::now();
     let start = decisions(&http_get(&metrics).unwrap().1);
     wait_for(
-        "three sweeps while blocked",
+        "every finding decided again while blocked",
         Duration::from_secs(60),
         || async {
             let now = decisions(&http_get(&metrics)?.1);
-            (now >= start + 3.0 * volumes.len() as f64).then_some(())
+            (now >= start + volumes.len() as f64).then_some(())
         },
     )
     .await;
+    tokio::time::sleep(Duration::from_secs(7).saturating_sub(blocked_at.elapsed())).await;
     let text = std::fs::read_to_string(&log).unwrap();
     let condition = text.matches("failing as a whole").count();
     let per_finding = text.matches("write failed; retrying").count();
