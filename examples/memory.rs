@@ -389,12 +389,18 @@ fn lean_volume(v: &Volume, i: &mut Interner) -> LeanVolume {
     let attrs = csi.and_then(|c| c.volume_attributes.as_ref());
     LeanVolume {
         name: Arc::from(v.metadata.name.as_deref().unwrap_or_default()),
-        uid: uid128(v.metadata.uid.as_deref().unwrap_or_default()),
+        uid: uid128(
+            &v.metadata
+                .uid
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+        ),
         terminating: v.metadata.deletion_timestamp.as_ref().map(|_| {
             v.metadata
                 .finalizers
                 .iter()
-                .flatten()
+                .flat_map(|f| f.iter())
                 .map(|f| i.get(f))
                 .collect()
         }),
@@ -414,7 +420,7 @@ fn lean_volume(v: &Volume, i: &mut Interner) -> LeanVolume {
             (
                 i.get(r.namespace.as_deref().unwrap_or_default()),
                 Arc::from(r.name.as_deref().unwrap_or_default()),
-                uid128(r.uid.as_deref().unwrap_or_default()),
+                uid128(&r.uid.as_ref().map(ToString::to_string).unwrap_or_default()),
                 r.kind
                     .as_deref()
                     .filter(|k| *k != "PersistentVolumeClaim")
@@ -618,10 +624,23 @@ fn main() {
     let (full_vl_obj, _, _) = split(&full_vl_store, full_vl_total);
     drop((full_vl_store, _full_vl_w));
     // The store the operator keeps: the lean form, made by the controller's own conversion.
+    // Its volumes are in the PV store, so no finding keeps the facts of a tombstone.
     let (vl_store, _vl_w, vl_total, vl_peak) = {
-        let f = lean_leftover(Keep::default());
+        let f = lean_leftover(Keep::default(), Some(pv_store.clone()));
         ingest::<LeftoverObject, Leftover>(&vl_pages, move |o| f(o))
     };
+    let unseen = vl_store
+        .state()
+        .iter()
+        .filter(|o| o.status.as_ref().is_some_and(|s| s.has_record()))
+        .count();
+    assert_eq!(unseen, 0, "every finding's volume is in the PV store");
+    // At a restart, findings listed before the PVs keep those facts until the PVs are listed.
+    let (restart_vl_store, _restart_vl_w, restart_vl_total, _) = {
+        let f = lean_leftover(Keep::default(), None);
+        ingest::<LeftoverObject, Leftover>(&vl_pages, move |o| f(o))
+    };
+    drop((restart_vl_store, _restart_vl_w));
     let (vl_obj, vl_keys, vl_table) = split(&vl_store, vl_total);
     let vl_state = vl_store.state();
     let vl_vec = |size: usize| Heap {
@@ -641,7 +660,13 @@ fn main() {
     drop((_a, vl_state));
     // With --openreports: the facts and message of every finding, for the mirror.
     let (report_vl_store, _report_vl_w, report_vl_total, _) = {
-        let f = lean_leftover(Keep { report: true });
+        let f = lean_leftover(
+            Keep {
+                report: true,
+                ..Keep::default()
+            },
+            Some(pv_store.clone()),
+        );
         ingest::<LeftoverObject, Leftover>(&vl_pages, move |o| f(o))
     };
     drop((report_vl_store, _report_vl_w));
@@ -742,12 +767,17 @@ fn main() {
             inline::<Leftover>(vl_count),
         ),
         row(
-            "    of which what is kept of the status (facts, class, ack)",
+            "    of which what is kept of the status (class, ack, digest)",
             vl_count,
             vl_status,
         ),
         row("  keys: ObjectRef strings (name only)", vl_count, vl_keys),
         row("  hash table", vl_count, vl_table),
+        row(
+            "  listed before the PVs (a restart): facts kept for tombstones",
+            vl_count,
+            restart_vl_total,
+        ),
         row(
             "  the same with --openreports (facts + message of all)",
             vl_count,

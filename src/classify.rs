@@ -5,6 +5,7 @@
 //! only when a healthy store or a completed list says no claim of that name exists, a 403 makes
 //! it Unknown, and an answer from a stale store makes the whole verdict [`Verdict::Undecided`].
 
+use crate::uid::Uid;
 use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -103,7 +104,8 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     ) else {
         return verdict;
     };
-    let (Some(name), Some(uid)) = (pv.metadata.name.as_deref(), pv.metadata.uid.as_deref()) else {
+    let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
+    let (Some(name), Some(uid)) = (pv.metadata.name.as_deref(), uid.as_deref()) else {
         return verdict;
     };
     let phase_str = pv
@@ -134,7 +136,8 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(name) = pv.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
         return Verdict::Skip("PersistentVolume without metadata.name".into());
     };
-    let Some(uid) = pv.metadata.uid.as_deref().filter(|u| !u.is_empty()) else {
+    let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
+    let Some(uid) = uid.as_deref().filter(|u| !u.is_empty()) else {
         return Verdict::Skip(format!("PersistentVolume {name} has no metadata.uid"));
     };
     if let Some(why) = pv.excluded {
@@ -326,7 +329,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             .metadata
             .finalizers
             .iter()
-            .flatten()
+            .flat_map(|f| f.iter())
             .map(|f| f.to_string())
             .collect::<Vec<_>>(),
     };
@@ -368,7 +371,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             access_modes: spec
                 .access_modes
                 .iter()
-                .flatten()
+                .flat_map(|m| m.iter())
                 .map(|m| m.to_string())
                 .collect(),
             volume_mode: spec
@@ -420,7 +423,7 @@ fn observe_claim(r: &ClaimRef, lookup: &impl Lookup) -> ObservedClaim {
     let non_empty = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_string);
     let namespace = non_empty(r.namespace.as_deref());
     let name = non_empty(r.name.as_deref());
-    let uid = non_empty(r.uid.as_deref());
+    let uid = r.uid.as_ref().map(Uid::to_string).filter(|u| !u.is_empty());
     let not_a_claim = r
         .kind
         .as_deref()
@@ -667,7 +670,8 @@ pub fn leaves_a_disk(reclaim_policy: &str, phase: &str) -> bool {
 /// left its disk behind. `deleted_at` is its deletionTimestamp when it had one.
 pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
     let name = pv.metadata.name.as_deref().filter(|n| !n.is_empty())?;
-    let uid = pv.metadata.uid.as_deref().filter(|u| !u.is_empty())?;
+    let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
+    let uid = uid.as_deref().filter(|u| !u.is_empty())?;
     if pv.excluded.is_some() {
         return None;
     }
@@ -713,6 +717,34 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
     }
 }
 
+/// The tombstone of a PersistentVolume that vanished while the watch was down, from the object
+/// the store last had: [`tombstone`], saying that its delete was not watched.
+pub fn tombstone_unwatched(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
+    let mut t = tombstone(pv, lookup, now.clone())?;
+    t.status.message = unwatched_message(&t.status, &t.volume_name, &t.volume_uid, &now);
+    Some(t)
+}
+
+fn unwatched_message(
+    status: &VolumeLeftoverStatus,
+    volume_name: &str,
+    volume_uid: &str,
+    now: &Time,
+) -> String {
+    let claim_ref = status.claim.as_ref().map_or("", |c| c.reference.as_str());
+    format!(
+        "PersistentVolume {volume_name} (uid {volume_uid}) was deleted while the operator was not watching (seen gone at {}); {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
+        timestamp(now),
+        why_kept(&status.reclaim_policy),
+        disk(&status.source),
+        if claim_ref.is_empty() {
+            "none"
+        } else {
+            claim_ref
+        },
+    )
+}
+
 /// The tombstone of a PersistentVolume that vanished while the watch was down (no final object):
 /// built from what its published finding said, when deleting it left its disk behind.
 pub fn tombstone_of(
@@ -734,18 +766,7 @@ pub fn tombstone_of(
     status.reason = Reason::VolumeDeleted;
     status.subject = Subject::Image;
     status.deleted_at = Some(now.clone());
-    let claim_ref = status.claim.as_ref().map_or("", |c| c.reference.as_str());
-    status.message = format!(
-        "PersistentVolume {volume_name} (uid {volume_uid}) was deleted while the operator was not watching (seen gone at {}); {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
-        timestamp(now),
-        why_kept(&status.reclaim_policy),
-        disk(&status.source),
-        if claim_ref.is_empty() {
-            "none"
-        } else {
-            claim_ref
-        },
-    );
+    status.message = unwatched_message(&status, volume_name, volume_uid, now);
     Some(Finding {
         volume_name: volume_name.to_string(),
         volume_uid: volume_uid.to_string(),

@@ -304,9 +304,13 @@ pub async fn run(
     let vl_api: Api<LeftoverObject> = Api::all(client.clone());
     // Only what deciding and comparing need; the facts of every finding when the mirror shows
     // them.
-    let vl_lean = lean_leftover(Keep {
-        report: settings.openreports,
-    });
+    let vl_lean = lean_leftover(
+        Keep {
+            report: settings.openreports,
+            volume_seen: false,
+        },
+        Some(pv_store.clone()),
+    );
     inputs.push(Box::pin(
         feed(vl_api, cfg, vl_lean, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
     ));
@@ -500,6 +504,7 @@ impl Loop {
                 FeedItem::Applied(pv) => {
                     self.index.apply(&pv);
                     let name = pv.name().to_string();
+                    self.shed_record(&name);
                     self.image_referenced(&pv);
                     // The name is a live volume's again (a tombstone not yet written is
                     // superseded by it).
@@ -509,18 +514,26 @@ impl Loop {
                 FeedItem::Deleted(pv) => {
                     let name = pv.name().to_string();
                     self.index.delete(&name);
-                    self.stash_tombstone(&name, &pv);
+                    self.stash_tombstone(&name, &pv, true);
                     self.scheduler.mark(&name);
                 }
-                FeedItem::Listed => {
+                FeedItem::Listed { gone } => {
                     let state = self.stores.pv.state();
-                    let gone = self.index.reset(state.iter().map(|p| p.as_ref()));
+                    self.index.reset(state.iter().map(|p| p.as_ref()));
+                    drop(state);
                     if !gone.is_empty() {
                         tracing::info!(
                             count = gone.len(),
                             "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
                         );
                     }
+                    // Their delete was not watched: what the store last had of each says
+                    // whether it left its disk behind, as a watched delete's last object does.
+                    for pv in &gone {
+                        self.stash_tombstone(pv.name(), pv, false);
+                    }
+                    drop(gone);
+                    self.shed_records();
                     self.listed(Kind::persistentvolumes);
                 }
                 FeedItem::Failed {
@@ -538,7 +551,7 @@ impl Loop {
                         .collect();
                     pvs.iter().for_each(|n| self.scheduler.mark(n));
                 }
-                FeedItem::Listed => self.listed(Kind::persistentvolumeclaims),
+                FeedItem::Listed { .. } => self.listed(Kind::persistentvolumeclaims),
                 FeedItem::Failed {
                     category,
                     error,
@@ -547,14 +560,20 @@ impl Loop {
             },
             Input::Sc(item) => match *item {
                 FeedItem::Applied(c) | FeedItem::Deleted(c) => {
-                    let pvs: Vec<Arc<str>> = self
-                        .index
-                        .pvs_for_class(&c.name_any())
-                        .map(Arc::from)
-                        .collect();
-                    pvs.iter().for_each(|n| self.scheduler.mark(n));
+                    // Rare: the store is scanned rather than indexed (`crate::index`).
+                    let class = c.name_any();
+                    for pv in self.stores.pv.state() {
+                        let names = pv
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.storage_class_name.as_deref())
+                            .is_some_and(|n| n == class);
+                        if names {
+                            self.scheduler.mark(pv.name());
+                        }
+                    }
                 }
-                FeedItem::Listed => self.listed(Kind::storageclasses),
+                FeedItem::Listed { .. } => self.listed(Kind::storageclasses),
                 FeedItem::Failed {
                     category,
                     error,
@@ -579,7 +598,8 @@ impl Loop {
                     self.scheduler.mark(&name);
                     self.report_changed();
                 }
-                FeedItem::Listed => {
+                FeedItem::Listed { .. } => {
+                    self.shed_records();
                     self.report_changed();
                     self.recount_published();
                     self.listed(Kind::volumeleftovers);
@@ -744,9 +764,41 @@ impl Loop {
         }
     }
 
-    /// Keeps the tombstone of a volume whose delete was just watched, from its last object, unless
-    /// deleting it did not leave its disk or its tombstone is already published.
-    fn stash_tombstone(&mut self, name: &str, pv: &Volume) {
+    /// Drops the facts the finding `name` keeps for a tombstone, once its volume is in the PV
+    /// store (`Leftover` keeps them only until then: see `leftover::Status::shed`).
+    fn shed_record(&self, name: &str) {
+        if let Some(o) = self.stores.vl.get(&ObjectRef::new(name))
+            && o.volume_name() == name
+            && let Some(s) = o.status.as_ref()
+            && volume_present(&self.stores.pv, name, &o.volume_uid)
+        {
+            s.shed();
+        }
+    }
+
+    /// [`Self::shed_record`] for every finding (after a list of PVs or of findings).
+    fn shed_records(&self) {
+        let mut shed = 0usize;
+        for o in self.stores.vl.state() {
+            if let Some(s) = o.status.as_ref()
+                && volume_present(&self.stores.pv, o.volume_name(), &o.volume_uid)
+                && s.shed()
+            {
+                shed += 1;
+            }
+        }
+        if shed > 0 {
+            tracing::debug!(
+                count = shed,
+                "facts kept for tombstones dropped: their volumes are in the store"
+            );
+        }
+    }
+
+    /// Keeps the tombstone of a volume that was deleted, from its last object (`watched`: its
+    /// delete event; else what the store had before a relist no longer found it), unless deleting
+    /// it did not leave its disk or its tombstone is already published.
+    fn stash_tombstone(&mut self, name: &str, pv: &Volume, watched: bool) {
         let now_i = Instant::now();
         let lookup = StoreLookup {
             claims: View::new(
@@ -760,7 +812,11 @@ impl Loop {
             // Whether its image is gone is decided when the tombstone is.
             census: None,
         };
-        let t = crate::classify::tombstone(pv, &lookup, wall_clock());
+        let t = if watched {
+            crate::classify::tombstone(pv, &lookup, wall_clock())
+        } else {
+            crate::classify::tombstone_unwatched(pv, &lookup, wall_clock())
+        };
         let published = self.stores.vl.get(&ObjectRef::new(name));
         let t = t.filter(|t| {
             !published
@@ -1498,6 +1554,29 @@ pub fn strip_class(c: &mut StorageClass) {
 
 /// What the VolumeLeftover store keeps of each object: its lean form ([`Leftover`]). (It kept the
 /// whole object, stripped of managedFields, before; `examples/memory.rs` compares the two.)
-pub fn lean_leftover(keep: Keep) -> Convert<LeftoverObject, Leftover> {
-    Arc::new(move |o| Leftover::new(o.into(), keep))
+///
+/// With `volumes`, a finding whose volume (same name and uid) is in that store does not keep the
+/// facts it would need to become a tombstone ([`Keep::volume_seen`]).
+pub fn lean_leftover(
+    keep: Keep,
+    volumes: Option<Store<Volume>>,
+) -> Convert<LeftoverObject, Leftover> {
+    Arc::new(move |o| {
+        let volume_seen = volumes
+            .as_ref()
+            .is_some_and(|pvs| volume_present(pvs, &o.spec.volume_name, &o.spec.volume_uid));
+        Leftover::new(
+            o.into(),
+            Keep {
+                volume_seen,
+                ..keep
+            },
+        )
+    })
+}
+
+/// Whether the PV store holds the volume of this name and uid.
+fn volume_present(pvs: &Store<Volume>, name: &str, uid: &str) -> bool {
+    pvs.get(&ObjectRef::new(name))
+        .is_some_and(|v| v.metadata.uid.as_ref().is_some_and(|u| *u == *uid))
 }

@@ -34,9 +34,13 @@ pub enum FeedItem<K> {
     Applied(K),
     /// An object was deleted (already gone from the store).
     Deleted(K),
-    /// A list completed: the store now holds exactly what the API server listed. Objects that
-    /// vanished while the watch was down are simply absent; no `Deleted` comes for them.
-    Listed,
+    /// A list completed: the store now holds exactly what the API server listed. No `Deleted`
+    /// comes for the objects that vanished while the watch was down: `gone` holds them, as the
+    /// store last had them (none after the first list).
+    Listed {
+        /// The objects the store held before the list, by key, that the list did not return.
+        gone: Vec<std::sync::Arc<K>>,
+    },
     /// The list or watch failed; a fresh list starts after `retry_in`.
     Failed {
         /// Stable category.
@@ -188,6 +192,10 @@ where
                     Event::Init => Event::Init,
                     Event::InitDone => Event::InitDone,
                 };
+                // What the store held until this list is swapped in (the writer keeps it
+                // readable until then).
+                let before =
+                    matches!(event, Event::InitDone).then(|| st.writer.as_reader().state());
                 st.writer.apply_watcher_event(&event);
                 match event {
                     Event::Init => st.listing = true,
@@ -195,7 +203,13 @@ where
                     Event::InitDone => {
                         st.listing = false;
                         st.backoff.reset();
-                        return FeedItem::Listed;
+                        let now = st.writer.as_reader();
+                        let gone = before
+                            .unwrap_or_default()
+                            .into_iter()
+                            .filter(|o| now.get(&o.to_object_ref(())).is_none())
+                            .collect();
+                        return FeedItem::Listed { gone };
                     }
                     Event::Apply(o) => return FeedItem::Applied(o),
                     Event::Delete(o) => return FeedItem::Deleted(o),

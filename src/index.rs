@@ -1,46 +1,64 @@
-//! Reverse indexes from claims and StorageClasses to the PersistentVolumes that name them.
-//! Pure: no client.
+//! Reverse index from claims to the PersistentVolumes that name them. Pure: no client.
 //!
-//! A claim or StorageClass event re-evaluates exactly the PVs that reference it. Scanning every PV
-//! per event would cost PVs × PVCs comparisons during an initial list (billions at 50,000 PVs).
-//! Fed by PV watch events with `apply` / `delete` / `reset` (a relist replaces the whole state,
-//! which is where PVs that vanished during a watch gap are noticed).
+//! A claim event re-evaluates exactly the PVs that reference it. Scanning every PV per event would
+//! cost PVs × PVCs comparisons during an initial list (billions at 50,000 PVs). Fed by PV watch
+//! events with `apply` / `delete` / `reset` (a relist replaces the whole state, which is where PVs
+//! that vanished during a watch gap are noticed). A StorageClass event, rare, scans the PV store
+//! instead: an index by class would cost about 40 bytes per PV for an event that comes a few
+//! times a year.
+//!
+//! At 50,000 PVs the index is one entry per PV and one per claim named. Its strings are the
+//! store's own (shared, not copied); claims are keyed by a 64-bit hash of their namespace and
+//! name, and a lookup checks each PV's own reference, so that a collision can only cost a
+//! comparison, never a wrong answer (`examples/memory.rs` measures it).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use crate::volume::Volume;
 
-/// The PVs (sorted) that name each claim of one namespace.
-type ClaimsOf = HashMap<Arc<str>, Vec<Arc<str>>>;
+/// The claim (namespace, name) a PV names, sharing the volume's strings.
+type ClaimKey = (Arc<str>, Arc<str>);
 
-/// The claim (namespace, name) and class a PV names, sharing the volume's strings.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Refs {
-    claim: Option<(Arc<str>, Arc<str>)>,
-    class: Option<Arc<str>>,
+/// The PVs that name one claim: one in practice, so no allocation for it.
+#[derive(Debug)]
+enum Pvs {
+    One(Arc<str>),
+    /// Sorted.
+    Many(Box<[Arc<str>]>),
 }
 
-impl Refs {
-    fn of(pv: &Volume) -> Self {
-        let spec = pv.spec.as_ref();
-        let non_empty = |s: &Option<Arc<str>>| s.clone().filter(|s| !s.is_empty());
-        let claim = spec
-            .and_then(|s| s.claim_ref.as_ref())
-            .and_then(|r| Some((non_empty(&r.namespace)?, non_empty(&r.name)?)));
-        let class = spec.and_then(|s| non_empty(&s.storage_class_name));
-        Refs { claim, class }
+impl Pvs {
+    fn as_slice(&self) -> &[Arc<str>] {
+        match self {
+            Pvs::One(n) => std::slice::from_ref(n),
+            Pvs::Many(v) => v,
+        }
     }
 }
 
-/// Which PVs name which claim and which class. Its strings are the store's own (the PV's name,
-/// its claim's namespace and name, its class), shared rather than copied; a claim is named by one
-/// PV in practice, so its PVs are a small sorted vector.
+/// The key of a claim in [`RefIndex`]: fixed keys, so the same on every run.
+fn key(namespace: &str, name: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    (namespace, name).hash(&mut h);
+    h.finish()
+}
+
+fn claim_of(pv: &Volume) -> Option<ClaimKey> {
+    let non_empty = |s: &Option<Arc<str>>| s.clone().filter(|s| !s.is_empty());
+    let r = pv.spec.as_ref()?.claim_ref.as_ref()?;
+    Some((non_empty(&r.namespace)?, non_empty(&r.name)?))
+}
+
+/// Which PVs name which claim.
 #[derive(Debug, Default)]
 pub struct RefIndex {
-    refs: HashMap<Arc<str>, Refs>,
-    by_claim: HashMap<Arc<str>, ClaimsOf>,
-    by_class: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
+    /// Every PV known, with the claim it names.
+    refs: HashMap<Arc<str>, Option<ClaimKey>>,
+    /// The PVs naming each claim, by [`key`] (several claims may share a key: each PV's own
+    /// reference in `refs` says which it names).
+    by_claim: HashMap<u64, Pvs>,
 }
 
 impl RefIndex {
@@ -49,29 +67,26 @@ impl RefIndex {
         let Some(name) = pv.metadata.name.clone() else {
             return;
         };
-        let refs = Refs::of(pv);
-        if self.refs.get(&name) == Some(&refs) {
+        let claim = claim_of(pv);
+        if self.refs.get(&name) == Some(&claim) {
             return;
         }
         self.delete(&name);
-        if let Some((ns, claim)) = &refs.claim {
-            let pvs = self
-                .by_claim
-                .entry(ns.clone())
-                .or_default()
-                .entry(claim.clone())
-                .or_default();
-            if let Err(at) = pvs.binary_search(&name) {
-                pvs.insert(at, name.clone());
+        if let Some((ns, c)) = &claim {
+            match self.by_claim.entry(key(ns, c)) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(Pvs::One(name.clone()));
+                }
+                std::collections::hash_map::Entry::Occupied(mut o) => {
+                    let mut pvs = o.get().as_slice().to_vec();
+                    if let Err(at) = pvs.binary_search(&name) {
+                        pvs.insert(at, name.clone());
+                    }
+                    o.insert(Pvs::Many(pvs.into_boxed_slice()));
+                }
             }
         }
-        if let Some(c) = &refs.class {
-            self.by_class
-                .entry(c.clone())
-                .or_default()
-                .insert(name.clone());
-        }
-        self.refs.insert(name, refs);
+        self.refs.insert(name, claim);
     }
 
     /// Forgets a PV.
@@ -79,25 +94,29 @@ impl RefIndex {
         let Some((name, old)) = self.refs.remove_entry(name) else {
             return;
         };
-        if let Some((ns, claim)) = old.claim
-            && let Some(claims) = self.by_claim.get_mut(&ns)
-        {
-            if let Some(pvs) = claims.get_mut(&claim) {
-                pvs.retain(|n| *n != name);
-                if pvs.is_empty() {
-                    claims.remove(&claim);
-                }
+        let Some((ns, c)) = old else {
+            return;
+        };
+        let k = key(&ns, &c);
+        let Some(pvs) = self.by_claim.get(&k) else {
+            return;
+        };
+        let rest: Vec<Arc<str>> = pvs
+            .as_slice()
+            .iter()
+            .filter(|n| **n != name)
+            .cloned()
+            .collect();
+        match rest.len() {
+            0 => {
+                self.by_claim.remove(&k);
             }
-            if claims.is_empty() {
-                self.by_claim.remove(&ns);
+            1 => {
+                self.by_claim
+                    .insert(k, Pvs::One(rest.into_iter().next().unwrap_or(name)));
             }
-        }
-        if let Some(c) = old.class
-            && let Some(set) = self.by_class.get_mut(&c)
-        {
-            set.remove(&name);
-            if set.is_empty() {
-                self.by_class.remove(&c);
+            _ => {
+                self.by_claim.insert(k, Pvs::Many(rest.into_boxed_slice()));
             }
         }
     }
@@ -120,22 +139,23 @@ impl RefIndex {
         gone
     }
 
-    /// PVs whose claimRef names `namespace/name`.
-    pub fn pvs_for_claim(&self, namespace: &str, name: &str) -> impl Iterator<Item = &str> {
+    /// PVs whose claimRef names `namespace/name`, sorted.
+    pub fn pvs_for_claim<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a str> + 'a {
         self.by_claim
-            .get(namespace)
-            .and_then(|claims| claims.get(name))
-            .into_iter()
-            .flatten()
-            .map(|n| n.as_ref())
-    }
-
-    /// PVs that name the StorageClass `name`.
-    pub fn pvs_for_class(&self, name: &str) -> impl Iterator<Item = &str> {
-        self.by_class
-            .get(name)
-            .into_iter()
-            .flatten()
+            .get(&key(namespace, name))
+            .map(Pvs::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(move |pv| {
+                self.refs.get(*pv).is_some_and(|c| {
+                    c.as_ref()
+                        .is_some_and(|(ns, n)| &**ns == namespace && &**n == name)
+                })
+            })
             .map(|n| n.as_ref())
     }
 

@@ -42,6 +42,9 @@ use crate::plan::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label}
 pub struct Keep {
     /// The facts and message of every finding, for the OpenReports mirror.
     pub report: bool,
+    /// The finding's volume (same name and uid) is in the PV store: its facts are not kept for
+    /// a tombstone, as its disappearance will be seen with its last object ([`Status::shed`]).
+    pub volume_seen: bool,
 }
 
 /// A VolumeLeftover as the VolumeLeftover feed reads it: without `managedFields` and
@@ -149,7 +152,7 @@ pub struct Status {
     pub digest: u128,
     /// The facts, as JSON of a [`VolumeLeftoverStatus`] without conditions, acknowledged,
     /// observedGeneration and state (and, but for tombstones and the mirror, message).
-    record: Option<Box<[u8]>>,
+    record: Record,
 }
 
 /// What is kept of a condition: whether its status is `True` (`Some(true)`), `False`
@@ -177,8 +180,51 @@ impl Cond {
 pub fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
     keep.report
         || matches!(s.reason, Reason::VolumeDeleted | Reason::ImageWithoutVolume)
-        || (s.subject == Subject::Volume && leaves_a_disk(&s.reclaim_policy, &s.phase))
+        || (may_become_tombstone(s) && !keep.volume_seen)
 }
+
+/// Whether the finding is about a volume that would leave its disk behind if it vanished: the
+/// facts that become its tombstone are needed only until its volume is seen.
+fn may_become_tombstone(s: &VolumeLeftoverStatus) -> bool {
+    s.subject == Subject::Volume
+        && s.reason != Reason::VolumeDeleted
+        && leaves_a_disk(&s.reclaim_policy, &s.phase)
+}
+
+/// The facts of a status as JSON, which can be dropped while the object is shared by the store
+/// ([`Status::shed`]).
+#[derive(Debug, Default)]
+struct Record {
+    bytes: std::sync::Mutex<Option<Box<[u8]>>>,
+    /// Whether they are kept only for a tombstone (not for the mirror, not a tombstone's or an
+    /// image's own).
+    sheddable: bool,
+}
+
+impl Record {
+    fn get(&self) -> std::sync::MutexGuard<'_, Option<Box<[u8]>>> {
+        // A poisoned lock only means a panic elsewhere while it was held; the bytes are whole.
+        self.bytes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Clone for Record {
+    fn clone(&self) -> Self {
+        Record {
+            bytes: std::sync::Mutex::new(self.get().clone()),
+            sheddable: self.sheddable,
+        }
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+            || (self.sheddable == other.sheddable && *self.get() == *other.get())
+    }
+}
+
+impl Eq for Record {}
 
 impl Leftover {
     /// The lean form of `o`.
@@ -291,6 +337,10 @@ impl Status {
                 .unwrap_or_default()
                 .into_boxed_slice()
         });
+        let record = Record {
+            sheddable: !keep.report && may_become_tombstone(&s),
+            bytes: std::sync::Mutex::new(record),
+        };
         Status {
             reason: s.reason,
             state: s.state,
@@ -307,11 +357,24 @@ impl Status {
         }
     }
 
+    /// Drops the facts kept only for a tombstone: called once the finding's volume is seen in
+    /// the PV store, after which its disappearance is seen with its last object (a watched
+    /// delete, or the objects a relist no longer finds). Returns whether any were dropped.
+    pub fn shed(&self) -> bool {
+        self.record.sheddable && self.record.get().take().is_some()
+    }
+
+    /// Whether the facts are kept.
+    pub fn has_record(&self) -> bool {
+        self.record.get().is_some()
+    }
+
     /// The status's facts, when they are kept: the status as published, but without its
     /// conditions and observedGeneration, and without its message unless it is a tombstone's or
     /// the mirror keeps it. State, acknowledged and firstSeen are the published ones.
     pub fn record(&self) -> Option<VolumeLeftoverStatus> {
-        let mut s: VolumeLeftoverStatus = serde_json::from_slice(self.record.as_deref()?).ok()?;
+        let mut s: VolumeLeftoverStatus =
+            serde_json::from_slice(self.record.get().as_deref()?).ok()?;
         s.state = self.state;
         s.acknowledged = self.acknowledged.as_deref().cloned();
         s.first_seen = self.first_seen.clone();

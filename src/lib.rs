@@ -34,6 +34,7 @@ pub mod selector;
 pub mod telemetry;
 #[cfg(test)]
 mod tests;
+pub mod uid;
 pub mod volume;
 pub mod writer;
 

@@ -124,8 +124,8 @@ pub struct Claim {
     pub namespace: Arc<str>,
     /// `metadata.name`.
     pub name: Box<str>,
-    /// `metadata.uid`.
-    pub uid: Box<str>,
+    /// `metadata.uid` (16 bytes when canonical, see [`crate::uid`]).
+    pub uid: crate::uid::Uid,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
 }
@@ -138,7 +138,7 @@ impl Claim {
         Claim {
             namespace: crate::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
             name: meta.name.as_deref().unwrap_or_default().into(),
-            uid: uid.into_boxed_str(),
+            uid: crate::uid::Uid::new(&uid),
             terminating,
         }
     }

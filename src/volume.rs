@@ -17,7 +17,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::intern::intern;
+use crate::intern::{intern, intern_list};
+use crate::uid::Uid;
 
 /// A PersistentVolume as the API server sends it, read through serde: what the watcher and the
 /// lists deserialize before the store keeps the [`Volume`] made of it.
@@ -41,27 +42,28 @@ pub struct VolumeObject {
 pub struct VolumeMeta {
     /// `name`: shared with the reverse index.
     pub name: Option<Arc<str>>,
-    /// `uid`.
-    pub uid: Option<Box<str>>,
+    /// `uid` (16 bytes when canonical, see [`crate::uid`]).
+    pub uid: Option<Uid>,
     /// `creationTimestamp`.
     pub creation_timestamp: Option<Time>,
     /// `deletionTimestamp` (boxed: rarely set).
     pub deletion_timestamp: Option<Box<Time>>,
-    /// `finalizers` (a terminating volume's message names what holds it).
-    pub finalizers: Option<Vec<Arc<str>>>,
+    /// `finalizers` (a terminating volume's message names what holds it): the list shared with
+    /// every volume that has the same one.
+    pub finalizers: Option<Arc<[Arc<str>]>>,
 }
 
 impl VolumeMeta {
     fn of(m: ObjectMeta) -> VolumeMeta {
         VolumeMeta {
             name: m.name.map(Arc::from),
-            uid: m.uid.map(String::into_boxed_str),
+            uid: m.uid.as_deref().map(Uid::new),
             creation_timestamp: m.creation_timestamp,
             deletion_timestamp: m.deletion_timestamp.map(Box::new),
             finalizers: m
                 .finalizers
                 .filter(|f| !f.is_empty())
-                .map(|f| f.iter().map(|s| intern(s)).collect()),
+                .map(|f| intern_list(&f)),
         }
     }
 }
@@ -100,8 +102,8 @@ pub struct Volume {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(from = "SpecWire")]
 pub struct VolumeSpec {
-    /// `accessModes`.
-    pub access_modes: Option<Vec<Arc<str>>>,
+    /// `accessModes`: the list shared with every volume that has the same one.
+    pub access_modes: Option<Arc<[Arc<str>]>>,
     /// `capacity` (only `storage` is read; a map per PV would cost half a kilobyte).
     pub capacity: Option<Capacity>,
     /// `claimRef`.
@@ -124,7 +126,7 @@ pub struct VolumeSpec {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct SpecWire {
-    access_modes: Option<Vec<Arc<str>>>,
+    access_modes: Option<Vec<Box<str>>>,
     capacity: Option<Capacity>,
     claim_ref: Option<ClaimRef>,
     persistent_volume_reclaim_policy: Option<Arc<str>>,
@@ -138,7 +140,7 @@ struct SpecWire {
 impl From<SpecWire> for VolumeSpec {
     fn from(w: SpecWire) -> Self {
         VolumeSpec {
-            access_modes: w.access_modes,
+            access_modes: w.access_modes.map(|m| intern_list(&m)),
             capacity: w.capacity,
             claim_ref: w.claim_ref,
             persistent_volume_reclaim_policy: w.persistent_volume_reclaim_policy,
@@ -218,8 +220,8 @@ pub struct ClaimRef {
     pub namespace: Option<Arc<str>>,
     /// `name` (shared with the reverse index).
     pub name: Option<Arc<str>>,
-    /// `uid`.
-    pub uid: Option<Box<str>>,
+    /// `uid` (16 bytes when canonical, see [`crate::uid`]).
+    pub uid: Option<Uid>,
 }
 
 /// `spec.csi`.
@@ -439,7 +441,9 @@ impl Volume {
             }
         };
         if let Some(spec) = self.spec.as_mut() {
-            spec.access_modes.iter_mut().flatten().for_each(share);
+            if let Some(modes) = spec.access_modes.as_mut() {
+                *modes = intern_list(modes);
+            }
             share_opt(&mut spec.persistent_volume_reclaim_policy);
             share_opt(&mut spec.storage_class_name);
             share_opt(&mut spec.volume_mode);
@@ -463,7 +467,7 @@ impl Volume {
             share_opt(&mut status.phase);
         }
         if let Some(f) = self.metadata.finalizers.as_mut() {
-            f.iter_mut().for_each(share);
+            *f = intern_list(f);
         }
     }
 }

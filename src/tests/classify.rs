@@ -66,6 +66,29 @@ fn released_with_claim_gone_is_claim_deleted() {
 }
 
 #[test]
+fn canonical_uids_compare_as_the_text_they_are() {
+    // The stores keep canonical uids as 16 bytes (`crate::uid`): the same claim is the same,
+    // a recreated one is told apart, and both uids read back as written.
+    let (old, new) = (
+        "6f1e3a2b-0c4d-4e5f-9a8b-7c6d5e4f3a2b",
+        "6f1e3a2b-0c4d-4e5f-9a8b-7c6d5e4f3a2c",
+    );
+    let pv = pv("a")
+        .retain()
+        .released()
+        .claim("ns", "c", old)
+        .uid("0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a");
+    let same = finding(&pv, &classes().with_claim("ns", "c", old));
+    assert_eq!(same.status.reason, Reason::ClaimStillPresent);
+    assert_eq!(same.volume_uid, "0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a");
+    let f = finding(&pv, &classes().with_claim("ns", "c", new));
+    assert_eq!(f.status.reason, Reason::ClaimRecreated);
+    let claim = f.status.claim.expect("claim info");
+    assert_eq!(claim.uid.as_deref(), Some(old));
+    assert_eq!(claim.current_uid.as_deref(), Some(new));
+}
+
+#[test]
 fn released_with_a_new_claim_of_that_name_is_claim_recreated_with_both_uids() {
     let f = finding(&released("a"), &classes().with_claim("ns", "c", "uid-2"));
     assert_eq!(f.status.reason, Reason::ClaimRecreated);

@@ -1,4 +1,4 @@
-//! `index::RefIndex`: which PVs name which claim and which StorageClass.
+//! `index::RefIndex`: which PVs name which claim.
 
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
 
@@ -14,10 +14,6 @@ fn for_claim(i: &RefIndex, ns: &str, name: &str) -> Vec<String> {
     i.pvs_for_claim(ns, name).map(str::to_string).collect()
 }
 
-fn for_class(i: &RefIndex, name: &str) -> Vec<String> {
-    i.pvs_for_class(name).map(str::to_string).collect()
-}
-
 fn strings(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
@@ -28,17 +24,15 @@ fn a_new_index_is_empty() {
     assert!(i.is_empty());
     assert_eq!(i.len(), 0);
     assert_eq!(for_claim(&i, "ns", "c"), Vec::<String>::new());
-    assert_eq!(for_class(&i, "standard"), Vec::<String>::new());
 }
 
 #[test]
-fn apply_indexes_a_pv_by_claim_and_by_class() {
+fn apply_indexes_a_pv_by_its_claim() {
     let mut i = RefIndex::default();
     i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     assert_eq!(i.len(), 1);
     assert!(!i.is_empty());
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
-    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
 }
 
 #[test]
@@ -47,21 +41,16 @@ fn claim_lookup_needs_both_namespace_and_name_to_match() {
     i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     assert!(for_claim(&i, "other", "c").is_empty());
     assert!(for_claim(&i, "ns", "other").is_empty());
-    assert!(for_class(&i, "fast").is_empty());
 }
 
 #[test]
-fn several_pvs_naming_one_claim_or_class_are_listed_sorted() {
+fn several_pvs_naming_one_claim_are_listed_sorted() {
     let mut i = RefIndex::default();
     i.apply(&Volume::from(&claimed("zeta", "ns", "c", "standard")));
     i.apply(&Volume::from(&claimed("alpha", "ns", "c", "standard")));
     i.apply(&Volume::from(&claimed("mid", "other", "d", "standard")));
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["alpha", "zeta"]));
     assert_eq!(for_claim(&i, "other", "d"), strings(&["mid"]));
-    assert_eq!(
-        for_class(&i, "standard"),
-        strings(&["alpha", "mid", "zeta"])
-    );
 }
 
 #[test]
@@ -72,7 +61,6 @@ fn applying_the_same_pv_twice_is_idempotent() {
     i.apply(&Volume::from(&p));
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["a"]));
-    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
 }
 
 #[test]
@@ -83,27 +71,15 @@ fn a_pv_whose_claim_ref_changes_moves_to_the_new_claim() {
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "ns", "old").is_empty());
     assert_eq!(for_claim(&i, "ns", "new"), strings(&["a"]));
-    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
 }
 
 #[test]
-fn a_pv_whose_claim_ref_is_cleared_leaves_the_claim_but_keeps_its_class() {
+fn a_pv_whose_claim_ref_is_cleared_leaves_the_claim() {
     let mut i = RefIndex::default();
     i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
     i.apply(&Volume::from(&pv("a").available().class("standard")));
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "ns", "c").is_empty());
-    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
-}
-
-#[test]
-fn a_pv_whose_class_changes_moves_to_the_new_class() {
-    let mut i = RefIndex::default();
-    i.apply(&Volume::from(&claimed("a", "ns", "c", "standard")));
-    i.apply(&Volume::from(&claimed("b", "ns", "d", "standard")));
-    i.apply(&Volume::from(&claimed("a", "ns", "c", "fast")));
-    assert_eq!(for_class(&i, "standard"), strings(&["b"]));
-    assert_eq!(for_class(&i, "fast"), strings(&["a"]));
 }
 
 #[test]
@@ -114,11 +90,9 @@ fn delete_forgets_the_pv_everywhere() {
     i.delete("a");
     assert_eq!(i.len(), 1);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["b"]));
-    assert_eq!(for_class(&i, "standard"), strings(&["b"]));
     i.delete("b");
     assert!(i.is_empty());
     assert!(for_claim(&i, "ns", "c").is_empty());
-    assert!(for_class(&i, "standard").is_empty());
 }
 
 #[test]
@@ -142,19 +116,11 @@ fn a_pv_can_be_indexed_again_after_delete() {
 }
 
 #[test]
-fn a_pv_without_claim_or_class_is_counted_but_not_indexed() {
+fn a_pv_without_claim_is_counted_but_not_indexed() {
     let mut i = RefIndex::default();
     i.apply(&Volume::from(&pv("a").available()));
     assert_eq!(i.len(), 1);
-    assert!(for_class(&i, "").is_empty());
     assert!(for_claim(&i, "", "").is_empty());
-}
-
-#[test]
-fn an_empty_class_name_is_not_indexed() {
-    let mut i = RefIndex::default();
-    i.apply(&Volume::from(&pv("a").available().class("")));
-    assert!(for_class(&i, "").is_empty());
 }
 
 #[test]
@@ -170,7 +136,6 @@ fn a_claim_ref_without_namespace_is_not_indexed_by_claim() {
     i.apply(&Volume::from(&p));
     assert_eq!(i.len(), 1);
     assert!(for_claim(&i, "", "c").is_empty());
-    assert_eq!(for_class(&i, "standard"), strings(&["a"]));
 }
 
 #[test]
@@ -209,8 +174,6 @@ fn reset_rebuilds_the_index_from_the_list() {
     assert_eq!(i.len(), 2);
     assert_eq!(for_claim(&i, "ns", "c"), strings(&["e"]));
     assert_eq!(for_claim(&i, "ns", "moved"), strings(&["a"]));
-    assert_eq!(for_class(&i, "standard"), strings(&["e"]));
-    assert_eq!(for_class(&i, "fast"), strings(&["a"]));
 }
 
 #[test]
@@ -221,7 +184,6 @@ fn reset_with_an_empty_list_forgets_everything() {
     assert_eq!(gone, strings(&["a"]));
     assert!(i.is_empty());
     assert!(for_claim(&i, "ns", "c").is_empty());
-    assert!(for_class(&i, "standard").is_empty());
 }
 
 #[test]
@@ -246,4 +208,43 @@ fn reset_with_the_same_list_reports_nothing_vanished() {
 
 fn vols(pvs: &[k8s_openapi::api::core::v1::PersistentVolume]) -> Vec<Volume> {
     pvs.iter().map(Volume::from).collect()
+}
+
+#[test]
+fn pvs_come_and_go_one_at_a_time_on_one_claim() {
+    let mut i = RefIndex::default();
+    for n in ["c", "a", "b"] {
+        i.apply(&Volume::from(&claimed(n, "ns", "x", "standard")));
+    }
+    assert_eq!(for_claim(&i, "ns", "x"), strings(&["a", "b", "c"]));
+    i.delete("b");
+    assert_eq!(for_claim(&i, "ns", "x"), strings(&["a", "c"]));
+    i.apply(&Volume::from(&claimed("a", "ns", "y", "standard")));
+    assert_eq!(for_claim(&i, "ns", "x"), strings(&["c"]));
+    assert_eq!(for_claim(&i, "ns", "y"), strings(&["a"]));
+    i.delete("c");
+    assert!(for_claim(&i, "ns", "x").is_empty());
+    assert_eq!(i.len(), 1);
+}
+
+#[test]
+fn many_claims_each_find_exactly_their_own_pv() {
+    // Keys are hashes: every claim must still get exactly its PV, never a neighbour's.
+    let mut i = RefIndex::default();
+    for n in 0..2000 {
+        i.apply(&Volume::from(&claimed(
+            &format!("pv-{n}"),
+            &format!("ns-{}", n % 7),
+            &format!("data-{n}"),
+            "standard",
+        )));
+    }
+    for n in 0..2000 {
+        let ns = format!("ns-{}", n % 7);
+        assert_eq!(
+            for_claim(&i, &ns, &format!("data-{n}")),
+            strings(&[&format!("pv-{n}")])
+        );
+        assert!(for_claim(&i, &format!("ns-{}", (n + 1) % 7), &format!("data-{n}")).is_empty());
+    }
 }

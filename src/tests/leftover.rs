@@ -148,9 +148,72 @@ fn the_facts_are_kept_where_a_decision_may_need_them_again() {
     let delete = desired(&f, None, &now(), &now()).stored_as("uid");
     assert!(lean(&delete).status.unwrap().record().is_none());
     // Unless the mirror shows every finding: then with its message.
-    let kept = Leftover::new(delete.clone(), Keep { report: true });
+    let kept = Leftover::new(
+        delete.clone(),
+        Keep {
+            report: true,
+            ..Keep::default()
+        },
+    );
     let facts = kept.status.unwrap().record().expect("kept for the mirror");
     assert_eq!(facts.message, delete.status.unwrap().message);
+}
+
+#[test]
+fn a_finding_whose_volume_is_seen_keeps_no_facts_for_a_tombstone() {
+    let seen = Keep {
+        volume_seen: true,
+        ..Keep::default()
+    };
+    let l = Leftover::new(published("a"), seen);
+    let s = l.status.as_ref().unwrap();
+    assert!(!s.has_record() && s.record().is_none());
+    // What decisions read is all there, and compares equal to the object.
+    let unseen = lean(&published("a"));
+    let u = unseen.status.as_ref().unwrap();
+    assert_eq!(
+        (s.reason, s.state, &s.first_seen, s.digest),
+        (u.reason, u.state, &u.first_seen, u.digest)
+    );
+    // The mirror keeps its facts all the same.
+    let report = Leftover::new(
+        published("a"),
+        Keep {
+            report: true,
+            volume_seen: true,
+        },
+    );
+    assert!(report.status.unwrap().has_record());
+}
+
+#[test]
+fn facts_kept_for_a_tombstone_are_shed_once_and_only_those() {
+    let l = lean(&published("a"));
+    let shared = std::sync::Arc::new(l);
+    let s = shared.status.as_ref().unwrap();
+    assert!(s.has_record());
+    assert!(s.shed(), "kept for a tombstone: shed");
+    assert!(!s.has_record() && s.record().is_none());
+    assert!(!s.shed(), "nothing left to shed");
+    // A tombstone's facts are its content: never shed.
+    let f = mariadb_finding();
+    let mut o = desired(&f, None, &now(), &now()).stored_as("uid");
+    let st = o.status.as_mut().unwrap();
+    st.reason = Reason::VolumeDeleted;
+    st.deleted_at = Some(now());
+    let t = lean(&o);
+    assert!(!t.status.as_ref().unwrap().shed());
+    assert!(t.status.unwrap().record().is_some());
+    // Nor the mirror's.
+    let m = Leftover::new(
+        published("a"),
+        Keep {
+            report: true,
+            ..Keep::default()
+        },
+    );
+    assert!(!m.status.as_ref().unwrap().shed());
+    assert!(m.status.unwrap().has_record());
 }
 
 #[test]
@@ -189,7 +252,16 @@ fn the_mirror_shows_the_same_report_from_the_lean_forms() {
     ];
     let lean: Vec<VolumeLeftover> = items
         .iter()
-        .map(|o| Leftover::new(o.clone(), Keep { report: true }).to_object())
+        .map(|o| {
+            Leftover::new(
+                o.clone(),
+                Keep {
+                    report: true,
+                    ..Keep::default()
+                },
+            )
+            .to_object()
+        })
         .collect();
     assert_eq!(cluster_report(&lean), cluster_report(&items));
 }

@@ -1390,6 +1390,44 @@ fn a_watched_delete_turns_the_published_finding_into_the_tombstone_keeping_first
 }
 
 #[test]
+fn a_volume_a_relist_no_longer_finds_becomes_the_same_tombstone_as_its_published_finding() {
+    // The store's last object of a volume that vanished in a watch gap makes the tombstone the
+    // published finding's facts would have made (they are no longer kept once the volume is
+    // seen): same facts, same message.
+    let pv = Volume::from(&mariadb_pv());
+    let lookup = lookup().with_class("standard", "Retain");
+    let t = crate::classify::tombstone_unwatched(&pv, &lookup, now()).expect("a tombstone");
+    let existing = published(&mariadb_finding());
+    let from_facts = crate::classify::tombstone_of(
+        existing.status.as_ref().expect("status"),
+        &existing.spec.volume_name,
+        &existing.spec.volume_uid,
+        &now(),
+    )
+    .expect("a tombstone");
+    assert_eq!(t.status.reason, Reason::VolumeDeleted);
+    assert_eq!(t.status.deleted_at, Some(now()));
+    assert_eq!(t.status.message, from_facts.status.message);
+    assert!(
+        t.status
+            .message
+            .contains("while the operator was not watching")
+    );
+    assert_eq!(t.status.source, from_facts.status.source);
+    assert_eq!(t.status.claim, from_facts.status.claim);
+    // A volume whose delete takes its disk leaves none.
+    let delete = Volume::from(&pv_named_delete());
+    assert_eq!(
+        crate::classify::tombstone_unwatched(&delete, &lookup, now()),
+        None
+    );
+}
+
+fn pv_named_delete() -> k8s_openapi::api::core::v1::PersistentVolume {
+    pv("d").delete().released().claim("ns", "c", "u")
+}
+
+#[test]
 fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombstone() {
     let existing = published(&mariadb_finding());
     let (o, _, _) = expect_apply(gone(

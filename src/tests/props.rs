@@ -318,7 +318,7 @@ proptest! {
         .expect("parse");
         stored.metadata.uid = Some("vl-uid".into());
         let status = stored.status.clone().expect("status");
-        let l = Leftover::new(stored.clone(), Keep { report });
+        let l = Leftover::new(stored.clone(), Keep { report, ..Keep::default() });
         let kept = l.status.as_ref().expect("status");
         prop_assert_eq!(kept.digest, digest(&status));
         prop_assert_eq!(kept.reason, status.reason);
@@ -340,7 +340,7 @@ proptest! {
                 );
             }
             None => {
-                let keep = Keep { report };
+                let keep = Keep { report, ..Keep::default() };
                 prop_assert!(!needs_record(&status, keep));
             }
         }

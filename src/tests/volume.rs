@@ -157,3 +157,76 @@ fn a_volume_leftover_read_leanly_is_the_object_without_managed_fields_and_annota
         serde_json::to_value(full).unwrap()
     );
 }
+
+#[test]
+fn canonical_uids_are_kept_as_16_bytes_and_read_back_exactly() {
+    use crate::uid::Uid;
+    let text = "0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8b";
+    let u = Uid::new(text);
+    assert!(matches!(u, Uid::Uuid(_)));
+    assert_eq!(u.to_string(), text);
+    assert!(u == *text);
+    assert!(u != *"0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8c");
+    assert_eq!(format!("{u:?}"), format!("{text:?}"));
+    let read: Uid = serde_json::from_str(&format!("\"{text}\"")).unwrap();
+    assert_eq!(read, u);
+    // Anything that would not read back byte for byte is kept as written.
+    for other in [
+        "",
+        "uid",
+        "0F8E2C4A-9B1D-4E6F-8A2B-3C4D5E6F7A8B",
+        "0f8e2c4a9b1d4e6f8a2b3c4d5e6f7a8b",
+        "0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8",
+        "0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8bb",
+        "0f8e2c4a+9b1d-4e6f-8a2b-3c4d5e6f7a8b",
+        "0f8e2c4g-9b1d-4e6f-8a2b-3c4d5e6f7a8b",
+        "0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8é",
+    ] {
+        let u = Uid::new(other);
+        assert!(matches!(u, Uid::Other(_)), "{other:?}");
+        assert_eq!(u.to_string(), other);
+        assert!(u == *other);
+        assert_eq!(u.is_empty(), other.is_empty());
+    }
+    // A canonical uid never equals its upper-case spelling: uids compare as text.
+    assert!(Uid::new(text) != *text.to_uppercase().as_str());
+}
+
+#[test]
+fn a_volume_keeps_its_uids_and_shares_its_lists() {
+    let a = Volume::from(&mariadb_pv());
+    let mut other = mariadb_pv();
+    other.metadata.name = Some("other-pv".into());
+    let b = Volume::from(&other);
+    let modes = |v: &Volume| v.spec.as_ref().unwrap().access_modes.clone().unwrap();
+    assert!(Arc::ptr_eq(&modes(&a), &modes(&b)));
+    assert_eq!(
+        modes(&a).iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+        mariadb_pv().spec.unwrap().access_modes.unwrap()
+    );
+    let uid = mariadb_pv().metadata.uid.unwrap();
+    assert_eq!(a.metadata.uid.as_ref().unwrap().to_string(), uid);
+    let claim_uid = mariadb_pv().spec.unwrap().claim_ref.unwrap().uid.unwrap();
+    let r = a.spec.as_ref().unwrap().claim_ref.as_ref().unwrap();
+    assert_eq!(r.uid.as_ref().unwrap().to_string(), claim_uid);
+}
+
+#[test]
+fn finalizer_lists_are_shared_whole() {
+    let with = |name: &str| {
+        let mut p = mariadb_pv();
+        p.metadata.name = Some(name.into());
+        p.metadata.finalizers = Some(vec![
+            "kubernetes.io/pv-protection".into(),
+            "external-attacher/rbd-csi-ceph-com".into(),
+        ]);
+        Volume::from(&p)
+    };
+    let (a, b) = (with("a"), with("b"));
+    let (fa, fb) = (
+        a.metadata.finalizers.clone().unwrap(),
+        b.metadata.finalizers.clone().unwrap(),
+    );
+    assert!(Arc::ptr_eq(&fa, &fb));
+    assert_eq!(&*fa[1], "external-attacher/rbd-csi-ceph-com");
+}
