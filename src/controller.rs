@@ -531,6 +531,8 @@ impl Loop {
                     // whether it left its disk behind, as a watched delete's last object does.
                     for pv in &gone {
                         self.stash_tombstone(pv.name(), pv, false);
+                        // Neither store names it any more: the sweep would not.
+                        self.scheduler.mark(pv.name());
                     }
                     drop(gone);
                     self.shed_records();

@@ -16,8 +16,10 @@
 //!   128-bit digest of the whole status ([`digest`]), which the digest of the desired status is
 //!   compared with: equal means nothing is written, exactly as comparing the objects did;
 //! - the status's facts ([`Status::record`]), only where a decision may need them again: for a
-//!   finding about a volume that would leave its disk behind (if the volume vanishes while the
-//!   operator is down, the finding becomes its tombstone, [`crate::classify::tombstone_of`]), for
+//!   finding about a volume that would leave its disk behind, until its volume is seen in the PV
+//!   store (if the volume vanished while the operator was down, the finding becomes its
+//!   tombstone, [`crate::classify::tombstone_of`]; once the volume is seen, its disappearance is
+//!   seen with its last object: a delete event, or a relist that no longer finds it), for
 //!   tombstones (re-published as they are; their image is censused), for images without a volume
 //!   (their pool), and for every finding when the OpenReports mirror is on (it shows them).
 //!   The conditions, the message (except for tombstones and the mirror) and the parts recomputed

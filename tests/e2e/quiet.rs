@@ -243,6 +243,9 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
     spec.claim_ref = Some(claim_ref("nowhere", "doomed", "uid-doomed"));
     create(&pvs, &p).await;
     set_pv_phase(&pvs, &doomed, "Released").await;
+    // A Retain volume with no finding (Available, unclaimed): its delete leaves its disk too.
+    let unclaimed = unique("unclaimed");
+    pv_in_phase(&pvs, &unclaimed, None, "Available").await;
 
     let proxy = proxy_to(cp).await;
     let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());
@@ -256,8 +259,10 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
     // The operator loses its watches; meanwhile the PV is deleted and etcd compacts past it.
     proxy.cut();
     tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(leftovers.get_opt(&unclaimed).await.unwrap().is_none());
     delete(&pvs, &vanishing).await;
     delete(&pvs, &doomed).await;
+    delete(&pvs, &unclaimed).await;
     let rev = etcd(cp, "/v3/kv/range", r#"{"key":"AA=="}"#)["header"]["revision"]
         .as_str()
         .unwrap()
@@ -289,6 +294,18 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
         message.contains("was deleted while the operator was not watching"),
         "{message}"
     );
+    // The one without a finding too, from what the store last had of it (as its watched
+    // delete would have).
+    let vl = wait_leftover(&leftovers, &unclaimed, "VolumeDeleted", |o| {
+        reason(o) == Some(Reason::VolumeDeleted)
+    })
+    .await;
+    let message = vl.status.unwrap().message;
+    assert!(
+        message.contains(&format!("PersistentVolume {unclaimed} (uid "))
+            && message.contains("was deleted while the operator was not watching"),
+        "{message}"
+    );
     let metrics = operator.metrics.encode();
     let relists = metrics
         .lines()
@@ -300,4 +317,6 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
         "the PV store relisted after the gap:\n{metrics}"
     );
     operator.stop().await;
+    delete(&leftovers, &unclaimed).await;
+    delete(&leftovers, &vanishing).await;
 }
