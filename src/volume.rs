@@ -432,7 +432,8 @@ impl Volume {
         self.metadata.name.as_deref().unwrap_or_default()
     }
 
-    /// The strings that repeat across volumes, shared.
+    /// The strings that repeat across volumes, shared (the lists of access modes and finalizers
+    /// are shared as they are read: [`VolumeMeta::of`], `From<SpecWire>`).
     fn share(&mut self) {
         let share = |s: &mut Arc<str>| *s = intern(s);
         let share_opt = |s: &mut Option<Arc<str>>| {
@@ -441,9 +442,6 @@ impl Volume {
             }
         };
         if let Some(spec) = self.spec.as_mut() {
-            if let Some(modes) = spec.access_modes.as_mut() {
-                *modes = intern_list(modes);
-            }
             share_opt(&mut spec.persistent_volume_reclaim_policy);
             share_opt(&mut spec.storage_class_name);
             share_opt(&mut spec.volume_mode);
@@ -465,9 +463,6 @@ impl Volume {
         }
         if let Some(status) = self.status.as_mut() {
             share_opt(&mut status.phase);
-        }
-        if let Some(f) = self.metadata.finalizers.as_mut() {
-            *f = intern_list(f);
         }
     }
 }
