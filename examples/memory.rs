@@ -15,8 +15,9 @@
 //! of what glibc malloc really holds for them (each block rounded up to its 16-byte chunk with its
 //! 8-byte header, 32 bytes at least), split into the objects, the reflector's keys (`ObjectRef`:
 //! the strings the lean forms give it, copied again) and the hash table; and the transient peak
-//! of reading a list (page + buffer). Then the PVs in a leaner form still (a prototype: uids as
-//! 128-bit numbers, a flat struct), so that lever's gain is a measured figure too. Figures, not
+//! of reading a list (page + buffer). Then the PVs in a leaner form still (a prototype: one flat
+//! struct, no creation time, finalizers kept only while terminating, times as seconds, the source
+//! as one string), a lower bound for what is left to gain in the PV store. Figures, not
 //! assertions.
 
 #[path = "common/fleet.rs"]
@@ -840,7 +841,7 @@ fn main() {
         (s, w, interner)
     });
     levers.push(row(
-        "lean PV (interned strings, uid as u128, no rv/uid in key)",
+        "lean PV (one flat struct, finalizers only while terminating)",
         shape.pvs,
         lean_pv,
     ));
