@@ -35,7 +35,18 @@ async fn controller_manager_binds_then_releases_a_retain_volume_keeping_its_clai
         r.uid, claim.metadata.uid,
         "the claimRef carries the claim's uid"
     );
-    let bound_claim = claims.get("data").await.unwrap();
+    // The PV controller binds the volume first (its claimRef), then the claim (its volumeName),
+    // in a second update: the claim may lag the volume by a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let bound_claim = loop {
+        let c = claims.get("data").await.unwrap();
+        let named =
+            c.spec.as_ref().and_then(|s| s.volume_name.as_deref()) == Some(pv_name.as_str());
+        if named || std::time::Instant::now() > deadline {
+            break c;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
     assert_eq!(
         bound_claim.spec.as_ref().unwrap().volume_name.as_deref(),
         Some(pv_name.as_str())

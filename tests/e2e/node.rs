@@ -1129,16 +1129,20 @@ async fn the_chart_runs_on_a_real_node_one_writer_hands_over_and_rolls_out() {
     // the first one did not) is tried again within the same 15 s.
     let through = Instant::now();
     let mut seen = BTreeSet::new();
+    // Before the rules are in place, a connection to the ClusterIP may also reach whatever the
+    // sandbox's network answers there (once in CI: a 426 with no body); such an answer is
+    // counted and the request tried again, like one that gets no answer.
     let (mut tries, mut unanswered) = (0, 0);
+    let mut strangers: Vec<u16> = Vec::new();
     while seen.len() < 2 && through.elapsed() < Duration::from_secs(15) {
         tries += 1;
         match get(&format!("{cluster_ip}:8080"), "/metrics").await {
-            Some((code, body)) => {
-                assert_eq!(code, 200, "{body}");
+            Some((200, body)) => {
                 seen.insert(
                     sample(&body, "volume_leftovers_leader").expect("the leader gauge") as i64,
                 );
             }
+            Some((code, _)) => strangers.push(code),
             None => unanswered += 1,
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -1160,12 +1164,13 @@ async fn the_chart_runs_on_a_real_node_one_writer_hands_over_and_rolls_out() {
     };
     assert!(
         !seen.is_empty(),
-        "nothing answered through {cluster_ip}:8080 in {tries} requests over 15 s; the Service's rules:\n{}",
+        "nothing answered through {cluster_ip}:8080 in {tries} requests over 15 s (other answers: {strangers:?}); the Service's rules:\n{}",
         rules()
     );
-    if unanswered > 0 {
+    if unanswered > 0 || !strangers.is_empty() {
         note(&format!(
-            "{unanswered} of {tries} requests through {cluster_ip}:8080 got no answer"
+            "{unanswered} of {tries} requests through {cluster_ip}:8080 got no answer, {} another one ({strangers:?})",
+            strangers.len()
         ));
     }
     if seen.len() < 2 {
