@@ -766,29 +766,31 @@ impl Loop {
         }
     }
 
-    /// Drops the facts the finding `name` keeps for a tombstone, once its volume is in the PV
-    /// store (`Leftover` keeps them only until then: see `leftover::Status::shed`).
+    /// Drops the facts a finding keeps for a tombstone once its volume (same name and uid) is in
+    /// the PV store (`Leftover` keeps them only until then: see `leftover::Status::shed`).
+    /// Returns whether any were dropped.
+    fn shed_if_seen(&self, o: &Leftover) -> bool {
+        o.status.as_ref().is_some_and(|s| {
+            volume_present(&self.stores.pv, o.volume_name(), &o.volume_uid) && s.shed()
+        })
+    }
+
+    /// [`Self::shed_if_seen`] for the finding of the volume `name`.
     fn shed_record(&self, name: &str) {
-        if let Some(o) = self.stores.vl.get(&ObjectRef::new(name))
-            && o.volume_name() == name
-            && let Some(s) = o.status.as_ref()
-            && volume_present(&self.stores.pv, name, &o.volume_uid)
-        {
-            s.shed();
+        if let Some(o) = self.stores.vl.get(&ObjectRef::new(name)) {
+            self.shed_if_seen(&o);
         }
     }
 
-    /// [`Self::shed_record`] for every finding (after a list of PVs or of findings).
+    /// [`Self::shed_if_seen`] for every finding (after a list of PVs or of findings).
     fn shed_records(&self) {
-        let mut shed = 0usize;
-        for o in self.stores.vl.state() {
-            if let Some(s) = o.status.as_ref()
-                && volume_present(&self.stores.pv, o.volume_name(), &o.volume_uid)
-                && s.shed()
-            {
-                shed += 1;
-            }
-        }
+        let shed = self
+            .stores
+            .vl
+            .state()
+            .iter()
+            .filter(|o| self.shed_if_seen(o))
+            .count();
         if shed > 0 {
             tracing::debug!(
                 count = shed,

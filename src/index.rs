@@ -2,8 +2,7 @@
 //!
 //! A claim event re-evaluates exactly the PVs that reference it. Scanning every PV per event would
 //! cost PVs × PVCs comparisons during an initial list (billions at 50,000 PVs). Fed by PV watch
-//! events with `apply` / `delete` / `reset` (a relist replaces the whole state, which is where PVs
-//! that vanished during a watch gap are noticed). A StorageClass event, rare, scans the PV store
+//! events with `apply` / `delete` / `reset` (a relist replaces the whole state). A StorageClass event, rare, scans the PV store
 //! instead: an index by class would cost about 40 bytes per PV for an event that comes a few
 //! times a year.
 //!
@@ -12,7 +11,7 @@
 //! name, and a lookup checks each PV's own reference, so that a collision can only cost a
 //! comparison, never a wrong answer (`examples/memory.rs` measures it).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
@@ -121,22 +120,13 @@ impl RefIndex {
         }
     }
 
-    /// Replaces the whole state after a (re)list. Returns the names that were known before and
-    /// are not in the new list: PVs deleted while the watch was down, for which no `Delete`
-    /// event will ever come.
-    pub fn reset<'a>(&mut self, pvs: impl IntoIterator<Item = &'a Volume>) -> Vec<String> {
-        let before: HashSet<Arc<str>> = self.refs.keys().cloned().collect();
+    /// Replaces the whole state after a (re)list. (Which PVs vanished in a watch gap is the
+    /// feed's to say: `FeedItem::Listed { gone }`, with their last objects.)
+    pub fn reset<'a>(&mut self, pvs: impl IntoIterator<Item = &'a Volume>) {
         *self = RefIndex::default();
         for pv in pvs {
             self.apply(pv);
         }
-        let mut gone: Vec<String> = before
-            .into_iter()
-            .filter(|n| !self.refs.contains_key(n))
-            .map(|n| n.to_string())
-            .collect();
-        gone.sort();
-        gone
     }
 
     /// PVs whose claimRef names `namespace/name`, sorted.

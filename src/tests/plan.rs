@@ -1398,13 +1398,7 @@ fn a_volume_a_relist_no_longer_finds_becomes_the_same_tombstone_as_its_published
     let lookup = lookup().with_class("standard", "Retain");
     let t = crate::classify::tombstone_unwatched(&pv, &lookup, now()).expect("a tombstone");
     let existing = published(&mariadb_finding());
-    let from_facts = crate::classify::tombstone_of(
-        existing.status.as_ref().expect("status"),
-        &existing.spec.volume_name,
-        &existing.spec.volume_uid,
-        &now(),
-    )
-    .expect("a tombstone");
+    let from_facts = tombstone_of_published(&existing);
     assert_eq!(t.status.reason, Reason::VolumeDeleted);
     assert_eq!(t.status.deleted_at, Some(now()));
     assert_eq!(t.status.message, from_facts.status.message);
@@ -1427,6 +1421,17 @@ fn pv_named_delete() -> k8s_openapi::api::core::v1::PersistentVolume {
     pv("d").delete().released().claim("ns", "c", "u")
 }
 
+/// The tombstone a published finding's facts make when its volume vanished unwatched.
+fn tombstone_of_published(existing: &VolumeLeftover) -> Finding {
+    crate::classify::tombstone_of(
+        existing.status.as_ref().expect("status"),
+        &existing.spec.volume_name,
+        &existing.spec.volume_uid,
+        &now(),
+    )
+    .expect("a tombstone")
+}
+
 #[test]
 fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombstone() {
     let existing = published(&mariadb_finding());
@@ -1447,13 +1452,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         s.message
     );
     // The lean form keeps the facts: exactly the tombstone the whole object makes.
-    let whole = crate::classify::tombstone_of(
-        existing.status.as_ref().expect("status"),
-        &existing.spec.volume_name,
-        &existing.spec.volume_uid,
-        &now(),
-    )
-    .expect("a tombstone");
+    let whole = tombstone_of_published(&existing);
     assert_eq!(
         serde_json::to_value(&o).expect("json"),
         serde_json::to_value(desired(&whole, Some(&lean(&existing)), &now(), &now()))

@@ -29,12 +29,19 @@ fn the_interner_stays_bounded_and_still_answers_when_full() {
     assert!(Arc::ptr_eq(&held[0], &intern("held-0")));
 }
 
+/// The mariadb PV under another name.
+fn mariadb_named(name: &str) -> k8s_openapi::api::core::v1::PersistentVolume {
+    let mut p = mariadb_pv();
+    p.metadata.name = Some(name.into());
+    p
+}
+
 #[test]
 fn volumes_share_their_repeated_strings() {
-    let a = Volume::from(&mariadb_pv());
-    let mut other = mariadb_pv();
-    other.metadata.name = Some("other-pv".into());
-    let b = Volume::from(&other);
+    let (a, b) = (
+        Volume::from(&mariadb_named("mariadb-pv")),
+        Volume::from(&mariadb_named("other-pv")),
+    );
     let (sa, sb) = (a.spec.as_ref().unwrap(), b.spec.as_ref().unwrap());
     let class = |s: &crate::volume::VolumeSpec| s.storage_class_name.clone().unwrap();
     assert!(Arc::ptr_eq(&class(sa), &class(sb)));
@@ -194,10 +201,10 @@ fn canonical_uids_are_kept_as_16_bytes_and_read_back_exactly() {
 
 #[test]
 fn a_volume_keeps_its_uids_and_shares_its_lists() {
-    let a = Volume::from(&mariadb_pv());
-    let mut other = mariadb_pv();
-    other.metadata.name = Some("other-pv".into());
-    let b = Volume::from(&other);
+    let (a, b) = (
+        Volume::from(&mariadb_named("mariadb-pv")),
+        Volume::from(&mariadb_named("other-pv")),
+    );
     let modes = |v: &Volume| v.spec.as_ref().unwrap().access_modes.clone().unwrap();
     assert!(Arc::ptr_eq(&modes(&a), &modes(&b)));
     assert_eq!(
@@ -214,8 +221,7 @@ fn a_volume_keeps_its_uids_and_shares_its_lists() {
 #[test]
 fn finalizer_lists_are_shared_whole() {
     let with = |name: &str| {
-        let mut p = mariadb_pv();
-        p.metadata.name = Some(name.into());
+        let mut p = mariadb_named(name);
         p.metadata.finalizers = Some(vec![
             "kubernetes.io/pv-protection".into(),
             "external-attacher/rbd-csi-ceph-com".into(),
