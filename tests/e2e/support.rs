@@ -428,6 +428,19 @@ pub fn test_settings() -> Settings {
     }
 }
 
+/// The in-process operator logs into the test's captured output, which the harness prints
+/// when the test fails: a failure in CI comes with what the operator said. `VL_TEST_LOG` sets
+/// the filter (default: the operator's info and everyone's warnings).
+fn log_to_test_output() {
+    let filter =
+        std::env::var("VL_TEST_LOG").unwrap_or_else(|_| "warn,volume_leftovers=info".to_string());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_test_writer()
+        .with_ansi(false)
+        .try_init();
+}
+
 /// How long a failing store is trusted in tests.
 pub const TEST_STALE_AFTER: Duration = Duration::from_secs(3);
 
@@ -441,6 +454,7 @@ pub struct Operator {
 
 impl Operator {
     pub fn start(client: Client, settings: Settings) -> Operator {
+        log_to_test_output();
         let health = Arc::new(Health::new(TEST_STALE_AFTER));
         let metrics = Arc::new(Metrics::default());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
