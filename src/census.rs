@@ -14,7 +14,8 @@
 //! (the provisioner creates the image before the PV; a deletion in progress is not a loss). An
 //! image is an orphan only when the census read its details, no volume and no tombstone names
 //! it, it is older than the image grace period, and its metadata does not name another
-//! Kubernetes cluster.
+//! Kubernetes cluster. An image whose details were asked for and could not be read is in
+//! [`Snapshot::unread`]: nothing is concluded about it either way.
 //!
 //! **A second backend** (cloud disks, say) is one more module producing [`Snapshot`]s for its own
 //! [`PoolKey`]s (a project and zone instead of a cluster and pool) and one more arm in
@@ -275,11 +276,22 @@ pub struct Snapshot {
     pub images: HashMap<String, Seen>,
     /// The names in the trash.
     pub trash: HashSet<String>,
+    /// The images whose details were asked for and could not be read, with why: what is
+    /// published about them stays as it is (nothing made, nothing cleared).
+    pub unread: BTreeMap<String, String>,
 }
 
 impl Snapshot {
     /// From the client's census.
     pub fn of(c: rbd::PoolCensus, started: Time) -> Snapshot {
+        let unread = c
+            .images
+            .iter()
+            .filter_map(|i| match &i.detail {
+                rbd::Detail::Failed(e) => Some((i.name.name.clone(), e.to_string())),
+                _ => None,
+            })
+            .collect();
         let images = c
             .images
             .into_iter()
@@ -317,6 +329,7 @@ impl Snapshot {
             pool_id: c.pool_id,
             images,
             trash: c.trash.into_iter().map(|t| t.name).collect(),
+            unread,
         }
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kube::runtime::reflector::Store;
@@ -53,7 +54,9 @@ pub async fn run(settings: CensusSettings, pvs: Store<Volume>, tx: mpsc::Sender<
     // The PV store tells which images need no details; before it has synced, every image's
     // details would be read.
     let _ = pvs.wait_until_ready().await;
-    let mut conns: Vec<Option<Arc<Cluster>>> = vec![None; settings.config.clusters.len()];
+    let mut conns: Vec<Kept> = (0..settings.config.clusters.len())
+        .map(|_| Kept(None))
+        .collect();
     let mut pool_ids: std::collections::HashMap<PoolKey, i64> = Default::default();
     loop {
         for (i, cluster) in settings.config.clusters.iter().enumerate() {
@@ -69,11 +72,87 @@ pub async fn run(settings: CensusSettings, pvs: Store<Volume>, tx: mpsc::Sender<
     }
 }
 
+/// Lets a connection go on a thread of its own. `rados_shutdown` waits for the connection's
+/// requests and threads to wind down; after a stall it can take as long as Ceph does, and the
+/// census loop (an async task) must not wait with it. Whatever still uses the connection (a
+/// census abandoned at its deadline) holds its own reference; the last one shuts it down.
+/// [`settle`] waits for these threads before the process exits.
+fn release(c: Arc<Cluster>) {
+    let guard = Releasing::new();
+    // If no thread can be started, the closure (the connection and the guard) is dropped here:
+    // slower, not wrong.
+    let _ = std::thread::Builder::new()
+        .name("rados-release".into())
+        .spawn(move || {
+            let _guard = guard;
+            let started = Instant::now();
+            let last = Arc::strong_count(&c) == 1;
+            drop(c);
+            if last {
+                tracing::debug!(
+                    seconds = started.elapsed().as_secs_f64(),
+                    "a Ceph connection was shut down"
+                );
+            }
+        });
+}
+
+/// Connections being let go by [`release`].
+static RELEASING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one connection being let go while it lives.
+struct Releasing;
+
+impl Releasing {
+    fn new() -> Releasing {
+        RELEASING.fetch_add(1, Ordering::SeqCst);
+        Releasing
+    }
+}
+
+impl Drop for Releasing {
+    fn drop(&mut self) {
+        RELEASING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits, at most `bound`, until no connection is being let go; says whether none is. The
+/// process must not exit while librados shuts a connection down: its C++ globals are torn down
+/// at exit, and the exception that throws in the shutting-down thread aborts the process
+/// ("Rust cannot catch foreign exceptions").
+pub async fn settle(bound: Duration) -> bool {
+    let until = tokio::time::Instant::now() + bound;
+    while RELEASING.load(Ordering::SeqCst) > 0 {
+        if tokio::time::Instant::now() >= until {
+            tracing::warn!(
+                connections = RELEASING.load(Ordering::SeqCst),
+                "Ceph connections are still shutting down; exiting anyway"
+            );
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+/// A connection kept between censuses, let go through [`release`] however it goes: replaced
+/// after a failure, or dropped with the census task when the operator stops (the task is
+/// aborted then, wherever it is).
+struct Kept(Option<Arc<Cluster>>);
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            release(c);
+        }
+    }
+}
+
 async fn census_cluster(
     cluster: &ClusterConfig,
     settings: &CensusSettings,
     pvs: &Store<Volume>,
-    conn: &mut Option<Arc<Cluster>>,
+    conn: &mut Kept,
     pool_ids: &mut std::collections::HashMap<PoolKey, i64>,
     tx: &mpsc::Sender<CensusReport>,
 ) {
@@ -82,10 +161,10 @@ async fn census_cluster(
         .iter()
         .map(|p| PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref()))
         .collect();
-    if conn.is_none() {
+    if conn.0.is_none() {
         let started = Instant::now();
-        match connect(cluster, settings.timeout).await {
-            Ok(c) => *conn = Some(Arc::new(c)),
+        match connect(cluster, settings).await {
+            Ok(c) => conn.0 = Some(Arc::new(c)),
             Err(e) => {
                 for key in keys.iter().cloned() {
                     let _ = tx
@@ -103,7 +182,7 @@ async fn census_cluster(
     }
     for (n, pool) in cluster.pools.iter().enumerate() {
         let key = keys[n].clone();
-        let Some(c) = conn.clone() else { return };
+        let Some(c) = conn.0.clone() else { return };
         let referenced = referenced(pvs, &key, pool_ids.get(&key).copied());
         let (report, abort) = census_pool(c, &key, pool, settings.deadline, move |name| {
             !referenced.contains(name)
@@ -115,7 +194,7 @@ async fn census_cluster(
         let result = report.result;
         let (requests, elapsed) = (report.requests, report.elapsed);
         if abort {
-            *conn = None;
+            *conn = Kept(None);
         }
         let failed = result.is_err();
         if tx
@@ -130,7 +209,7 @@ async fn census_cluster(
         {
             return;
         }
-        if failed && conn.is_none() {
+        if failed && conn.0.is_none() {
             // The rest of this cluster's pools would wait out the same timeout: they are
             // unknown too, and are tried again next time.
             for rest in keys.iter().skip(n + 1) {
@@ -207,8 +286,8 @@ pub async fn census_once(
 ) -> Vec<CensusReport> {
     let mut reports = Vec::new();
     for cluster in &settings.config.clusters {
-        let conn = match connect(cluster, settings.timeout).await {
-            Ok(c) => Arc::new(c),
+        let conn = match connect(cluster, settings).await {
+            Ok(c) => Kept(Some(Arc::new(c))),
             Err(e) => {
                 for p in &cluster.pools {
                     let key =
@@ -224,10 +303,11 @@ pub async fn census_once(
                 continue;
             }
         };
+        let Some(c) = &conn.0 else { continue };
         for p in &cluster.pools {
             let key = PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
             let wanted = details.get(&key).cloned().unwrap_or_default();
-            let (report, _) = census_pool(conn.clone(), &key, p, settings.deadline, move |n| {
+            let (report, _) = census_pool(c.clone(), &key, p, settings.deadline, move |n| {
                 wanted.contains(n)
             })
             .await;
@@ -235,11 +315,14 @@ pub async fn census_once(
             reports.push(report);
         }
     }
+    settle(settings.deadline).await;
     reports
 }
 
-/// Connects as the cluster's user, on a blocking thread.
-async fn connect(cluster: &ClusterConfig, timeout: Duration) -> Result<Cluster, String> {
+/// Connects as the cluster's user, on a blocking thread, waiting at most the census deadline
+/// for it (librados bounds it by `timeout`; this bounds what librados does not).
+async fn connect(cluster: &ClusterConfig, settings: &CensusSettings) -> Result<Cluster, String> {
+    let timeout = settings.timeout;
     let key = match &cluster.key_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -257,11 +340,18 @@ async fn connect(cluster: &ClusterConfig, timeout: Duration) -> Result<Cluster, 
         conf_file: cluster.conf_file.clone(),
         timeout,
     };
-    let id = cluster.cluster_id.clone();
-    tokio::task::spawn_blocking(move || Cluster::connect(&config))
-        .await
-        .map_err(|e| format!("cluster {id}: the connect task failed: {e}"))?
-        .map_err(|e: rbd::RbdError| format!("cluster {}: {e}", cluster.cluster_id))
+    let id = &cluster.cluster_id;
+    tracing::debug!(cluster = %id, "connecting to Ceph");
+    let job = tokio::task::spawn_blocking(move || Cluster::connect(&config));
+    // An abandoned connect goes on in its thread; what it returns is dropped there.
+    match tokio::time::timeout(settings.deadline, job).await {
+        Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| format!("cluster {id}: {e}")),
+        Ok(Err(e)) => Err(format!("cluster {id}: the connect task failed: {e}")),
+        Err(_) => Err(format!(
+            "cluster {id}: connecting took longer than {}s; it is abandoned",
+            settings.deadline.as_secs()
+        )),
+    }
 }
 
 /// The names of the images of `key` that a PV names (their details are not needed).

@@ -245,8 +245,13 @@ struct Loop {
 struct CensusState {
     census: Census,
     orphans: std::collections::BTreeMap<String, (PoolKey, Finding)>,
+    /// The findings about images no volume names whose details the last census could not
+    /// read: what is published about them stays.
+    held: std::collections::BTreeMap<String, PoolKey>,
     /// Why each failing pool failed, to log once per change.
     failing: std::collections::BTreeMap<PoolKey, String>,
+    /// The images of each pool whose details could not be read, to log once per change.
+    unread: std::collections::BTreeMap<PoolKey, Vec<String>>,
 }
 
 /// A ClusterReport write in flight: the content, and how it went.
@@ -376,7 +381,9 @@ pub async fn run(
         census: settings.census.as_ref().map(|c| CensusState {
             census: Census::new(&c.config, c.image_grace),
             orphans: Default::default(),
+            held: Default::default(),
             failing: Default::default(),
+            unread: Default::default(),
         }),
         settings,
     };
@@ -440,8 +447,12 @@ pub async fn run(
     l.health.shutting_down();
     drop(inputs);
     if let Some(t) = census_task {
-        // A census in a blocking call finishes on its own (bounded by its timeouts).
+        // A census in a blocking call finishes on its own (bounded by its timeouts); the
+        // connections the task kept are let go when it is dropped, and shut down before the
+        // process exits.
         t.abort();
+        let _ = t.await;
+        crate::ceph::settle(l.settings.shutdown_grace).await;
     }
     // Let writes in flight finish, within a bound; new ones are not started.
     let pending = l.writes.len();
@@ -845,6 +856,7 @@ impl Loop {
                 self.metrics.census_done(
                     &label,
                     snap.images.len(),
+                    snap.unread.len(),
                     report.elapsed.as_secs_f64(),
                     report.requests,
                 );
@@ -852,6 +864,22 @@ impl Loop {
                     tracing::info!(pool = %label, after = %was, "the census of the pool works again");
                 } else {
                     tracing::debug!(pool = %label, images = snap.images.len(), "census done");
+                }
+                let unread: Vec<String> = snap.unread.keys().cloned().collect();
+                if cs
+                    .unread
+                    .get(&key)
+                    .map_or(!unread.is_empty(), |u| *u != unread)
+                {
+                    match snap.unread.iter().next() {
+                        Some((image, error)) => {
+                            tracing::warn!(pool = %label, images = unread.len(), first = %image, %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+                        }
+                        None => {
+                            tracing::info!(pool = %label, "the details of every image can be read again")
+                        }
+                    }
+                    cs.unread.insert(key.clone(), unread);
                 }
             }
             Err(e) => {
@@ -915,6 +943,13 @@ impl Loop {
                 referenced.insert(img);
             }
         }
+        cs.held.retain(|_, k| *k != key);
+        for img in cur.iter().flat_map(|c| c.unread.keys()) {
+            if !referenced.contains(img) {
+                cs.held
+                    .insert(crate::census::leftover_name(&key, img), key.clone());
+            }
+        }
         let now = wall_clock();
         let found = cs.census.orphans(&key, &referenced, &now);
         cs.orphans.retain(|_, (k, _)| *k != key);
@@ -939,7 +974,8 @@ impl Loop {
             return;
         };
         let name = crate::census::leftover_name(key, &r.name);
-        if cs.orphans.remove(&name).is_some() {
+        let held = cs.held.remove(&name).is_some();
+        if cs.orphans.remove(&name).is_some() || held {
             self.scheduler.mark(&name);
         }
     }
@@ -1372,6 +1408,10 @@ impl Ctx<'_> {
             ));
         }
         let s = published_image?;
+        if cs.held.contains_key(name) {
+            // Its details could not be read: whether it is still nobody's is not known.
+            return Some(Action::Nothing);
+        }
         // Images without a volume keep their facts (`leftover::needs_record`).
         let key = s
             .record()
@@ -1448,8 +1488,9 @@ impl Ctx<'_> {
     }
 }
 
-/// The change a write makes, for the Event on the PV.
-fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
+/// The change a write makes, for the Event on the PV. A finding that names no PV (an image
+/// no volume references) has no Event: there is no object to attach it to.
+pub(crate) fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
     let before = existing.and_then(published_reason);
     let (pv, uid, change) = match action {
         Action::Create { object } | Action::Apply { object, .. } => {
@@ -1482,6 +1523,9 @@ fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
         }
         Action::Nothing | Action::Foreign { .. } => return None,
     };
+    if pv.is_empty() {
+        return None;
+    }
     Some(Told { pv, uid, change })
 }
 

@@ -89,9 +89,7 @@ async fn scan(args: ScanArgs) -> ExitCode {
                 );
             }
             for failed in &report.census_failed {
-                eprintln!(
-                    "volume-leftovers scan: the Ceph census of pool {failed}; nothing is said about its images"
-                );
+                eprintln!("volume-leftovers scan: the Ceph census of pool {failed}");
             }
             ExitCode::from(4)
         }

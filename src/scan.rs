@@ -107,7 +107,8 @@ pub struct Report {
     /// Permissions that were missing (`list persistentvolumeclaims`, ...): the census is
     /// incomplete and its rows say null where they depend on them.
     pub missing: Vec<String>,
-    /// Pools whose Ceph census failed, and why: nothing is said about their images.
+    /// Pools whose Ceph census failed or is incomplete, and why (each line says what is not
+    /// known).
     pub census_failed: Vec<String>,
     /// The images each censused pool's volumes name.
     pub referenced: HashMap<PoolKey, HashSet<String>>,
@@ -603,8 +604,21 @@ pub async fn run(
             })
             .collect();
         for r in crate::ceph::census_once(cs, &mut c, &wanted).await {
-            if let Err(e) = r.result {
-                report.census_failed.push(format!("{}: {e}", r.key));
+            match r.result {
+                Err(e) => report
+                    .census_failed
+                    .push(format!("{}: {e}; nothing is said about its images", r.key)),
+                // Images nothing names whose details could not be read: whether they are
+                // anyone's is not known, so the census is not complete.
+                Ok(snap) => {
+                    if let Some((image, e)) = snap.unread.iter().next() {
+                        report.census_failed.push(format!(
+                            "{}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
+                            r.key,
+                            snap.unread.len()
+                        ));
+                    }
+                }
             }
         }
         let now = wall_clock();

@@ -335,6 +335,7 @@ pub struct Metrics {
     leader_transitions: Counter,
     census_up: Family<PoolLabel, Gauge>,
     census_images: Family<PoolLabel, Gauge>,
+    census_images_unread: Family<PoolLabel, Gauge>,
     census_duration: Family<PoolLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     census_requests: Family<PoolLabel, Counter>,
     census_runs: Family<PoolLabel, Counter>,
@@ -479,6 +480,12 @@ impl Default for Metrics {
             "Images listed by the last complete census of the pool",
             census_images.clone(),
         );
+        let census_images_unread = Family::<PoolLabel, Gauge>::default();
+        registry.register(
+            "census_images_unread",
+            "Images of the pool whose details the last complete census asked for and could not read (what is published about them stays)",
+            census_images_unread.clone(),
+        );
         let census_duration =
             Family::<PoolLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
         registry.register(
@@ -507,6 +514,7 @@ impl Default for Metrics {
         Metrics {
             census_up,
             census_images,
+            census_images_unread,
             census_duration,
             census_requests,
             census_runs,
@@ -539,12 +547,22 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Records a completed census of `pool`.
-    pub fn census_done(&self, pool: &str, images: usize, seconds: f64, requests: u64) {
+    pub fn census_done(
+        &self,
+        pool: &str,
+        images: usize,
+        unread: usize,
+        seconds: f64,
+        requests: u64,
+    ) {
         let l = PoolLabel { pool: pool.into() };
         self.census_up.get_or_create(&l).set(1);
         self.census_images
             .get_or_create(&l)
             .set(i64::try_from(images).unwrap_or(i64::MAX));
+        self.census_images_unread
+            .get_or_create(&l)
+            .set(i64::try_from(unread).unwrap_or(i64::MAX));
         self.census_duration.get_or_create(&l).set(seconds);
         self.census_requests.get_or_create(&l).inc_by(requests);
         self.census_runs.get_or_create(&l).inc();

@@ -18,8 +18,11 @@
 //! Every call blocks (librados waits on its own threads); run them on
 //! `tokio::task::spawn_blocking`. Each wait is bounded by [`CephConfig::timeout`]
 //! (`client_mount_timeout`, `rados_mon_op_timeout`, `rados_osd_op_timeout`); a census stops at
-//! the first timeout and returns [`RbdError::Unavailable`]: a census that did not finish says
-//! nothing about which images exist (the caller answers Unknown, never "image missing").
+//! a timeout of the listing, or at [`DETAIL_TIMEOUTS`] timeouts in a row reading details, and
+//! returns [`RbdError::Unavailable`]: a census that did not finish says nothing about which
+//! images exist (the caller answers Unknown, never "image missing"). A single image whose header
+//! does not answer (an OSD holding its requests: one placement group not serving) costs one
+//! timeout and is [`Detail::Failed`]; the listing, and every other image, still count.
 
 mod decode;
 mod ffi;
@@ -317,10 +320,15 @@ pub enum Detail {
     Read(ImageDetail),
     /// Removed between the listing and the open (-ENOENT).
     Gone,
-    /// Reading it failed for another reason (not a timeout, not a refusal: those end the
-    /// census).
+    /// Reading it failed (a timeout, or another error; a refusal ends the census, and so do
+    /// [`DETAIL_TIMEOUTS`] timeouts in a row).
     Failed(RbdError),
 }
+
+/// Timeouts in a row reading image details after which Ceph is taken to be unavailable (the
+/// census ends with the last one); fewer are images whose requests are held, and the census
+/// goes on without their details.
+pub const DETAIL_TIMEOUTS: usize = 3;
 
 /// One image of the pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -733,6 +741,7 @@ impl Cluster {
 
         let t = Instant::now();
         let mut images = Vec::with_capacity(names.len());
+        let mut timeouts = 0;
         for name in names {
             let detail = if detail(&name) {
                 let target = Target::Image {
@@ -741,8 +750,16 @@ impl Cluster {
                     name: name.name.clone(),
                     id: name.id.clone(),
                 };
-                match io.inspect(&name.id, &target, &mut requests) {
+                let read = io.inspect(&name.id, &target, &mut requests);
+                timeouts = match &read {
+                    Err(RbdError::Unavailable(_)) => timeouts + 1,
+                    _ => 0,
+                };
+                match read {
                     Ok(d) => Detail::Read(d),
+                    Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => {
+                        Detail::Failed(e)
+                    }
                     Err(e) if e.aborts_census() => return Err(e),
                     Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
                     Err(e) => Detail::Failed(e),

@@ -78,6 +78,7 @@ fn snapshot(at: Time, images: Vec<(&str, Seen)>, trash: &[&str]) -> Snapshot {
             .map(|(n, s)| (n.to_string(), s))
             .collect(),
         trash: trash.iter().map(|t| t.to_string()).collect(),
+        unread: Default::default(),
     }
 }
 
@@ -485,4 +486,49 @@ fn a_delete_policy_volume_whose_image_is_gone_waits_the_delete_grace() {
         Duration::ZERO,
         "a Bound one is published at once"
     );
+}
+
+/// A census keeps the images whose details it could not read apart: they are listed (they
+/// exist), carry no details (no orphan is made of them), and are named in `unread` with why.
+#[test]
+fn images_whose_details_could_not_be_read_are_listed_and_unread() {
+    use crate::rbd::{Detail, Image, ImageDetail, ImageName, PoolCensus, RbdError};
+    let image = |name: &str, detail: Detail| Image {
+        name: ImageName {
+            name: name.into(),
+            id: format!("id-{name}"),
+        },
+        detail,
+    };
+    let read = ImageDetail {
+        size: 1,
+        created: None,
+        watchers: Vec::new(),
+        metadata: Default::default(),
+    };
+    let c = PoolCensus {
+        fsid: FSID.into(),
+        pool: "k8s-rbd".into(),
+        pool_id: 2,
+        namespace: None,
+        images: vec![
+            image("a", Detail::Read(read)),
+            image("b", Detail::Failed(RbdError::Config("unreadable".into()))),
+            image("c", Detail::NotAsked),
+            image("d", Detail::Gone),
+        ],
+        trash: Vec::new(),
+        requests: Default::default(),
+        timings: Default::default(),
+    };
+    let s = Snapshot::of(c, now());
+    assert_eq!(s.images.len(), 4);
+    assert!(s.images["a"].detail.is_some());
+    assert!(s.images["b"].detail.is_none());
+    assert_eq!(
+        s.unread.keys().collect::<Vec<_>>(),
+        vec!["b"],
+        "only the image whose read failed: not one nobody asked about, not one removed since"
+    );
+    assert!(s.unread["b"].contains("unreadable"), "{:?}", s.unread);
 }

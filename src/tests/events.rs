@@ -70,3 +70,27 @@ async fn a_burst_of_events_is_spread_over_recorders_of_bounded_cache() {
     // 1000 events through each: the first, then the second and a third from event 2001 on.
     assert_eq!(recorders.len(), 3);
 }
+
+/// The Event a write makes is about the finding's PV; an image no volume references has none
+/// (an Event needs an object: the API server refuses one about a PV named "").
+#[test]
+fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_nothing() {
+    use crate::controller::told;
+    use crate::plan::{Action, desired};
+    use crate::tests::fixtures::{mariadb_finding, now};
+
+    let f = mariadb_finding();
+    let create = |f: &crate::classify::Finding| Action::Create {
+        object: Box::new(desired(f, None, &now(), &now())),
+    };
+    let t = told(&create(&f), None).expect("a new finding about a PV tells it");
+    assert_eq!(t.pv, f.volume_name);
+    assert!(matches!(t.change, Change::Found { .. }));
+
+    let mut image = f.clone();
+    image.object_name = Some("c-1.pool.csi-vol-1".into());
+    image.volume_name.clear();
+    image.volume_uid.clear();
+    image.status.reason = Reason::ImageWithoutVolume;
+    assert!(told(&create(&image), None).is_none());
+}

@@ -110,6 +110,33 @@ impl Ceph {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `rados ARGS` as client.admin, with `input` on its standard input; panics on failure.
+    pub(crate) fn rados(&self, args: &[&str], input: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = Command::new("timeout")
+            .arg("60")
+            .arg("rados")
+            .arg("-c")
+            .arg(self.var("CEPH_CONF"))
+            .args(["--id", "admin"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("running rados: {e}"));
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input).expect("rados stdin");
+        drop(stdin);
+        let out = child.wait_with_output().expect("rados");
+        assert!(
+            out.status.success(),
+            "rados {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     pub(crate) fn rbd_json(&self, args: &[&str]) -> serde_json::Value {
         let mut a = args.to_vec();
         a.extend(["--format", "json"]);
