@@ -6,8 +6,9 @@
 //! image, which the census sees; `rbd rm` → the tombstone clears. Beside it: an image nobody
 //! references → ImageWithoutVolume after the image grace (one without ownership metadata says
 //! OwnerUnknown, one with a watcher ImageInUse); an image of another cluster → nothing; the image
-//! under a Bound PV removed → VolumeWithoutImage; Ceph frozen mid-run → Unknown: nothing deleted,
-//! nothing invented, and it all resumes when Ceph does.
+//! under a Bound PV removed → VolumeWithoutImage; Ceph down mid-run (OSDs paused, monitor frozen)
+//! → Unknown: nothing deleted, nothing invented, and it all resumes when Ceph does; one image
+//! whose details cannot be read → its finding held, the rest of the census counting.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -251,16 +252,19 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         .iter()
         .map(|o| (o.name_any(), o.resource_version().unwrap()))
         .collect();
-    let frozen = (
-        Frozen::new(ceph.pid("CEPH_OSD_PID")),
-        Frozen::new(ceph.pid("CEPH_MON_PID")),
-    );
+    // The outage: the OSDs paused (clients hold every request: `ceph osd pause`), then the
+    // monitor frozen (connecting times out). Not a frozen OSD: SIGSTOP in the middle of a request
+    // can leave that object's requests held for minutes after SIGCONT (seen with memstore), which
+    // makes the recovery below a matter of Ceph's luck; the operator's answer to that is Unknown
+    // for the pool (the listing) or for the one image (its details), as designed.
+    ceph.ceph(&["osd", "pause"]);
     wait_metric(
         &operator.metrics,
         &format!(r#"volume_leftovers_census_up{{pool="{key}"}}"#),
         |v| v == 0.0,
     )
     .await;
+    let frozen = Frozen::new(ceph.pid("CEPH_MON_PID"));
     let ghost_pv = unique("ghost-pv");
     create(&pvs, &rbd_pv(&ghost_pv, &class, &fsid, &pool, &img(17))).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
@@ -285,10 +289,10 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         "a finding invented while Ceph was down"
     );
     drop(frozen);
+    ceph.ceph(&["osd", "unpause"]);
 
-    // Ceph is back: what it could not say before, it says now. Its client reconnects after the
-    // stall on its own schedule: within seconds in most runs, once over 60 s in a clean-clone
-    // run; the time is printed, and the bound is 3 minutes.
+    // Ceph is back: what it could not say before, it says now (the census reconnects at its
+    // next turn; the time is printed, the bound is 3 minutes).
     let thawed = std::time::Instant::now();
     wait_for(
         &format!("VolumeLeftover {ghost_pv}: VolumeWithoutImage after Ceph is back"),
@@ -303,9 +307,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         "census: the finding Ceph could not confirm while stalled came {:.1} s after it was back",
         thawed.elapsed().as_secs_f64()
     );
-    // And nothing else changed: the same Ceph says the same about everything else. (After a
-    // stall the OSD may hold the requests of an image that was being read at that moment for
-    // minutes; its details are then unread, and what is published about it stays.)
+    // And nothing else changed: the same Ceph says the same about everything else.
     operator.wait_idle().await;
     let after: BTreeMap<String, String> = leftovers
         .list(&Default::default())
@@ -332,13 +334,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(4) && stderr.contains("could not be read") {
-        // An image the stall left unreadable (see above): the census is incomplete, and says so.
-        println!("census: scan after the stall: {stderr}");
-        assert!(!stderr.contains("nothing is said"), "{stderr}");
-    } else {
-        assert_eq!(out.status.code(), Some(3), "leftovers found: {stderr}");
-    }
+    assert_eq!(out.status.code(), Some(3), "leftovers found: {stderr}");
     let line_of = |name: &str| {
         stdout
             .lines()

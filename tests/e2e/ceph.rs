@@ -274,15 +274,28 @@ fn read(detail: &Detail) -> &ImageDetail {
 }
 
 fn assert_unavailable(what: &str, result: Result<(), RbdError>, took: Duration, call: &str) {
+    assert_unavailable_after(what, result, took, call, 1);
+}
+
+/// Unavailable, from `call`, after `timeouts` timeouts of [`SHORT_TIMEOUT`].
+#[track_caller]
+fn assert_unavailable_after(
+    what: &str,
+    result: Result<(), RbdError>,
+    took: Duration,
+    call: &str,
+    timeouts: u32,
+) {
     let err = result.expect_err(what);
     eprintln!("ceph: {what}: {took:?}: {err}");
     assert_eq!(err.category(), Category::Unavailable, "{what}: {err}");
     assert_eq!(err.failure().map(|f| f.call), Some(call), "{what}: {err}");
     assert_eq!(err.failure().map(|f| f.code), Some(-110), "{what}: {err}");
     assert!(err.to_string().contains("Ceph is unavailable"), "{err}");
+    let expected = SHORT_TIMEOUT * timeouts;
     assert!(
-        took >= SHORT_TIMEOUT - Duration::from_millis(500) && took <= SHORT_TIMEOUT + MARGIN,
-        "{what} took {took:?}; the timeout is {SHORT_TIMEOUT:?} (+{MARGIN:?} allowed)"
+        took >= expected - Duration::from_millis(500) && took <= expected + MARGIN,
+        "{what} took {took:?}; {timeouts} timeout(s) of {SHORT_TIMEOUT:?} (+{MARGIN:?} allowed)"
     );
 }
 
@@ -744,8 +757,54 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         assert_unavailable("census with the OSD frozen", r, t.elapsed(), "rbd_list2");
     }
 
+    // One image's open times out (the OSD frozen for it, thawed before the next): its details
+    // are Failed, and the census goes on with the others (the listing is complete).
+    {
+        let osd = ceph.pid("CEPH_OSD_PID");
+        let frozen: Arc<std::sync::Mutex<Option<Frozen>>> = Arc::default();
+        let calls = Arc::new(AtomicU32::new(0));
+        let r = blocking({
+            let (c, p, f, n) = (
+                connected.clone(),
+                pool.clone(),
+                frozen.clone(),
+                calls.clone(),
+            );
+            move || {
+                c.census(&p, None, move |_| {
+                    let mut f = f.lock().unwrap();
+                    match n.fetch_add(1, Ordering::SeqCst) {
+                        0 => *f = Some(Frozen::new(osd)),
+                        _ => drop(f.take()),
+                    }
+                    true
+                })
+            }
+        })
+        .await;
+        drop(frozen.lock().unwrap().take());
+        let census = r.expect("a census where one image's open timed out");
+        assert_eq!(census.images.len(), 4);
+        let first = &census.images[0];
+        assert!(
+            matches!(&first.detail, Detail::Failed(RbdError::Unavailable(_))),
+            "{}: {:?}",
+            first.name.name,
+            first.detail
+        );
+        for i in &census.images[1..] {
+            assert!(
+                matches!(i.detail, Detail::Read(_)),
+                "{}: {:?}",
+                i.name.name,
+                i.detail
+            );
+        }
+    }
+
     // The OSD frozen in the middle of the census (after the listing, before the first open):
-    // the census stops at the first timeout instead of waiting once per image.
+    // the census stops after rbd::DETAIL_TIMEOUTS timeouts in a row (Ceph is taken to be gone)
+    // instead of waiting once per image (4 here).
     {
         let osd = ceph.pid("CEPH_OSD_PID");
         let frozen: Arc<std::sync::Mutex<Option<Frozen>>> = Arc::default();
@@ -763,11 +822,12 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         .await;
         let took = t.elapsed();
         drop(frozen.lock().unwrap().take());
-        assert_unavailable(
+        assert_unavailable_after(
             "census with the OSD frozen after the listing (4 images to open)",
             r,
             took,
             "rbd_open_by_id_read_only",
+            rbd::DETAIL_TIMEOUTS as u32,
         );
     }
 
