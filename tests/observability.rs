@@ -119,6 +119,8 @@ const EXPORTED: &[Metric] = &[
     ),
     metric("volume_leftovers_undecided_volumes", Type::Gauge, &[]),
     metric("volume_leftovers_skipped_volumes", Type::Gauge, &[]),
+    // With the Ceph census only (one series per censused pool).
+    metric("volume_leftovers_census_up", Type::Gauge, &["pool"]),
 ];
 
 /// Labels the scrape adds to every series (Prometheus itself, and the Prometheus Operator's
@@ -967,6 +969,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         "VolumeLeftoversStoreDegraded",
         "VolumeLeftoversWritesFailing",
         "VolumeLeftoversNoLeader",
+        "VolumeLeftoversCensusFailing",
     ];
     let names: BTreeSet<&str> = rules.iter().map(|(a, _)| a.as_str()).collect();
     assert_eq!(names, required.into_iter().collect::<BTreeSet<_>>());
@@ -1062,6 +1065,7 @@ fn the_exported_list_is_the_operators_real_exposition() {
     m.ignored(0);
     m.leader(true);
     m.ready(true);
+    m.census_done("fsid/k8s-rbd", 3, 0, 0.1, 2);
     let text = m.encode();
     let mut real: BTreeMap<String, String> = BTreeMap::new();
     for l in text.lines() {
