@@ -6,7 +6,7 @@
 //!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
 //!
 //! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 scans=2 soak=0
-//! soak_changes=1000 watch_cache=true create_concurrency=48):
+//! soak_changes=1000 watch_cache=true create_concurrency=48 original=0):
 //! 1. a control plane with the watch cache on and without the PV binder and garbage collector
 //!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
 //! 2. the cluster (examples/common/fleet.rs: Ceph RBD and GCE PD CSI volumes with their attributes,
@@ -20,7 +20,9 @@
 //!    each store synced;
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
 //!    re-evaluation of every name ended, writes (0 expected), RSS;
-//! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`;
+//! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`, and with
+//!    original=1 against the seed's original tool (tests/seed/leftovers.py, its Python client
+//!    from scripts/seed-python.sh);
 //! 7. with variants=label@BINARY@K=V+K=V;...: the first start and a restart again for each other
 //!    build or environment of the operator (an allocator, MALLOC_ARENA_MAX, ...), RSS per object
 //!    over that variant's own empty-cluster RSS;
@@ -915,6 +917,7 @@ async fn converge(args: &Args) {
     );
 
     // 6. scan against kubectl.
+    let mut scan_wall = None;
     for n in 0..args.num("scans", 2) {
         let (peak, wall, code) = measured(
             Command::new(operator_bin())
@@ -933,6 +936,28 @@ async fn converge(args: &Args) {
             mib(peak),
             mib(kpeak),
             wall / kwall
+        );
+        scan_wall = Some(wall);
+    }
+    // The seed's original tool (Python, one claim read per PV), once, when asked: original=1.
+    if args.num("original", 0) > 0 {
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out = Command::new(repo.join("scripts/seed-python.sh"))
+            .output()
+            .expect("scripts/seed-python.sh");
+        let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let (peak, wall, code) = measured(
+            Command::new(&python)
+                .arg(repo.join("tests/seed/leftovers.py"))
+                .env("KUBECONFIG", cp.kubeconfig("operator")),
+        );
+        println!(
+            "the original tool (tests/seed/leftovers.py): peak RSS {:.1} MiB, wall {wall:.2} s (exit {code}){}",
+            mib(peak),
+            scan_wall.map_or(String::new(), |s| format!(
+                "; scan is {:.1}x faster",
+                wall / s
+            ))
         );
     }
 
