@@ -61,6 +61,36 @@ fn class_retain(name: &str) -> StorageClass {
     crate::support::class(name, "Retain")
 }
 
+/// Every VolumeLeftover's resourceVersion, by name.
+async fn versions(leftovers: &Api<VolumeLeftover>) -> BTreeMap<String, String> {
+    leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| (o.name_any(), o.resource_version().unwrap()))
+        .collect()
+}
+
+/// Every object of `before` is still there with the same resourceVersion.
+#[track_caller]
+fn unchanged(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>, when: &str) {
+    for (name, rv) in before {
+        assert_eq!(now.get(name), Some(rv), "{name} changed {when}");
+    }
+}
+
+/// `volume-leftovers scan` with the census configured, as the operator's identity.
+fn scan(config_file: &std::path::Path, kubeconfig: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args(["scan", "--census-image-grace", "3s", "--census-config"])
+        .arg(config_file)
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .unwrap()
+}
+
 fn image_of(o: &VolumeLeftover) -> Option<String> {
     o.status
         .as_ref()
@@ -244,14 +274,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
 
     // Ceph stops answering: every census answer is Unknown. Nothing is deleted, nothing is
     // invented: a new volume naming an image that does not exist is not reported meanwhile.
-    let before: BTreeMap<String, String> = leftovers
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|o| (o.name_any(), o.resource_version().unwrap()))
-        .collect();
+    let before = versions(&leftovers).await;
     // The outage: the OSDs paused (clients hold every request: `ceph osd pause`), then the
     // monitor frozen (connecting times out). Not a frozen OSD: SIGSTOP in the middle of a request
     // can leave that object's requests held for minutes after SIGCONT (seen with memstore), which
@@ -269,21 +292,8 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     create(&pvs, &rbd_pv(&ghost_pv, &class, &fsid, &pool, &img(17))).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     operator.wait_idle().await;
-    let during: BTreeMap<String, String> = leftovers
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|o| (o.name_any(), o.resource_version().unwrap()))
-        .collect();
-    for (name, rv) in &before {
-        assert_eq!(
-            during.get(name),
-            Some(rv),
-            "{name} changed while Ceph was down"
-        );
-    }
+    let during = versions(&leftovers).await;
+    unchanged(&before, &during, "while Ceph was down");
     assert!(
         !during.contains_key(&ghost_pv),
         "a finding invented while Ceph was down"
@@ -309,29 +319,11 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     );
     // And nothing else changed: the same Ceph says the same about everything else.
     operator.wait_idle().await;
-    let after: BTreeMap<String, String> = leftovers
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .map(|o| (o.name_any(), o.resource_version().unwrap()))
-        .collect();
-    for (name, rv) in &before {
-        assert_eq!(
-            after.get(name),
-            Some(rv),
-            "{name} changed after Ceph was back"
-        );
-    }
+    let after = versions(&leftovers).await;
+    unchanged(&before, &after, "after Ceph was back");
     // `scan` runs the same census once: the same image findings under the same names, and the
     // volume whose image is gone.
-    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
-        .args(["scan", "--census-image-grace", "3s", "--census-config"])
-        .arg(&config_file)
-        .env("KUBECONFIG", cp.kubeconfig("operator"))
-        .output()
-        .unwrap();
+    let out = scan(&config_file, &cp.kubeconfig("operator"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "leftovers found: {stderr}");
@@ -382,12 +374,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         "the unreadable image's finding changed"
     );
     assert_eq!(reason(&o), Some(Reason::ImageWithoutVolume));
-    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
-        .args(["scan", "--census-image-grace", "3s", "--census-config"])
-        .arg(&config_file)
-        .env("KUBECONFIG", cp.kubeconfig("operator"))
-        .output()
-        .unwrap();
+    let out = scan(&config_file, &cp.kubeconfig("operator"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("could not be read"), "{stderr}");
