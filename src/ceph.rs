@@ -342,15 +342,35 @@ async fn connect(cluster: &ClusterConfig, settings: &CensusSettings) -> Result<C
     };
     let id = &cluster.cluster_id;
     tracing::debug!(cluster = %id, "connecting to Ceph");
-    let job = tokio::task::spawn_blocking(move || Cluster::connect(&config));
-    // An abandoned connect goes on in its thread; what it returns is dropped there.
-    match tokio::time::timeout(settings.deadline, job).await {
+    // The connect counts as a connection being let go until it has been handed over: an
+    // abandoned one goes on in its thread, and the connection it makes after all is shut down
+    // there, which [`settle`] waits for like any other.
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let guard = Releasing::new();
+    let job = tokio::task::spawn_blocking(move || {
+        let _guard = guard;
+        if let Err(Ok(late)) = tx.send(Cluster::connect(&config)) {
+            drop(late);
+        }
+    });
+    match tokio::time::timeout(settings.deadline, &mut rx).await {
         Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| format!("cluster {id}: {e}")),
-        Ok(Err(e)) => Err(format!("cluster {id}: the connect task failed: {e}")),
-        Err(_) => Err(format!(
-            "cluster {id}: connecting took longer than {}s; it is abandoned",
-            settings.deadline.as_secs()
-        )),
+        Ok(Err(_)) => Err(match job.await {
+            Err(e) => format!("cluster {id}: the connect task failed: {e}"),
+            Ok(()) => format!("cluster {id}: the connect task ended without an answer"),
+        }),
+        Err(_) => {
+            // Closing first means the thread either sees the channel closed (and shuts its
+            // connection down itself) or has already sent: then it is let go here.
+            rx.close();
+            if let Ok(Ok(late)) = rx.try_recv() {
+                release(Arc::new(late));
+            }
+            Err(format!(
+                "cluster {id}: connecting took longer than {}s; it is abandoned",
+                settings.deadline.as_secs()
+            ))
+        }
     }
 }
 
