@@ -339,6 +339,10 @@ pub async fn run(
             until: Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600),
         },
     });
+    if settings.leader.is_none() {
+        // The role never changes, so `on_role` never says so: this replica leads from the start.
+        metrics.leader(true);
+    }
     let (stop_election, election_stop_rx) = tokio::sync::watch::channel(false);
     let election = settings.leader.clone().map(|s| {
         health.set_leader(Some(format!(

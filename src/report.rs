@@ -1,6 +1,6 @@
 //! The findings as one OpenReports `ClusterReport` (`openreports.io/v1alpha1`), for
 //! policy-reporter and the dashboards that read it. The report itself is pure ([`cluster_report`]:
-//! the same findings give the same bytes, in PV-name order); [`ReportWriter`] applies it (I/O,
+//! the same findings give the same bytes, in the findings' name order); [`ReportWriter`] applies it (I/O,
 //! opt-in with `--openreports`, only when the OpenReports CRD is installed).
 
 use std::time::Duration;
@@ -35,13 +35,14 @@ pub fn severity(r: Reason) -> &'static str {
 }
 
 /// The ClusterReport for these VolumeLeftovers (the operator's own; others are left out),
-/// deterministic: results in PV-name order, timestamps from `firstSeen`, summary counts exact.
+/// deterministic: results in the order of the findings' names (a PV's finding is named after it;
+/// an image finding has no PV), timestamps from `firstSeen`, summary counts exact.
 pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover>) -> Value {
     let mut items: Vec<&VolumeLeftover> = leftovers
         .into_iter()
         .filter(|o| is_managed(o) && o.status.is_some())
         .collect();
-    items.sort_by(|a, b| a.spec.volume_name.cmp(&b.spec.volume_name));
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let (mut fail, mut skip) = (0u64, 0u64);
     let results: Vec<Value> = items
         .iter()
@@ -78,6 +79,37 @@ pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover
                     .and_then(|a| a.ticket.clone()),
             );
             put("volumeHandle", s.source.volume_handle.clone());
+            put(
+                "image",
+                s.image
+                    .as_ref()
+                    .map(|i| format!("{}/{}", i.pool, i.name))
+                    .or_else(|| {
+                        let src = &s.source;
+                        Some(format!(
+                            "{}/{}",
+                            src.pool.as_ref()?,
+                            src.image_name.as_ref()?
+                        ))
+                    }),
+            );
+            // The resource a result is about: the PV (gone, for a tombstone: its name and uid
+            // are what the ticket needs), or, for an image no PV names, the finding itself.
+            let resource = if o.spec.volume_name.is_empty() {
+                json!({
+                    "apiVersion": "leftovers.dev/v1alpha1",
+                    "kind": "VolumeLeftover",
+                    "name": o.metadata.name,
+                    "uid": o.metadata.uid,
+                })
+            } else {
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "name": o.spec.volume_name,
+                    "uid": o.spec.volume_uid,
+                })
+            };
             Some(json!({
                 "policy": s.reason.as_str(),
                 "result": if acknowledged { "skip" } else { "fail" },
@@ -87,12 +119,7 @@ pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover
                 "message": s.message,
                 "scored": true,
                 "timestamp": {"seconds": s.first_seen.0.as_second(), "nanos": 0},
-                "resources": [{
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolume",
-                    "name": o.spec.volume_name,
-                    "uid": o.spec.volume_uid,
-                }],
+                "resources": [resource],
                 "properties": properties,
             }))
         })

@@ -55,6 +55,64 @@ fn the_same_findings_give_the_same_bytes_in_any_order() {
     );
 }
 
+/// An image no PV names, as the census publishes it: no volume, named after the image.
+fn image_finding(name: &str) -> VolumeLeftover {
+    let mut o = published("unused");
+    o.metadata.name = Some(name.into());
+    o.metadata.uid = Some(format!("uid-of-{name}"));
+    o.spec.volume_name = String::new();
+    o.spec.volume_uid = String::new();
+    let s = o.status.as_mut().unwrap();
+    s.reason = crate::crd::Reason::ImageWithoutVolume;
+    s.image = Some(crate::crd::ImageInfo {
+        cluster_id: "c1".into(),
+        pool: "rbd".into(),
+        name: name.into(),
+        ..Default::default()
+    });
+    o
+}
+
+#[test]
+fn image_findings_are_ordered_by_name_and_name_themselves() {
+    let a = [
+        image_finding("rbd-2"),
+        published("pv-b"),
+        image_finding("rbd-1"),
+    ];
+    let b = [
+        image_finding("rbd-1"),
+        image_finding("rbd-2"),
+        published("pv-b"),
+    ];
+    let (ra, rb) = (cluster_report(&a), cluster_report(&b));
+    assert_eq!(
+        serde_json::to_vec(&ra).unwrap(),
+        serde_json::to_vec(&rb).unwrap(),
+        "no PV name to sort by: the order must not depend on the store's"
+    );
+    let resources: Vec<(&str, &str)> = ra["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            let r = &x["resources"][0];
+            (r["kind"].as_str().unwrap(), r["name"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        resources,
+        [
+            ("PersistentVolume", "pv-b"),
+            ("VolumeLeftover", "rbd-1"),
+            ("VolumeLeftover", "rbd-2")
+        ]
+    );
+    assert_eq!(ra["results"][1]["resources"][0]["uid"], "uid-of-rbd-1");
+    assert_eq!(ra["results"][1]["properties"]["image"], "rbd/rbd-1");
+    assert_eq!(ra["results"][1]["severity"], "medium");
+}
+
 #[test]
 fn properties_carry_what_a_person_needs() {
     let o = desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");

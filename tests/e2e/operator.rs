@@ -65,6 +65,15 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
         leftovers.get_opt("mariadb-pv").await.unwrap().is_none(),
         "a healthy Bound volume is not a finding"
     );
+    // Without leader election this replica is the one that decides: the leader alerts read it.
+    assert_eq!(metric(&operator.metrics, "volume_leftovers_leader"), 1.0);
+    assert_eq!(
+        metric(
+            &operator.metrics,
+            "volume_leftovers_leader_transitions_total"
+        ),
+        1.0
+    );
 
     // The claim is deleted: the volume survives it.
     let old_uid = claims.get("mariadb").await.unwrap().uid().unwrap();
