@@ -343,6 +343,12 @@ pub fn desired(
     o.metadata = ObjectMeta {
         name: Some(f.name().to_string()),
         labels: Some(labels(&status)),
+        // The version the decision was made on: the writer's status apply carries it, so that
+        // it is refused if the object changed since (someone re-created it under the name,
+        // acknowledged it) and the name is decided again.
+        resource_version: existing
+            .and_then(|e| e.resource_version.as_deref())
+            .map(Into::into),
         // No ownerReference to the PV: a finding must be able to outlive its volume (a Retain
         // volume's tombstone is the last record of its disk), and the sweep removes the others.
         ..ObjectMeta::default()

@@ -149,8 +149,8 @@ impl Writer {
                     field_manager: Some(FIELD_MANAGER.to_string()),
                     ..PostParams::default()
                 };
-                match self.bounded(self.api.create(&pp_create, &main)).await {
-                    Ok(_) => {}
+                let created = match self.bounded(self.api.create(&pp_create, &main)).await {
+                    Ok(o) => o,
                     // Someone's object of that name, which the store has not shown yet: never
                     // taken over. Decide again once the store shows it.
                     Err((Category::Conflict, _)) => {
@@ -168,8 +168,25 @@ impl Writer {
                             message,
                         });
                     }
-                }
-                let written = self.apply_status(&name, &object, &pp).await?;
+                };
+                let version = created.metadata.resource_version.as_deref();
+                let written = match self.apply_status(&name, version, &object, &pp).await {
+                    Ok(o) => o,
+                    // Changed or deleted right after the create (acknowledged at once, say):
+                    // the object exists; its status comes when the name is decided again.
+                    Err(WriteError::ApplyStatus {
+                        category: Category::Conflict | Category::NotFound,
+                        ..
+                    }) => {
+                        return Ok(Written {
+                            op: "create",
+                            end: WriteEnd::Outdated,
+                            echo: None,
+                            requests: 2,
+                        });
+                    }
+                    Err(e) => return Err(e),
+                };
                 Ok(Written {
                     op: "create",
                     end: WriteEnd::Done,
@@ -217,11 +234,21 @@ impl Writer {
                 }
                 if status {
                     requests += 1;
-                    match self.apply_status(&name, &object, &pp).await {
+                    // After the metadata patch, the version it made; else the one decided on.
+                    let version = match &written {
+                        Some(o) => o.metadata.resource_version.clone(),
+                        None => object.metadata.resource_version.clone(),
+                    };
+                    match self
+                        .apply_status(&name, version.as_deref(), &object, &pp)
+                        .await
+                    {
                         Ok(o) => written = Some(o),
-                        // Deleted meanwhile: the status subresource never creates.
+                        // Deleted meanwhile (the status subresource never creates), or changed
+                        // since the decision (made again by someone else, acknowledged): decide
+                        // again on what the store shows next.
                         Err(WriteError::ApplyStatus {
-                            category: Category::NotFound,
+                            category: Category::NotFound | Category::Conflict,
                             ..
                         }) => {
                             return Ok(Written {
@@ -276,16 +303,24 @@ impl Writer {
         }
     }
 
+    /// Applies the status to the object at `version` (when known: the API server refuses the
+    /// write with a conflict if the object changed since, or is another one now; the status
+    /// subresource ignores a uid in the body, so the version is the precondition).
     async fn apply_status(
         &self,
         name: &str,
+        version: Option<&str>,
         object: &VolumeLeftover,
         pp: &PatchParams,
     ) -> Result<VolumeLeftover, WriteError> {
+        let mut metadata = serde_json::json!({ "name": name });
+        if let Some(v) = version {
+            metadata["resourceVersion"] = v.into();
+        }
         let body = serde_json::json!({
             "apiVersion": VolumeLeftover::api_version(&()),
             "kind": VolumeLeftover::kind(&()),
-            "metadata": { "name": name },
+            "metadata": metadata,
             "status": object.status,
         });
         self.bounded(self.api.patch_status(name, pp, &Patch::Apply(&body)))

@@ -476,6 +476,33 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
     );
     assert!(still.status.is_none());
     operator.stop().await;
+
+    // A status write decided on the operator's object never lands on an object someone made
+    // under that name meanwhile (the write names the uid it was decided on).
+    let decided = leftovers.get(&ours.pv).await.unwrap();
+    delete(&leftovers, &ours.pv).await;
+    let mut remade = VolumeLeftover::new(&ours.pv, decided.spec.clone());
+    remade.spec.acknowledgement = None;
+    let remade = create(&leftovers, &remade).await;
+    let writer = volume_leftovers::writer::Writer::new(
+        Api::all(cp.operator_client().await),
+        Duration::from_secs(10),
+    );
+    let written = writer
+        .execute(volume_leftovers::plan::Action::Apply {
+            object: Box::new(decided.clone()),
+            meta: None,
+            status: true,
+        })
+        .await
+        .expect("a refused write is an outdated decision, not an error");
+    assert_eq!(written.end, volume_leftovers::schedule::WriteEnd::Outdated);
+    let after = leftovers.get(&ours.pv).await.unwrap();
+    assert_eq!(after.uid(), remade.uid());
+    assert!(after.status.is_none(), "{:?}", after.status);
+    assert_eq!(after.resource_version(), remade.resource_version());
+    delete(&leftovers, &ours.pv).await;
+
     delete(&leftovers, &theirs.pv).await;
     ours.cleanup(&admin).await;
     theirs.cleanup(&admin).await;
