@@ -278,6 +278,20 @@ pub fn plan(
         };
     }
     match verdict {
+        // Claims that became unreadable (a 403 while running) say nothing new about a volume
+        // whose finding was decided on them: it stays as published (reason, Events, the
+        // acknowledgement it covers), as an undecided volume's does.
+        Some(Verdict::Leftover(f))
+            if f.status.reason == Reason::ClaimUnknown
+                && existing.is_some_and(|e| {
+                    *e.volume_uid == *f.volume_uid
+                        && e.status
+                            .as_ref()
+                            .is_some_and(|s| decided_on_claims(s.reason))
+                }) =>
+        {
+            Action::Nothing
+        }
         Some(Verdict::Leftover(f)) => {
             let object = desired(f, existing, first_seen, now);
             match existing {
@@ -313,6 +327,24 @@ pub fn plan(
             },
             None => Action::Nothing,
         },
+    }
+}
+
+/// Whether a finding of this reason was decided by reading the volume's claim.
+fn decided_on_claims(r: Reason) -> bool {
+    match r {
+        Reason::ClaimDeleted
+        | Reason::ClaimRecreated
+        | Reason::ClaimStillPresent
+        | Reason::BoundClaimMissing
+        | Reason::PreboundClaimMissing => true,
+        Reason::ClaimUnknown
+        | Reason::ClaimRefInvalid
+        | Reason::ReleasedWithoutClaim
+        | Reason::ReclaimFailed
+        | Reason::VolumeDeleted
+        | Reason::VolumeWithoutImage
+        | Reason::ImageWithoutVolume => false,
     }
 }
 

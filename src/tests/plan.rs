@@ -1628,3 +1628,59 @@ fn expect_delete(a: Action) {
         other => panic!("expected Delete, got {other:?}"),
     }
 }
+
+#[test]
+fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
+    let deleted = finding(
+        &pv("r").retain().released().claim("ns", "c", "uid-1"),
+        &lookup(),
+    );
+    assert_eq!(deleted.status.reason, Reason::ClaimDeleted);
+    let unknown = finding(
+        &pv("r").retain().released().claim("ns", "c", "uid-1"),
+        &lookup().claims_forbidden(),
+    );
+    assert_eq!(unknown.status.reason, Reason::ClaimUnknown);
+    let existing = lean(&published(&deleted));
+    let kept = plan(
+        "r",
+        Some(&leftover(&unknown)),
+        Some(&existing),
+        &now(),
+        &now(),
+    );
+    assert!(
+        matches!(kept, Action::Nothing),
+        "a 403 is no news about the claim: no rewrite, no Event, no Superseded acknowledgement: {kept:?}"
+    );
+    // Nothing published yet: the unknown is what there is to say.
+    let created = expect_create(plan("r", Some(&leftover(&unknown)), None, &now(), &now()));
+    assert_eq!(created.status.unwrap().reason, Reason::ClaimUnknown);
+    // Another volume under the name (re-created PV): its own finding, unknown claim and all.
+    let mut other = unknown.clone();
+    other.volume_uid = "another-volume".into();
+    let (o, _, status) = expect_apply(plan(
+        "r",
+        Some(&leftover(&other)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert!(status);
+    assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
+    // A finding that did not depend on the claim follows the volume as ever.
+    let failed = finding(
+        &pv("r").retain().failed().claim("ns", "c", "uid-1"),
+        &lookup(),
+    );
+    assert_eq!(failed.status.reason, Reason::ReclaimFailed);
+    let existing = lean(&published(&failed));
+    let (o, _, _) = expect_apply(plan(
+        "r",
+        Some(&leftover(&unknown)),
+        Some(&existing),
+        &now(),
+        &now(),
+    ));
+    assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
+}
