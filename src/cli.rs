@@ -72,9 +72,10 @@ pub struct RunArgs {
     /// Each write request is abandoned (and retried with backoff) after this long (1s to 10m).
     #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
     pub request_timeout: Duration,
-    /// Server-side timeout of each watch request; a watch silent for this long plus 5 s is
-    /// reconnected (10s to 1h).
-    #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "290s", value_parser = watch_timeout)]
+    /// Server-side timeout of each watch request (10s to 1h). A watch silent for this long plus
+    /// 5 s is taken as dead and resumed (kube-runtime's idle bound): a watch that hangs without
+    /// an error is noticed that late, so it must be shorter than `--grace`.
+    #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "30s", value_parser = watch_timeout)]
     pub watch_timeout: Duration,
     /// Page size of the lists.
     #[arg(long, env = "VL_PAGE_SIZE", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
@@ -252,6 +253,31 @@ fn resync(s: &str) -> Result<Duration, String> {
 
 fn wait(s: &str) -> Result<Duration, String> {
     parse_duration_within(s, Duration::ZERO, MAX_WAIT)
+}
+
+/// How long a watch that hangs without an error (the connection open, nothing arriving) can
+/// go unnoticed: kube-runtime's watcher takes a watch silent for its server-side timeout plus
+/// 5 s as dead, and resumes it.
+pub fn silent_watch_bound(watch_timeout: Duration) -> Duration {
+    watch_timeout + Duration::from_secs(5)
+}
+
+impl RunArgs {
+    /// Why these settings could publish a finding from a cache that silently stopped: the grace
+    /// is what holds back a state decided on a missing claim, so it must outlast the time a
+    /// silent watch goes unnoticed. `None` when they cannot.
+    pub fn silent_watch_risk(&self) -> Option<String> {
+        let bound = silent_watch_bound(self.watch_timeout);
+        (self.grace <= bound).then(|| {
+            format!(
+                "--grace {}s is not longer than a watch that hangs silently can go unnoticed \
+                 (--watch-timeout {}s + 5 s): a claim missing from such a cache could be \
+                 published as BoundClaimMissing; lower --watch-timeout or raise --grace",
+                self.grace.as_secs(),
+                self.watch_timeout.as_secs()
+            )
+        })
+    }
 }
 
 fn request_timeout(s: &str) -> Result<Duration, String> {

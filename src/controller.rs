@@ -100,7 +100,7 @@ impl Default for Settings {
                 delete_grace: Duration::from_secs(600),
             },
             page_size: 500,
-            watch_timeout: 290,
+            watch_timeout: 30,
             request_timeout: Duration::from_secs(30),
             feed: FeedTiming::default(),
             echo_wait: Duration::from_secs(5),

@@ -133,7 +133,7 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
             delete_grace: args.delete_grace,
         },
         page_size: args.page_size,
-        watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(290),
+        watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(30),
         request_timeout: args.request_timeout,
         leader: args.leader_elect.then(|| leader::LeaderSettings {
             lease_name: args.lease_name.clone(),
@@ -184,6 +184,9 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
     let census = args.census.settings().map_err(FatalError::Census)?;
     let (client, server) = client(args.watch_timeout).await?;
     tracing::info!(%server, "starting");
+    if let Some(risk) = args.silent_watch_risk() {
+        tracing::warn!("{risk}");
+    }
     let health = Arc::new(Health::new(args.stale_after));
     let metrics = Arc::new(Metrics::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -130,7 +130,7 @@ fn run_defaults() {
     assert_eq!(delete_grace, Duration::from_secs(600));
     assert_eq!(stale_after, Duration::from_secs(15));
     assert_eq!(request_timeout, Duration::from_secs(30));
-    assert_eq!(watch_timeout, Duration::from_secs(290));
+    assert_eq!(watch_timeout, Duration::from_secs(30));
     assert_eq!(page_size, 500);
 }
 
@@ -298,4 +298,39 @@ fn request_and_watch_timeouts_are_bounded() {
     assert!(parse(&["volume-leftovers", "run", "--request-timeout", "0s"]).is_err());
     assert!(parse(&["volume-leftovers", "run", "--watch-timeout", "1s"]).is_err());
     assert!(parse(&["volume-leftovers", "scan", "--request-timeout", "11m"]).is_err());
+}
+
+#[test]
+fn the_default_grace_outlasts_a_watch_that_hangs_silently() {
+    let r = run_args(&["volume-leftovers", "run"]);
+    let bound = crate::cli::silent_watch_bound(r.watch_timeout);
+    assert_eq!(bound, Duration::from_secs(35));
+    // With room for the resumed watch to replay what it missed.
+    assert!(r.grace >= bound * 3, "{:?} vs {bound:?}", r.grace);
+    assert_eq!(r.silent_watch_risk(), None);
+    let r = run_args(&["volume-leftovers", "run", "--grace", "30s"]);
+    let risk = r
+        .silent_watch_risk()
+        .expect("a grace inside the bound is said");
+    assert!(
+        risk.contains("--grace 30s") && risk.contains("--watch-timeout 30s"),
+        "{risk}"
+    );
+    let r = run_args(&[
+        "volume-leftovers",
+        "run",
+        "--grace",
+        "2m",
+        "--watch-timeout",
+        "290s",
+    ]);
+    assert!(
+        r.silent_watch_risk().is_some(),
+        "kube's old default with the default grace"
+    );
+    let r = run_args(&["volume-leftovers", "run", "--grace", "0s"]);
+    assert!(
+        r.silent_watch_risk().is_some(),
+        "no grace holds nothing back"
+    );
 }

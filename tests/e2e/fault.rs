@@ -87,7 +87,9 @@ struct State {
 pub struct FaultProxy {
     pub addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    breaker: tokio::sync::watch::Sender<(u64, String)>,
+    /// (generation, path, freeze): open streams of that path started before the generation
+    /// break (or, with freeze, fall silent).
+    breaker: tokio::sync::watch::Sender<(u64, String, bool)>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -143,7 +145,7 @@ impl FaultProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state: Arc<Mutex<State>> = Arc::default();
-        let (breaker, _) = tokio::sync::watch::channel((0u64, String::new()));
+        let (breaker, _) = tokio::sync::watch::channel((0u64, String::new(), false));
         let task = {
             let state = state.clone();
             let breaker = breaker.clone();
@@ -181,12 +183,22 @@ impl FaultProxy {
     /// Breaks every open response stream whose path contains `path` (a watch connection that
     /// dies mid-stream).
     pub fn break_streams(&self, path: &str) {
+        self.signal_streams(path, false);
+    }
+
+    /// Makes every open response stream whose path contains `path` fall silent, the connection
+    /// open and no error: a watch that hangs (a stuck load balancer, a half-dead connection).
+    pub fn freeze_streams(&self, path: &str) {
+        self.signal_streams(path, true);
+    }
+
+    fn signal_streams(&self, path: &str, freeze: bool) {
         let g = {
             let mut s = self.state.lock().unwrap();
             s.generation += 1;
             s.generation
         };
-        let _ = self.breaker.send((g, path.to_string()));
+        let _ = self.breaker.send((g, path.to_string(), freeze));
     }
 
     /// Requests seen so far with `verb` (any if `None`) on a path containing `path`.
@@ -211,12 +223,18 @@ impl FaultProxy {
             .count()
     }
 
-    /// A client with the operator's identity that reaches the API server through this proxy.
+    /// A client with the operator's identity that reaches the API server through this proxy,
+    /// tuned for `test_settings()`'s watch timeout.
     pub async fn operator_client(&self, cp: &ControlPlane) -> Client {
+        self.operator_client_for(cp, Duration::from_secs(20)).await
+    }
+
+    /// The same, tuned for this watch timeout (as the binary tunes its client).
+    pub async fn operator_client_for(&self, cp: &ControlPlane, watch_timeout: Duration) -> Client {
         let mut config = cp.config("operator").await;
         config.cluster_url = format!("http://{}", self.addr).parse().expect("url");
         config.root_cert = None;
-        volume_leftovers::tune(&mut config, Duration::from_secs(20));
+        volume_leftovers::tune(&mut config, watch_timeout);
         Client::try_from(config).expect("client")
     }
 }
@@ -231,7 +249,7 @@ async fn handle(
     req: Request<Incoming>,
     state: Arc<Mutex<State>>,
     upstream: Client,
-    mut breaker: tokio::sync::watch::Receiver<(u64, String)>,
+    mut breaker: tokio::sync::watch::Receiver<(u64, String, bool)>,
 ) -> Result<Response<ProxyBody>, std::io::Error> {
     let verb = verb_of(&req);
     let path = req.uri().path().to_string();
@@ -310,9 +328,9 @@ async fn handle(
             if breaker.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
-            let (g, p) = breaker.borrow().clone();
+            let (g, p, freeze) = breaker.borrow().clone();
             if g > start && watched.contains(&p) {
-                return;
+                return freeze;
             }
         }
     };
@@ -324,7 +342,13 @@ async fn handle(
         let (mut body, mut broken) = st?;
         tokio::select! {
             item = body.next() => item.map(|f| (f, Some((body, broken)))),
-            () = &mut broken => Some((Err(std::io::Error::other("injected break")), None)),
+            freeze = &mut broken => {
+                if freeze {
+                    // Keeps the body (the connection) open and says nothing more.
+                    std::future::pending::<()>().await;
+                }
+                Some((Err(std::io::Error::other("injected break")), None))
+            }
         }
     });
     let mut resp = Response::from_parts(parts, BodyExt::boxed_unsync(StreamBody::new(frames)));

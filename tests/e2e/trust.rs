@@ -319,6 +319,89 @@ async fn a_failing_claims_watch_never_yields_bound_claim_missing_and_turns_ready
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silently_stalled_claims_watch_is_noticed_before_the_grace_publishes_from_it() {
+    // A watch that falls silent (no error, the connection open: a stuck load balancer) keeps
+    // the store looking synced. kube-runtime takes a watch silent for its timeout + 5 s as dead
+    // and resumes it from its last version, which replays what it missed; the grace must be
+    // longer than that (`cli::silent_watch_bound`, as the defaults are: cli tests), or a claim
+    // the silent cache lacks would become a false BoundClaimMissing.
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let proxy = FaultProxy::start(cp).await;
+    let recorder = Recorder::start(admin.clone()).await;
+    let mut settings = test_settings();
+    settings.watch_timeout = 10;
+    let bound = volume_leftovers::cli::silent_watch_bound(Duration::from_secs(10));
+    settings.graces.grace = bound + Duration::from_secs(15);
+    let client = proxy.operator_client_for(cp, Duration::from_secs(10)).await;
+    let operator = Operator::start(client, settings.clone());
+    operator.wait_synced().await;
+    let claims = "/persistentvolumeclaims";
+    let watches = proxy.count(Some("watch"), claims);
+    let relists = r#"volume_leftovers_relists_total{resource="persistentvolumeclaims"}"#;
+    let listed = metric(&operator.metrics, relists);
+
+    proxy.freeze_streams(claims);
+    let frozen = Instant::now();
+    // A new volume and claim are bound for real; the silent claim cache lacks the claim, and
+    // the operator holds a BoundClaimMissing for it in the grace: the danger is real.
+    let c = claimed_volume(&admin, "silent", "Retain").await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    wait_pv_phase(&pvs, &c.pv, "Bound").await;
+    wait_metric(
+        &operator.metrics,
+        &pending(Reason::BoundClaimMissing),
+        |v| v >= 1.0,
+    )
+    .await;
+    // The silence is noticed within the bound: the watch is resumed and brings the claim.
+    wait_metric(
+        &operator.metrics,
+        &pending(Reason::BoundClaimMissing),
+        |v| v == 0.0,
+    )
+    .await;
+    let noticed = frozen.elapsed();
+    assert!(
+        noticed >= Duration::from_secs(10) && noticed < settings.graces.grace,
+        "noticed after {noticed:?}; the bound is {bound:?}, the grace {:?}",
+        settings.graces.grace
+    );
+    assert!(
+        proxy.count(Some("watch"), claims) > watches,
+        "a new watch request resumed the stream"
+    );
+    assert_eq!(
+        metric(&operator.metrics, relists),
+        listed,
+        "resumed from its version, not relisted"
+    );
+    operator.wait_idle().await;
+    // Past the time the grace would have published it: nothing, at any moment.
+    let until = settings.graces.grace + Duration::from_secs(2);
+    if let Some(rest) = until.checked_sub(frozen.elapsed()) {
+        tokio::time::sleep(rest).await;
+    }
+    operator.wait_idle().await;
+    assert_eq!(
+        recorder.of(&c.pv),
+        vec![],
+        "no BoundClaimMissing from a silent cache"
+    );
+    recorder.stop();
+    operator.stop().await;
+    delete(
+        &Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &c.ns),
+        "data",
+    )
+    .await;
+    delete(&pvs, &c.pv).await;
+    delete(&Api::<StorageClass>::all(admin.clone()), &c.class).await;
+    delete(&Api::<Namespace>::all(admin), &c.ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_write_is_abandoned_and_retried_and_the_finding_lands() {
     let _lock = operator_lock(Flavor::Full).await;
     let cp = cp();
