@@ -16,7 +16,7 @@
 # RUN_DIR then holds:
 #   ceph.conf                     the cluster's and the clients' configuration
 #   keys/client.admin.keyring     full rights
-#   keys/client.leftovers.keyring read-only: mon 'profile rbd' osd 'profile rbd-read-only'
+#   keys/client.leftovers.keyring read-only: mon 'allow r' osd 'profile rbd-read-only'
 #   keys/mon.keyring              the monitor's secret (mkfs input)
 #   data/mon.a, data/osd.N        daemon data (the OSD's objects live in memory)
 #   log/                          daemon, client and cluster/audit logs, daemon stdout/stderr,
@@ -245,7 +245,7 @@ step "rbd pool init $pool" "${rbd_admin[@]}" pool init "$pool"
 
 # --- the read-only user ------------------------------------------------------------------------
 ro_keyring="$run/keys/client.$ro_user.keyring"
-"${admin[@]}" auth get-or-create "client.$ro_user" mon 'profile rbd' osd 'profile rbd-read-only' \
+"${admin[@]}" auth get-or-create "client.$ro_user" mon 'allow r' osd 'profile rbd-read-only' \
   -o "$ro_keyring" 2>>"$run/log/mkfs.log" || fail "creating client.$ro_user failed"
 chmod 600 "$ro_keyring"
 rbd_ro=(timeout 30 rbd -c "$conf" --id "$ro_user" --keyring "$ro_keyring")

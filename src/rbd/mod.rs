@@ -5,7 +5,7 @@
 //!
 //! **I/O: reads one Ceph pool; never writes.** It talks to the monitors (authentication, maps)
 //! and to the OSDs of the pool named in [`Cluster::census`], as the user given (meant to be a
-//! read-only one: `mon 'profile rbd' osd 'profile rbd-read-only'`). Only read calls are declared
+//! read-only one: `mon 'allow r' osd 'profile rbd-read-only'`). Only read calls are declared
 //! at all ([`SYMBOLS`]); images are opened with `rbd_open_by_id_read_only`, which registers no
 //! watch and takes no lock. No file is written: librados' log file and admin socket are turned
 //! off and nothing goes to stderr; only the keyring and configuration file given are read.
@@ -235,7 +235,7 @@ fn forbidden_hint(f: &Failure) -> &'static str {
     if f.call == "rados_connect" {
         "the user's key was refused: check the user name and its key"
     } else {
-        "check the user's caps: mon 'profile rbd' osd 'profile rbd-read-only'"
+        "check the user's caps: mon 'allow r' osd 'profile rbd-read-only'"
     }
 }
 

@@ -150,6 +150,24 @@ impl Ceph {
         self.cli("rbd", &["--id", &id, "--keyring", &keyring], args)
     }
 
+    /// `ceph ARGS` as the read-only user.
+    fn ceph_read_only(&self, args: &[&str]) -> Output {
+        let keyring = self.var("CEPH_RO_KEYRING").to_string();
+        let id = self.var("CEPH_RO_USER").to_string();
+        self.cli(
+            "ceph",
+            &[
+                "--id",
+                &id,
+                "--keyring",
+                &keyring,
+                "--connect-timeout",
+                "20",
+            ],
+            args,
+        )
+    }
+
     /// `ceph ARGS` as client.admin; panics on failure.
     pub(crate) fn ceph(&self, args: &[&str]) -> String {
         let out = self.cli("ceph", &["--id", "admin", "--connect-timeout", "20"], args);
@@ -626,6 +644,17 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     }
     let names = ceph.rbd(&["ls", &pool]);
     assert!(!names.contains("ro-write") && names.contains(&plain) && names.contains(&orphan));
+    // Nor can it act on the cluster: mon 'profile rbd' would let it blocklist other clients
+    // (cutting off a node's mounts); mon 'allow r' does not.
+    let out = ceph.ceph_read_only(&["osd", "blocklist", "add", "127.0.0.9:0/1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "client.leftovers could blocklist: {err}"
+    );
+    assert!(err.contains("EACCES") || err.contains("denied"), "{err}");
+    let blocklist = ceph.ceph(&["osd", "blocklist", "ls"]);
+    assert!(!blocklist.contains("127.0.0.9"), "{blocklist}");
     assert!(
         !ceph
             .rbd(&["image-meta", "list", &spec(&owned)])
@@ -650,7 +679,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         "get-or-create",
         "client.nocaps",
         "mon",
-        "profile rbd",
+        "allow r",
         "-o",
         nocaps.to_str().unwrap(),
     ]);
