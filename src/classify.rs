@@ -587,7 +587,7 @@ fn message(f: &MessageFacts<'_>) -> String {
             disk(f.source)
         ),
         Reason::VolumeDeleted => format!(
-            "PersistentVolume {pv} (uid {}) was deleted at {}; {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
+            "PersistentVolume {pv} (uid {}) was deleted at {}; {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. {NOTE_NOT_CHECKED}",
             f.uid,
             f.deleted_at
                 .map_or("an unknown time".to_string(), timestamp),
@@ -717,6 +717,24 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
     }
 }
 
+/// The last sentence of a tombstone's message without the census (or before it has said
+/// anything about the image): it never claims the image still exists.
+pub const NOTE_NOT_CHECKED: &str = "Not checked against the storage backend.";
+/// The same, once the storage backend's census has found the image.
+pub const NOTE_FOUND: &str = "The storage backend's census finds the image.";
+/// The same, once the census has found the image in its pool's trash.
+pub const NOTE_IN_TRASH: &str = "The storage backend's census finds the image in the pool's trash (restorable until it is purged).";
+
+/// A tombstone's message with `note` as its last sentence instead of whichever it had.
+pub fn with_backend_note(message: &str, note: &str) -> String {
+    let body = [NOTE_NOT_CHECKED, NOTE_FOUND, NOTE_IN_TRASH]
+        .iter()
+        .find_map(|n| message.strip_suffix(n))
+        .unwrap_or(message)
+        .trim_end();
+    format!("{body} {note}")
+}
+
 /// The tombstone of a PersistentVolume that vanished while the watch was down, from the object
 /// the store last had: [`tombstone`], saying that its delete was not watched.
 pub fn tombstone_unwatched(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
@@ -733,7 +751,7 @@ fn unwatched_message(
 ) -> String {
     let claim_ref = status.claim.as_ref().map_or("", |c| c.reference.as_str());
     format!(
-        "PersistentVolume {volume_name} (uid {volume_uid}) was deleted while the operator was not watching (seen gone at {}); {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. Not checked against the storage backend.",
+        "PersistentVolume {volume_name} (uid {volume_uid}) was deleted while the operator was not watching (seen gone at {}); {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. {NOTE_NOT_CHECKED}",
         timestamp(now),
         why_kept(&status.reclaim_policy),
         disk(&status.source),

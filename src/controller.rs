@@ -1301,15 +1301,14 @@ impl Ctx<'_> {
                 if is_tombstone_of_any(existing.as_deref(), memo.tombstone.as_deref()) {
                     memo.tombstone = None;
                 }
-                let image_gone =
-                    self.tombstone_image_gone(memo.tombstone.as_deref(), existing.as_deref());
+                let image = self.tombstone_image(memo.tombstone.as_deref(), existing.as_deref());
                 let action = plan::gone(
                     name,
                     memo.tombstone.as_deref(),
                     existing.as_deref(),
                     &now,
                     self.settings.tombstone_ttl,
-                    image_gone,
+                    &image,
                 );
                 if matches!(
                     action,
@@ -1434,11 +1433,11 @@ impl Ctx<'_> {
         })
     }
 
-    /// Whether the census shows the image of a tombstone gone (confirmed by two censuses, not in
-    /// the trash).
-    fn tombstone_image_gone(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> bool {
+    /// What the census says of a tombstone's image (`NotCensused` without the census, or for a
+    /// name that is no tombstone).
+    fn tombstone_image(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> ImageFound {
         let Some(cs) = self.census else {
-            return false;
+            return ImageFound::NotCensused;
         };
         // Tombstones keep their facts (`leftover::needs_record`).
         let record;
@@ -1449,16 +1448,16 @@ impl Ctx<'_> {
                     record = r;
                     &record.source
                 }
-                None => return false,
+                None => return ImageFound::NotCensused,
             },
-            _ => return false,
+            _ => return ImageFound::NotCensused,
         };
         let Some(r) = image_ref(source) else {
-            return false;
+            return ImageFound::NotCensused;
         };
         // The volume existed before any census of this process.
         let long_ago = Time(jiff::Timestamp::UNIX_EPOCH);
-        cs.census.image(&r, Some(&long_ago)) == ImageFound::Missing { in_trash: false }
+        cs.census.image(&r, Some(&long_ago))
     }
 
     /// Records why a name is held, keeping the gauges current.

@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use crate::classify::{Finding, Verdict};
+use crate::census::ImageFound;
+use crate::classify::{
+    Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, with_backend_note,
+};
 use crate::crd::{
     AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
     VolumeLeftoverStatus,
@@ -602,15 +605,17 @@ fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Valu
 /// published tombstone stays as it is. Nothing is invented for a volume the operator never saw.
 /// A tombstone ends when a person acknowledges it (an acknowledgement that covers the
 /// `VolumeDeleted` finding: the record now lives in their ticket), when `ttl` has passed since the
-/// delete, or when the storage backend's census says the image is gone (`image_gone`); every
-/// other finding of a deleted volume is deleted.
+/// delete, or when the storage backend's census says the image is gone (`image`: two censuses
+/// without it); every other finding of a deleted volume is deleted. While it stays, its message
+/// ends by saying what the census found: the image (or the image in the trash), or nothing
+/// checked; an Unknown census keeps what the message said.
 pub fn gone(
     name: &str,
     fresh: Option<&Finding>,
     existing: Option<&Leftover>,
     now: &Time,
     ttl: Option<Duration>,
-    image_gone: bool,
+    image: &ImageFound,
 ) -> Action {
     let published = existing
         .filter(|o| o.managed)
@@ -635,13 +640,23 @@ pub fn gone(
             }),
         },
     };
-    let Some(t) = tombstone else {
+    let Some(mut t) = tombstone else {
         return plan(name, None, existing, now, now);
     };
     let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
     let expired = ttl.is_some_and(|ttl| add(&deleted_at, ttl).0 <= now.0);
-    if expired || image_gone {
+    if expired || *image == (ImageFound::Missing { in_trash: false }) {
         return plan(name, None, existing, now, now);
+    }
+    let note = match image {
+        ImageFound::Missing { .. } => Some(NOTE_IN_TRASH),
+        ImageFound::Present { .. } => Some(NOTE_FOUND),
+        ImageFound::NotCensused => Some(NOTE_NOT_CHECKED),
+        // No news: what the (published or fresh) message says stays.
+        ImageFound::Unknown => None,
+    };
+    if let Some(note) = note {
+        t.status.message = with_backend_note(&t.status.message, note);
     }
     let action = plan(
         name,

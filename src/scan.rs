@@ -285,6 +285,48 @@ pub async fn read(
     )
     .await?;
 
+    // The images the operator's tombstones name (`VolumeDeleted`: a Retain volume was deleted,
+    // its image kept) are someone's record, not orphans, as the operator sees them. Without the
+    // CRD there are none; when they cannot be read, whether an image is an orphan is not known.
+    if let Some(c) = facts.census.as_deref() {
+        let vl_api: Api<crate::crd::VolumeLeftover> = Api::all(r.client.clone());
+        let selector = format!(
+            "{}={},{}={}",
+            crate::plan::LABEL_REASON,
+            Reason::VolumeDeleted.as_str(),
+            crate::plan::MANAGED_BY,
+            crate::plan::MANAGED_BY_VALUE
+        );
+        let listed = r
+            .pages(
+                "volumeleftovers",
+                |lp| {
+                    let api = vl_api.clone();
+                    let lp = lp.labels(&selector);
+                    async move { api.list(&lp).await }
+                },
+                |items| {
+                    for o in items {
+                        if let Some(r) = o.status.as_ref().and_then(|s| image_ref(&s.source))
+                            && let crate::census::Resolved::Pool(key) = c.resolve(&r)
+                        {
+                            referenced.entry(key.clone()).or_default().insert(r.name);
+                        }
+                    }
+                },
+            )
+            .await;
+        match listed {
+            Ok(()) => {}
+            Err(ScanError::Read {
+                category: Category::NotFound,
+                ..
+            }) => {}
+            Err(e) if forbidden(&e) => missing.push("list volumeleftovers".to_string()),
+            Err(e) => return Err(e),
+        }
+    }
+
     // Claims were listed before the PVs: a claim created in between looks missing. Ask again.
     for pv in recheck {
         let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());

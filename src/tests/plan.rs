@@ -9,7 +9,8 @@ use super::fixtures::{
     PvBuilder, VlBuilder, finding, lean, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
     released_at,
 };
-use crate::classify::{Finding, Verdict, classify};
+use crate::census::ImageFound;
+use crate::classify::{Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, classify};
 use crate::crd::{Acknowledgement, State};
 use crate::crd::{Reason, VolumeLeftover};
 use crate::plan::{
@@ -1338,7 +1339,14 @@ fn only_a_delete_that_leaves_the_disk_makes_a_tombstone() {
 #[test]
 fn a_watched_delete_of_a_retain_volume_creates_its_tombstone_dated_by_the_delete() {
     let t = mariadb_deleted();
-    let o = expect_create(gone("mariadb-pv", Some(&t), None, &now(), None, false));
+    let o = expect_create(gone(
+        "mariadb-pv",
+        Some(&t),
+        None,
+        &now(),
+        None,
+        &ImageFound::NotCensused,
+    ));
     let s = o.status.expect("status");
     assert_eq!(s.reason, Reason::VolumeDeleted);
     assert_eq!(s.subject, Subject::Image);
@@ -1381,7 +1389,7 @@ fn a_watched_delete_turns_the_published_finding_into_the_tombstone_keeping_first
         Some(&lean(&existing)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     assert!(status);
     let s = o.status.expect("status");
@@ -1441,7 +1449,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         Some(&lean(&existing)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     let s = o.status.as_ref().expect("status");
     assert_eq!(s.reason, Reason::VolumeDeleted);
@@ -1470,7 +1478,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         Some(&lean(&back)),
         &now_plus(86400),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
 }
 
@@ -1484,13 +1492,20 @@ fn a_finding_of_a_delete_policy_volume_that_is_gone_is_deleted() {
         Some(&lean(&existing)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
 }
 
 #[test]
 fn nothing_is_invented_for_a_volume_never_seen() {
-    expect_nothing(gone("mariadb-pv", None, None, &now(), None, false));
+    expect_nothing(gone(
+        "mariadb-pv",
+        None,
+        None,
+        &now(),
+        None,
+        &ImageFound::NotCensused,
+    ));
 }
 
 #[test]
@@ -1501,7 +1516,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         None,
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     let ttl = Some(Duration::from_secs(7200));
     // Deleted an hour ago: an hour left.
@@ -1511,7 +1526,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         Some(&lean(&t)),
         &now(),
         ttl,
-        false,
+        &ImageFound::NotCensused,
     ));
     assert_eq!(
         tombstone_expires(Some(&lean(&t)), &now(), ttl),
@@ -1524,7 +1539,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         Some(&lean(&t)),
         &now_plus(3600),
         ttl,
-        false,
+        &ImageFound::NotCensused,
     ));
 }
 
@@ -1536,7 +1551,7 @@ fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
         None,
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     expect_delete(gone(
         "mariadb-pv",
@@ -1544,7 +1559,7 @@ fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
         Some(&lean(&t)),
         &now(),
         None,
-        true,
+        &ImageFound::Missing { in_trash: false },
     ));
 }
 
@@ -1557,7 +1572,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         None,
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     // A person acknowledges the tombstone: the record now lives in their ticket.
     let mut acked = t.clone();
@@ -1568,7 +1583,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         Some(&lean(&acked)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     // The acknowledgement covered the ClaimDeleted finding before the volume was deleted: the
     // deletion is news, the state is Superseded, and the record stays.
@@ -1587,7 +1602,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         Some(&lean(&earlier)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
     assert_eq!(o.status.expect("status").state, State::Superseded);
 }
@@ -1604,7 +1619,7 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
             Some(&lean(&foreign)),
             &now(),
             None,
-            false
+            &ImageFound::NotCensused
         ),
         Action::Foreign { .. }
     ));
@@ -1614,7 +1629,7 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
         Some(&lean(&foreign)),
         &now(),
         None,
-        false,
+        &ImageFound::NotCensused,
     ));
 }
 
@@ -1683,4 +1698,45 @@ fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
         &now(),
     ));
     assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
+}
+
+#[test]
+fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_changes_nothing() {
+    let message = |o: &VolumeLeftover| o.status.as_ref().unwrap().message.clone();
+    let t = stored(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        None,
+        &now(),
+        None,
+        &ImageFound::Unknown,
+    ));
+    assert!(message(&t).ends_with(NOTE_NOT_CHECKED), "{}", message(&t));
+    // The census finds the image: the tombstone says so, once.
+    let found = |image: &ImageFound, from: &VolumeLeftover| {
+        gone("mariadb-pv", None, Some(&lean(from)), &now(), None, image)
+    };
+    let (o, meta, status) = expect_apply(found(&ImageFound::Present { watchers: 0 }, &t));
+    assert!(!meta && status);
+    let m = message(&o);
+    assert!(
+        m.ends_with(NOTE_FOUND) && !m.contains(NOTE_NOT_CHECKED),
+        "{m}"
+    );
+    assert!(m.contains("was deleted at"), "the rest stays: {m}");
+    let present = stored(Action::Apply {
+        object: Box::new(o),
+        meta: None,
+        status: true,
+    });
+    expect_nothing(found(&ImageFound::Present { watchers: 2 }, &present));
+    // Ceph down: no news, nothing written.
+    expect_nothing(found(&ImageFound::Unknown, &present));
+    // In the trash: said; purged (two censuses without it): the tombstone ends.
+    let (o, _, _) = expect_apply(found(&ImageFound::Missing { in_trash: true }, &present));
+    assert!(message(&o).ends_with(NOTE_IN_TRASH), "{}", message(&o));
+    expect_delete(found(&ImageFound::Missing { in_trash: false }, &present));
+    // The pool is no longer censused: back to saying nothing was checked.
+    let (o, _, _) = expect_apply(found(&ImageFound::NotCensused, &present));
+    assert!(message(&o).ends_with(NOTE_NOT_CHECKED), "{}", message(&o));
 }

@@ -8,6 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::fixtures::{lean, now};
+use crate::census::ImageFound;
 use crate::classify::{Verdict, classify, tombstone_of};
 use crate::crd::{Hint, Reason, Tristate, VolumeLeftover};
 use crate::leftover::{Keep, Leftover, digest, needs_record};
@@ -347,7 +348,7 @@ proptest! {
         // A volume gone while nothing watched: the same tombstone (or delete) as from the whole
         // object.
         let name = f.volume_name.clone();
-        let action = gone(&name, None, Some(&l), &now(), None, false);
+        let action = gone(&name, None, Some(&l), &now(), None, &ImageFound::NotCensused);
         match tombstone_of(&status, &stored.spec.volume_name, &stored.spec.volume_uid, &now()) {
             Some(t) => match action {
                 Action::Apply { object, .. } => prop_assert_eq!(

@@ -248,11 +248,14 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     .await;
     let m = tomb.status.unwrap().message;
     assert!(m.contains(&format!("the RBD image {pool}/{kept}")), "{m}");
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    assert!(
-        leftovers.get_opt(&kept_pv).await.unwrap().is_some(),
-        "the census finds the image: the tombstone stays"
-    );
+    // The census finds the image: the tombstone stays and says so.
+    let confirmed = wait_leftover(&leftovers, &kept_pv, "the census finds the image", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.message.ends_with(volume_leftovers::classify::NOTE_FOUND))
+    })
+    .await;
+    assert_eq!(reason(&confirmed), Some(Reason::VolumeDeleted));
     assert!(
         leftovers
             .get_opt(&leftover_name(&key, &kept))
@@ -339,6 +342,10 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     assert!(
         !stdout.contains(&theirs),
         "another cluster's image in the scan:\n{stdout}"
+    );
+    assert!(
+        !stdout.contains(&leftover_name(&key, &kept)),
+        "a tombstone's image is its record, not an orphan, in the scan too:\n{stdout}"
     );
 
     // An image whose details cannot be read (its header made unreadable, as an OSD that holds
