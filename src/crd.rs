@@ -373,7 +373,8 @@ pub enum Reason {
     /// The PersistentVolume was deleted, but its reclaim policy was Retain (or its delete had
     /// failed), so the disk or image behind it was not: this object is the last record of which
     /// disk belonged to which claim. It stays until the storage backend's census shows the image
-    /// is gone, or `--tombstone-ttl` passes; acknowledging it marks it known but keeps the record.
+    /// is gone, `--tombstone-ttl` passes, or a person acknowledges it (where the census covers
+    /// the image, an acknowledged tombstone stays until the image is gone).
     VolumeDeleted,
     /// An RBD image in a censused pool that no PersistentVolume references, older than the
     /// census's image grace period and not in the RBD trash (opt-in Ceph census). With

@@ -604,7 +604,8 @@ fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Valu
 /// while nothing watched becomes the tombstone ([`crate::classify::tombstone_of`]), and a
 /// published tombstone stays as it is. Nothing is invented for a volume the operator never saw.
 /// A tombstone ends when a person acknowledges it (an acknowledgement that covers the
-/// `VolumeDeleted` finding: the record now lives in their ticket), when `ttl` has passed since the
+/// `VolumeDeleted` finding: the record now lives in their ticket; where the census covers its
+/// image, it stays acknowledged until the image is gone), when `ttl` has passed since the
 /// delete, or when the storage backend's census says the image is gone (`image`: two censuses
 /// without it); every other finding of a deleted volume is deleted. While it stays, its message
 /// ends by saying what the census found: the image (or the image in the trash), or nothing
@@ -672,7 +673,11 @@ pub fn gone(
         Action::Nothing => existing.and_then(|e| e.status.as_ref()).map(|s| s.state),
         Action::Delete { .. } | Action::Foreign { .. } => None,
     };
-    if state == Some(State::Acknowledged) {
+    // Acknowledged, the record lives in the person's ticket. With the census on, the image the
+    // tombstone names would then be an image nobody names, and come back as ImageWithoutVolume:
+    // a second ticket for the same disk. So it stays, acknowledged, until the census says the
+    // image is gone (or the TTL passes).
+    if state == Some(State::Acknowledged) && *image == ImageFound::NotCensused {
         return plan(name, None, existing, now, now);
     }
     action

@@ -1740,3 +1740,57 @@ fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_cha
     let (o, _, _) = expect_apply(found(&ImageFound::NotCensused, &present));
     assert!(message(&o).ends_with(NOTE_NOT_CHECKED), "{}", message(&o));
 }
+
+#[test]
+fn an_acknowledged_tombstone_stays_while_the_census_finds_its_image() {
+    let t = stored(gone(
+        "mariadb-pv",
+        Some(&mariadb_deleted()),
+        None,
+        &now(),
+        None,
+        &ImageFound::Present { watchers: 0 },
+    ));
+    let mut acked = t.clone();
+    acked.spec.acknowledgement = Some(ack("OPS-8", None));
+    // Deleted, its image would come back as ImageWithoutVolume: a second ticket for one disk.
+    let (o, _, _) = expect_apply(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&acked)),
+        &now(),
+        None,
+        &ImageFound::Present { watchers: 0 },
+    ));
+    assert_eq!(o.status.as_ref().unwrap().state, State::Acknowledged);
+    let acked = stored(Action::Apply {
+        object: Box::new(o),
+        meta: None,
+        status: true,
+    });
+    expect_nothing(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&acked)),
+        &now(),
+        None,
+        &ImageFound::Unknown,
+    ));
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&acked)),
+        &now(),
+        None,
+        &ImageFound::Missing { in_trash: false },
+    ));
+    // Without the census covering it, the acknowledgement ends it, as ever.
+    expect_delete(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&acked)),
+        &now(),
+        None,
+        &ImageFound::NotCensused,
+    ));
+}
