@@ -363,10 +363,14 @@ pub async fn run(
             sc: sc_store,
             vl: vl_store,
         },
-        events: settings
-            .events
-            .clone()
-            .map(|instance| Events::new(client.clone(), instance, settings.request_timeout)),
+        events: settings.events.clone().map(|instance| {
+            Events::new(
+                client.clone(),
+                instance,
+                settings.request_timeout,
+                metrics.clone(),
+            )
+        }),
         report: settings.openreports.then(|| Report {
             writer: ReportWriter::new(client.clone(), settings.request_timeout),
             dirty: true,

@@ -15,6 +15,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::Semaphore;
 
 use crate::crd::Reason;
+use crate::telemetry::Metrics;
 
 /// What changed about a finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +93,7 @@ pub struct Events {
     reporter: Reporter,
     slots: Arc<Semaphore>,
     timeout: Duration,
+    metrics: Arc<Metrics>,
 }
 
 /// The recorder in use, and what it has cached.
@@ -105,7 +107,12 @@ struct Current {
 
 impl Events {
     /// Events reported by `volume-leftovers` from `instance` (this replica).
-    pub fn new(client: Client, instance: String, timeout: Duration) -> Events {
+    pub fn new(
+        client: Client,
+        instance: String,
+        timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Events {
         let reporter = Reporter {
             controller: "volume-leftovers".into(),
             instance: Some(instance),
@@ -121,6 +128,7 @@ impl Events {
             // A few at a time; beyond that, events are dropped rather than queued without bound.
             slots: Arc::new(Semaphore::new(4)),
             timeout,
+            metrics,
         }
     }
 
@@ -156,6 +164,7 @@ impl Events {
     pub fn emit(&self, name: &str, uid: &str, change: &Change) -> bool {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
             tracing::debug!(pv = %name, "events: too many in flight; this one is dropped");
+            self.metrics.event("dropped");
             return false;
         };
         let reference = ObjectReference {
@@ -177,15 +186,23 @@ impl Events {
         };
         let (event, timeout) = (change.event(), self.timeout);
         let pv = name.to_string();
+        let metrics = self.metrics.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            match tokio::time::timeout(timeout, recorder.publish(&event, &reference)).await {
-                Ok(Ok(())) => {}
+            let result = match tokio::time::timeout(timeout, recorder.publish(&event, &reference))
+                .await
+            {
+                Ok(Ok(())) => "published",
                 Ok(Err(e)) => {
-                    tracing::debug!(%pv, error = %crate::category::describe(&e), "event not published")
+                    tracing::debug!(%pv, error = %crate::category::describe(&e), "event not published");
+                    "failed"
                 }
-                Err(_) => tracing::debug!(%pv, "event not published in time"),
-            }
+                Err(_) => {
+                    tracing::debug!(%pv, "event not published in time");
+                    "failed"
+                }
+            };
+            metrics.event(result);
         });
         true
     }

@@ -277,6 +277,11 @@ struct KindCategoryLabel {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct WriteLabel {
     op: &'static str,
     result: &'static str,
@@ -340,6 +345,7 @@ pub struct Metrics {
     census_requests: Family<PoolLabel, Counter>,
     census_runs: Family<PoolLabel, Counter>,
     census_failures: Family<PoolLabel, Counter>,
+    events: Family<ResultLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -368,6 +374,12 @@ impl Default for Metrics {
             "writes",
             "Writes to VolumeLeftovers by operation and result (ok, outdated, or the error category)",
             writes.clone(),
+        );
+        let events = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "events",
+            "Kubernetes Events about findings on their PersistentVolumes, by result: published, failed (refused or not answered in time), dropped (too many in flight)",
+            events.clone(),
         );
         let write_requests = Counter::default();
         registry.register(
@@ -519,6 +531,7 @@ impl Default for Metrics {
             census_requests,
             census_runs,
             census_failures,
+            events,
             registry,
             watch_errors,
             relists,
@@ -693,6 +706,11 @@ impl Metrics {
             .set(i64::try_from(in_flight).unwrap_or(i64::MAX));
     }
 
+    /// Counts an Event about a finding: `published`, `failed` or `dropped`.
+    pub fn event(&self, result: &'static str) {
+        self.events.get_or_create(&ResultLabel { result }).inc();
+    }
+
     /// Exposes whether this replica leads; counts each time it starts leading.
     pub fn leader(&self, leading: bool) {
         if leading && self.leader.get() == 0 {
@@ -704,6 +722,9 @@ impl Metrics {
     /// Makes every family appear in the exposition (labelled families at their known label
     /// values, at 0), so dashboards and alerts see series before anything happens.
     pub fn init_reasons(&self) {
+        for result in ["published", "failed", "dropped"] {
+            let _ = self.events.get_or_create(&ResultLabel { result });
+        }
         for r in Reason::ALL {
             self.pending(r, 0);
             self.oldest_open(r, 0);

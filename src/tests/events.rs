@@ -10,7 +10,12 @@ fn events() -> Events {
     // Nothing listens there: each publish fails in the background, which is all these need.
     let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
     let client = kube::Client::try_from(config).unwrap();
-    Events::new(client, "test".into(), Duration::from_millis(100))
+    Events::new(
+        client,
+        "test".into(),
+        Duration::from_millis(100),
+        Arc::new(crate::telemetry::Metrics::default()),
+    )
 }
 
 #[tokio::test(start_paused = true)]
@@ -93,4 +98,46 @@ fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_noth
     image.volume_uid.clear();
     image.status.reason = Reason::ImageWithoutVolume;
     assert!(told(&create(&image), None).is_none());
+}
+
+#[tokio::test]
+async fn events_beyond_the_four_in_flight_are_dropped_and_every_result_is_counted() {
+    // A server that accepts connections and never answers: each event stays in flight until
+    // its timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let metrics = Arc::new(crate::telemetry::Metrics::default());
+    let e = Events::new(
+        client,
+        "test".into(),
+        Duration::from_millis(500),
+        metrics.clone(),
+    );
+    let found = Change::Found {
+        reason: Reason::ClaimDeleted,
+        message: "m".into(),
+    };
+    let sent: Vec<bool> = (0..6)
+        .map(|i| e.emit(&format!("pv-{i}"), "uid", &found))
+        .collect();
+    assert_eq!(sent, [true, true, true, true, false, false]);
+    let count = |result: &str| {
+        let sample = format!(r#"volume_leftovers_events_total{{result="{result}"}} "#);
+        metrics
+            .encode()
+            .lines()
+            .find_map(|l| l.strip_prefix(&sample)?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert_eq!(count("dropped"), 2.0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while count("failed") < 4.0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count("failed"), 4.0, "{}", metrics.encode());
+    assert_eq!(count("published"), 0.0);
+    // The slots are free again.
+    assert!(e.emit("pv-6", "uid", &found));
+    drop(silent);
 }
