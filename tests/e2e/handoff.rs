@@ -396,22 +396,50 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
         result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],
         "OPS-7"
     );
-    // Nothing is rewritten unless it changed (other tests' volumes may change it meanwhile:
-    // then the content differs too).
+    // Nothing is rewritten unless its content changed. A change to the finding that the report
+    // does not show (someone's label) makes the operator consider the report again; then a
+    // change it shows (the ticket). Report writes go one at a time, in order: exactly one more
+    // write means the first was not rewritten.
     operator.wait_idle().await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let before = report().await.unwrap();
+    let reports = || cp.operator_writes_on("clusterreports", "volume-leftovers");
+    let written = reports();
+    assert!(
+        written >= 2,
+        "created, then rewritten for the acknowledgement: {written}"
+    );
+    let decided = metric(&operator.metrics, "volume_leftovers_decisions_total");
+    leftovers
+        .patch(
+            &r.pv,
+            &PatchParams::apply("team-labels"),
+            &Patch::Apply(json!({
+                "apiVersion": "leftovers.dev/v1alpha1",
+                "kind": "VolumeLeftover",
+                "metadata": {"name": r.pv, "labels": {"team": "storage"}}
+            })),
+        )
+        .await
+        .unwrap();
+    wait_metric(&operator.metrics, "volume_leftovers_decisions_total", |v| {
+        v > decided
+    })
+    .await;
     operator.wait_idle().await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let after = report().await.unwrap();
-    let content = |r: &serde_json::Value| (r["results"].clone(), r["summary"].clone());
-    if after["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"] {
-        assert_ne!(
-            content(&after),
-            content(&before),
-            "rewritten although nothing changed"
-        );
-    }
+    acknowledge(&leftovers, &r.pv, "OPS-8", None).await;
+    wait_for(
+        "the new ticket in the report",
+        Duration::from_secs(60),
+        || async {
+            let rep = report().await?;
+            (result_of(&rep, &r.pv)?["properties"]["ticket"] == "OPS-8").then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        reports(),
+        written + 1,
+        "the report was rewritten although nothing in it changed"
+    );
     operator.stop().await;
     delete(&leftovers, &r.pv).await;
     r.cleanup(&admin).await;

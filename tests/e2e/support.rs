@@ -248,11 +248,16 @@ impl ControlPlane {
     /// Write requests (create, update, patch, delete) the operator identity made on the
     /// VolumeLeftover `name`.
     pub fn operator_writes(&self, name: &str) -> usize {
+        self.operator_writes_on("volumeleftovers", name)
+    }
+
+    /// Write requests the operator identity made on the object `name` of `resource`.
+    pub fn operator_writes_on(&self, resource: &str, name: &str) -> usize {
         self.audit()
             .iter()
             .filter(|e| {
                 e["user"]["username"] == OPERATOR_USER
-                    && e["objectRef"]["resource"] == "volumeleftovers"
+                    && e["objectRef"]["resource"] == resource
                     && e["objectRef"]["name"] == name
                     && matches!(
                         e["verb"].as_str(),
