@@ -185,6 +185,52 @@ async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
     })
     .await;
     assert!(described.contains("volume-leftovers"), "{described}");
+    let events_of_pv = || {
+        let out = cp
+            .kubectl_ok(&[
+                "get",
+                "events.events.k8s.io",
+                "-n",
+                "default",
+                "-o",
+                "json",
+                "--field-selector",
+                &format!("regarding.name={}", r.pv),
+            ])
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["items"].as_array().unwrap().clone()
+    };
+    // The finding changes reason (a claim of that name is made again): an Event says from what.
+    let claims =
+        Api::<k8s_openapi::api::core::v1::PersistentVolumeClaim>::namespaced(admin.clone(), &r.ns);
+    create(&claims, &pvc(&r.ns, "data", &r.class, "1Gi")).await;
+    wait_leftover(&leftovers, &r.pv, "ClaimRecreated", |o| {
+        reason(o) == Some(Reason::ClaimRecreated)
+    })
+    .await;
+    let changed = wait_for(
+        "the reason-change Event",
+        Duration::from_secs(30),
+        || async {
+            events_of_pv()
+                .into_iter()
+                .find(|e| e["reason"] == "LeftoverClaimRecreated")
+        },
+    )
+    .await;
+    assert!(
+        changed["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Was ClaimDeleted.")),
+        "{changed}"
+    );
+    assert_eq!(changed["type"], "Warning");
+    delete(&claims, "data").await;
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted again", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
     // The finding clears: another Event says so.
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     pvs.patch(
@@ -200,6 +246,47 @@ async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
         out.contains("LeftoverCleared").then_some(())
     })
     .await;
+    // The same finding comes back (the claimRef restored, the claim still gone): the same Event
+    // again is a count on the first one (the events API's series), not a new object.
+    pvs.patch(
+        &r.pv,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"claimRef": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "namespace": r.ns, "name": "data", "uid": r.claim_uid,
+        }}})),
+    )
+    .await
+    .unwrap();
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted once more", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+    })
+    .await;
+    let repeated = wait_for(
+        "a series on the first Event",
+        Duration::from_secs(30),
+        || async {
+            events_of_pv().into_iter().find(|e| {
+                e["reason"] == "LeftoverClaimDeleted" && e["series"]["count"].as_u64() >= Some(2)
+            })
+        },
+    )
+    .await;
+    assert!(
+        !repeated["note"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Was "),
+        "the first Event's repeat: {repeated}"
+    );
+    let found_events = events_of_pv()
+        .into_iter()
+        .filter(|e| {
+            e["reason"] == "LeftoverClaimDeleted"
+                && !e["note"].as_str().unwrap_or_default().starts_with("Was ")
+        })
+        .count();
+    assert_eq!(found_events, 1, "one object for the repeated Event");
     // Through the events API, regarding the PV, reported by this operator.
     let events = cp
         .kubectl_ok(&[
