@@ -334,3 +334,32 @@ fn the_default_grace_outlasts_a_watch_that_hangs_silently() {
         "no grace holds nothing back"
     );
 }
+
+#[test]
+fn exclusions_are_read_from_repeated_and_comma_separated_flags() {
+    let r = run_args(&[
+        "volume-leftovers",
+        "run",
+        "--exclude-storage-class",
+        "archive,scratch",
+        "--exclude-storage-class=legacy",
+        "--exclude-selector",
+        "team in (archive,backup),!keep",
+    ]);
+    let e = r.exclude.exclusions();
+    assert_eq!(
+        e.classes.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["archive", "legacy", "scratch"]
+    );
+    let labels = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let s = e.selector.expect("a selector");
+    assert!(s.matches(Some(&labels(&[("team", "backup")]))));
+    assert!(!s.matches(Some(&labels(&[("team", "backup"), ("keep", "")]))));
+    assert!(!s.matches(Some(&labels(&[("team", "db")]))));
+    assert!(parse(&["volume-leftovers", "run", "--exclude-selector", "team in ("]).is_err());
+}

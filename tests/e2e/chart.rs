@@ -821,6 +821,10 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--log=info,volume_leftovers=debug",
             "--grace=5m",
             "--delete-grace=1h",
+            "--events=false",
+            "--openreports",
+            "--exclude-storage-class=archive,scratch",
+            "--exclude-selector=team=archive,env!=prod",
             "--tombstone-ttl=2160h",
             "--census-config=/etc/volume-leftovers/census/census.yaml",
             "--census-interval=5m",
@@ -830,6 +834,42 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--resync=10m",
         ]
     );
+    // The operator's own parser reads them as meant.
+    use clap::Parser;
+    let cli = volume_leftovers::cli::Cli::try_parse_from(
+        std::iter::once("volume-leftovers".to_string()).chain(container_args(&d)),
+    )
+    .expect("the operator accepts the chart's args");
+    let volume_leftovers::cli::Command::Run(run) = cli.command else {
+        panic!("not run");
+    };
+    assert!(!run.events && run.openreports);
+    let excluded = run.exclude.exclusions();
+    assert_eq!(
+        excluded
+            .classes
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["archive", "scratch"]
+    );
+    let labels = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let selector = excluded.selector.as_ref().expect("a selector");
+    assert!(selector.matches(Some(&labels(&[("team", "archive"), ("env", "dev")]))));
+    assert!(!selector.matches(Some(&labels(&[("team", "archive"), ("env", "prod")]))));
+    // RBAC follows: the report's kind only, and no Events rule with Events off.
+    let role: Vec<PolicyRule> = rules_of(one(&docs, "ClusterRole"));
+    let resources: BTreeSet<String> = role
+        .iter()
+        .flat_map(|r| r.resources.clone().unwrap_or_default())
+        .collect();
+    assert!(resources.contains("clusterreports"), "{resources:?}");
+    assert!(!resources.contains("events"), "{resources:?}");
     // The census: its configuration, as the operator parses it, and the keys' Secret mounted.
     let census = docs
         .iter()
