@@ -233,6 +233,67 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
         Vec::<String>::new(),
         "two leaders at once"
     );
+    // The same from the API server's side, across both handovers (where the metric sampler
+    // cannot see the replica that leaves): every VolumeLeftover and Event write of the three
+    // replicas, in the order the server received them, is by one leader after the other, never
+    // interleaved, and never by a standby.
+    let order = [first, second, "replica-c"];
+    let mut writes: Vec<(String, String, String)> = cp
+        .audit()
+        .into_iter()
+        .filter(|e| {
+            e["user"]["username"] == OPERATOR_USER
+                && matches!(
+                    e["objectRef"]["resource"].as_str(),
+                    Some("volumeleftovers" | "events")
+                )
+                && matches!(
+                    e["verb"].as_str(),
+                    Some("create" | "update" | "patch" | "delete")
+                )
+        })
+        .filter_map(|e| {
+            let ua = e["userAgent"].as_str()?;
+            let replica = ua.split_once('(')?.1.strip_suffix(')')?.to_string();
+            ["replica-a", "replica-b", "replica-c"]
+                .contains(&replica.as_str())
+                .then(|| {
+                    (
+                        e["requestReceivedTimestamp"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                        replica,
+                        e["objectRef"]["resource"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                    )
+                })
+        })
+        .collect();
+    writes.sort();
+    let ranks: Vec<usize> = writes
+        .iter()
+        .map(|(at, replica, what)| {
+            order
+                .iter()
+                .position(|r| r == replica)
+                .unwrap_or_else(|| panic!("{replica} wrote {what} at {at} without leading"))
+        })
+        .collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "writes interleaved between replicas: {writes:?}"
+    );
+    assert_eq!(
+        ranks
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        3,
+        "each leader wrote: {writes:?}"
+    );
     for r in [&r1, &r2, &r3] {
         delete(&leftovers, &r.pv).await;
         r.cleanup(&admin).await;
