@@ -123,6 +123,25 @@ pub async fn client(watch_timeout: Duration) -> Result<(kube::Client, String), F
     Ok((client, server.trim_end_matches('/').to_string()))
 }
 
+/// The credentials a client built by [`client`] presents, for a message when they are rejected
+/// (401: the server does not say whose they were): the kubeconfig's user and context, or the
+/// pod's ServiceAccount token.
+pub fn credentials() -> String {
+    match kube::config::Kubeconfig::read() {
+        Ok(k) => {
+            let context = k.current_context.clone().unwrap_or_default();
+            let user = k
+                .contexts
+                .iter()
+                .find(|c| c.name == context)
+                .and_then(|c| c.context.as_ref()?.user.clone())
+                .unwrap_or_default();
+            format!("the kubeconfig's user {user:?} (context {context:?})")
+        }
+        Err(_) => "the pod's ServiceAccount token".to_string(),
+    }
+}
+
 /// The loop's settings from the flags of `run`.
 pub fn settings(args: &RunArgs) -> controller::Settings {
     controller::Settings {

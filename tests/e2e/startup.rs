@@ -340,6 +340,10 @@ fn scan_errors_are_one_line_naming_the_server_and_the_cause() {
     assert_eq!(code, Some(1));
     one_line(&stderr);
     assert!(stderr.contains("401"), "{stderr}");
+    assert!(
+        stderr.contains("the credentials of the kubeconfig's user"),
+        "names whose credentials were rejected: {stderr}"
+    );
 
     // A CA that did not sign the server's certificate.
     let wrong_ca = cp.dir.join(format!("{}.kubeconfig", unique("wrong-ca")));
