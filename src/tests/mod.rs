@@ -7,6 +7,7 @@ mod cli;
 mod crd;
 mod events;
 mod fixtures;
+mod health;
 mod index;
 mod leader;
 mod leftover;
