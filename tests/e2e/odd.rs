@@ -386,6 +386,62 @@ fn table() -> Vec<Odd> {
             Some(ReleasedWithoutClaim),
             |v, _| source(v, "portworxVolume", json!({"volumeID": "px-1"})),
         ),
+        // The in-tree sources Kubernetes no longer mounts (their plugins were removed) but
+        // still accepts in the API: old clusters keep such PVs, and their disks.
+        odd(
+            "src-glusterfs",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                source(
+                    v,
+                    "glusterfs",
+                    json!({"endpoints": "glusterfs-cluster", "path": "vol_1"}),
+                )
+            },
+        ),
+        odd(
+            "src-flocker",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "flocker", json!({"datasetName": "ds-1"})),
+        ),
+        odd(
+            "src-photon",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "photonPersistentDisk", json!({"pdID": "pd-1"})),
+        ),
+        odd(
+            "src-quobyte",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                source(
+                    v,
+                    "quobyte",
+                    json!({"registry": "10.0.0.4:7861", "volume": "vol"}),
+                )
+            },
+        ),
+        odd(
+            "src-scaleio",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| {
+                source(
+                    v,
+                    "scaleIO",
+                    json!({"gateway": "https://gw", "system": "sys", "volumeName": "sio-1", "secretRef": {"name": "sio"}}),
+                )
+            },
+        ),
+        odd(
+            "src-storageos",
+            RELEASED,
+            Some(ReleasedWithoutClaim),
+            |v, _| source(v, "storageos", json!({"volumeName": "sv-1"})),
+        ),
         odd("src-none-of-them", RELEASED, None, |v, _| {
             // Admitted only if the API allows a PV without a source; expected to be refused.
             v["spec"].as_object_mut().unwrap().remove("hostPath");
