@@ -85,10 +85,48 @@ const SERIES_WINDOW: Duration = Duration::from_secs(7 * 60);
 /// repeat across the change is a new Event instead of a count on the old one.
 const RECORDER_EVENTS: usize = 1000;
 
+/// Events published per second at most, after a burst of [`EVENT_BURST`]: a first start that
+/// publishes thousands of findings, or a storm of changes, makes a few hundred Events, not one
+/// request per finding beside the writes (the VolumeLeftovers are the record; Events are a
+/// courtesy to `kubectl describe pv`). The rest are dropped and counted.
+pub const EVENT_RATE: f64 = 10.0;
+/// The burst [`EVENT_RATE`] allows.
+pub const EVENT_BURST: f64 = 100.0;
+
+/// A token bucket of [`EVENT_BURST`] tokens refilled at [`EVENT_RATE`].
+pub(crate) struct Bucket {
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl Bucket {
+    /// Full at `now`.
+    pub(crate) fn new(now: tokio::time::Instant) -> Bucket {
+        Bucket {
+            tokens: EVENT_BURST,
+            at: now,
+        }
+    }
+
+    /// Takes a token at `now`, if there is one.
+    pub(crate) fn take(&mut self, now: tokio::time::Instant) -> bool {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * EVENT_RATE;
+        self.tokens = (self.tokens + refill).min(EVENT_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Publishes events without waiting for them.
 #[derive(Clone)]
 pub struct Events {
     current: Arc<std::sync::Mutex<Current>>,
+    bucket: Arc<std::sync::Mutex<Bucket>>,
     client: Client,
     reporter: Reporter,
     slots: Arc<Semaphore>,
@@ -123,6 +161,9 @@ impl Events {
                 published: 0,
                 last: None,
             })),
+            bucket: Arc::new(std::sync::Mutex::new(Bucket::new(
+                tokio::time::Instant::now(),
+            ))),
             client,
             reporter,
             // A few at a time; beyond that, events are dropped rather than queued without bound.
@@ -160,13 +201,23 @@ impl Events {
     }
 
     /// Publishes `change` about the PersistentVolume `name`/`uid`, in the background. Returns
-    /// false when it was dropped because too many are in flight.
+    /// false when it was dropped: too many in flight, or over [`EVENT_RATE`].
     pub fn emit(&self, name: &str, uid: &str, change: &Change) -> bool {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
             tracing::debug!(pv = %name, "events: too many in flight; this one is dropped");
             self.metrics.event("dropped");
             return false;
         };
+        let allowed = self
+            .bucket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(tokio::time::Instant::now());
+        if !allowed {
+            tracing::debug!(pv = %name, "events: over the rate; this one is dropped");
+            self.metrics.event("dropped");
+            return false;
+        }
         let reference = ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("PersistentVolume".into()),

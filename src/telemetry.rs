@@ -378,7 +378,7 @@ impl Default for Metrics {
         let events = Family::<ResultLabel, Counter>::default();
         registry.register(
             "events",
-            "Kubernetes Events about findings on their PersistentVolumes, by result: published, failed (refused or not answered in time), dropped (too many in flight)",
+            "Kubernetes Events about findings on their PersistentVolumes, by result: published, failed (refused or not answered in time), dropped (4 in flight, or over 10/s after a burst of 100)",
             events.clone(),
         );
         let write_requests = Counter::default();

@@ -141,3 +141,28 @@ async fn events_beyond_the_four_in_flight_are_dropped_and_every_result_is_counte
     assert!(e.emit("pv-6", "uid", &found));
     drop(silent);
 }
+
+#[test]
+fn events_are_limited_to_a_burst_then_a_steady_rate() {
+    use crate::events::{Bucket, EVENT_BURST, EVENT_RATE};
+    let t0 = tokio::time::Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let mut b = Bucket::new(t0);
+    // 1000 attempts over one second: the burst and one second's rate.
+    let sent = (0..1000).filter(|i| b.take(at(*i))).count();
+    assert_eq!(
+        sent as f64,
+        EVENT_BURST + EVENT_RATE * 1.0 - 1.0,
+        "the last refill lands at 1 s"
+    );
+    // Quiet for a minute: the burst is back, no more.
+    let later = (0..500).filter(|i| b.take(at(61_000 + *i))).count();
+    assert_eq!(later as f64, EVENT_BURST + EVENT_RATE * 0.5 - 1.0);
+    // Steady: one every 100 ms gets through, every time.
+    let mut b = Bucket::new(t0);
+    for _ in 0..EVENT_BURST as usize {
+        assert!(b.take(t0));
+    }
+    assert!(!b.take(t0));
+    assert!((1..=50).all(|i| b.take(t0 + Duration::from_millis(100 * i))));
+}
