@@ -168,6 +168,7 @@ pub struct Condition {
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
+    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
     pub status: String,
     /// A CamelCase word: the finding's reason for `Open`, the state for `Acknowledged`.
     pub reason: String,
@@ -210,6 +211,7 @@ pub struct VolumeLeftoverStatus {
     /// kstatus and Argo CD): `Open` (True while the finding needs attention: Open, Expired,
     /// Superseded) and `Acknowledged` (True while an acknowledgement covers it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// What `spec.acknowledgement` covered when the operator first saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
