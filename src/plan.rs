@@ -429,7 +429,15 @@ fn hand_off(
             (state, Some(covered))
         }
     };
-    let generation = existing.map_or(Some(1), |e| e.generation);
+    // The generation the object will have once this is written: the operator's own spec fields
+    // (the volume's name and uid, for a PV re-created under the name) are written before the
+    // status, and a spec change makes the next generation.
+    let spec_changes =
+        |e: &Leftover| e.volume_name() != f.volume_name || *e.volume_uid != *f.volume_uid;
+    let generation = existing.map_or(Some(1), |e| {
+        e.generation
+            .map(|g| if spec_changes(e) { g + 1 } else { g })
+    });
     status.state = state;
     status.acknowledged = acknowledged;
     status.observed_generation = generation;

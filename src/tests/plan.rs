@@ -681,7 +681,9 @@ fn an_owner_reference_to_the_pv_left_by_an_earlier_version_is_removed_and_the_ot
 fn a_hand_edited_spec_is_reverted() {
     let f = mariadb_finding();
     let mut existing = published(&f);
+    // The hand edit of the spec makes generation 2.
     existing.spec.volume_uid = "someone-else".into();
+    existing.metadata.generation = Some(2);
     let (object, meta, status) = expect_apply(plan(
         "mariadb-pv",
         Some(&leftover(&f)),
@@ -690,8 +692,10 @@ fn a_hand_edited_spec_is_reverted() {
         &now(),
     ));
     assert!(meta);
-    assert!(!status);
     assert_eq!(object.spec.volume_uid, "pv-uid-mariadb-pv");
+    // The revert makes generation 3; the status says it observed that one, in the same action.
+    assert!(status);
+    assert_eq!(object.status.unwrap().observed_generation, Some(3));
 }
 
 #[test]
@@ -782,6 +786,32 @@ fn a_pv_recreated_under_the_same_name_updates_spec() {
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-new");
     assert_eq!(object.metadata.owner_references, None);
+    // The spec is written first and makes the next generation: the status says it observed
+    // that one, so Argo CD and kstatus do not see a stale status until a second write.
+    let generation = existing.metadata.generation.expect("stored") + 1;
+    let s = object.status.expect("status");
+    assert_eq!(s.observed_generation, Some(generation));
+    assert!(
+        s.conditions
+            .iter()
+            .all(|c| c.observed_generation == Some(generation)),
+        "{:?}",
+        s.conditions
+    );
+    // Once written, the same decision is nothing more.
+    let mut written = existing.clone();
+    written.spec.volume_uid = "pv-uid-new".into();
+    written.metadata.generation = Some(generation);
+    let again_planned = plan(
+        "mariadb-pv",
+        Some(&leftover(&again)),
+        Some(&lean(&written)),
+        &now(),
+        &now(),
+    );
+    let (o, meta, _) = expect_apply(again_planned);
+    assert!(!meta);
+    assert_eq!(o.status.unwrap().observed_generation, Some(generation));
 }
 
 #[test]
