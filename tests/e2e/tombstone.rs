@@ -87,6 +87,7 @@ async fn a_deleted_retain_volume_leaves_a_tombstone_until_a_person_acknowledges_
     assert_eq!(cp.operator_writes(&r.pv), writes, "no write after restart");
 
     // A person acknowledges it with a ticket: the record now lives in the ticket.
+    let decided = metric(&operator.metrics, "volume_leftovers_decisions_total");
     leftovers
         .patch(
             &r.pv,
@@ -98,9 +99,13 @@ async fn a_deleted_retain_volume_leaves_a_tombstone_until_a_person_acknowledges_
         .await
         .unwrap();
     wait_leftover_gone(&leftovers, &r.pv).await;
-    // And it is not recreated.
+    // And it is not recreated: the name was decided on the acknowledgement and again on the
+    // watch event of its own delete.
+    wait_metric(&operator.metrics, "volume_leftovers_decisions_total", |v| {
+        v >= decided + 2.0
+    })
+    .await;
     operator.wait_idle().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(leftovers.get_opt(&r.pv).await.unwrap().is_none());
     assert_eq!(
         cp.operator_writes(&r.pv),
