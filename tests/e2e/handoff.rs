@@ -288,26 +288,13 @@ async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
         .count();
     assert_eq!(found_events, 1, "one object for the repeated Event");
     // Through the events API, regarding the PV, reported by this operator.
-    let events = cp
-        .kubectl_ok(&[
-            "get",
-            "events.events.k8s.io",
-            "-n",
-            "default",
-            "-o",
-            "json",
-            "--field-selector",
-            &format!("regarding.name={}", r.pv),
-        ])
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&events).unwrap();
-    let items = v["items"].as_array().unwrap();
-    assert!(items.len() >= 2, "{events}");
+    let items = events_of_pv();
+    assert!(items.len() >= 2, "{items:?}");
     assert!(
         items
             .iter()
             .all(|e| e["reportingController"] == "volume-leftovers"),
-        "{events}"
+        "{items:?}"
     );
     operator.stop().await;
     r.cleanup(&admin).await;
