@@ -59,6 +59,17 @@ async fn csi_claimed(client: &Client, prefix: &str, reclaim: &str) -> Claimed {
     }
 }
 
+/// Removes a bound volume made by `claimed_volume`: its claim first (a bound PV is held by its
+/// protection finalizer), then the volume, its class and namespace.
+async fn remove_claimed(client: &Client, c: &Claimed) {
+    delete(
+        &Api::<PersistentVolumeClaim>::namespaced(client.clone(), &c.ns),
+        "data",
+    )
+    .await;
+    cleanup(client, c).await;
+}
+
 async fn cleanup(client: &Client, c: &Claimed) {
     delete(&Api::<PersistentVolume>::all(client.clone()), &c.pv).await;
     delete(&Api::<StorageClass>::all(client.clone()), &c.class).await;
@@ -308,14 +319,7 @@ async fn a_failing_claims_watch_never_yields_bound_claim_missing_and_turns_ready
     );
     recorder.stop();
     operator.stop().await;
-    delete(
-        &Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &c.ns),
-        "data",
-    )
-    .await;
-    delete(&pvs, &c.pv).await;
-    delete(&Api::<StorageClass>::all(admin.clone()), &c.class).await;
-    delete(&Api::<Namespace>::all(admin), &c.ns).await;
+    remove_claimed(&admin, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -391,14 +395,7 @@ async fn a_silently_stalled_claims_watch_is_noticed_before_the_grace_publishes_f
     );
     recorder.stop();
     operator.stop().await;
-    delete(
-        &Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &c.ns),
-        "data",
-    )
-    .await;
-    delete(&pvs, &c.pv).await;
-    delete(&Api::<StorageClass>::all(admin.clone()), &c.class).await;
-    delete(&Api::<Namespace>::all(admin), &c.ns).await;
+    remove_claimed(&admin, &c).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
