@@ -7,7 +7,7 @@
 # Environment:
 #   VL_BINARY     use this binary instead of running `cargo build --release --locked`
 #   VL_IMAGE_DIR  output directory (default target/image)
-#   VL_STRIP      0 keeps the binary's debug sections (default: objcopy --strip-debug, 92 -> 16 MB)
+#   VL_STRIP      0 keeps the binary's debug sections (default: objcopy --strip-debug, about 100 -> 19 MB)
 #   VL_IMAGE_CEPH 1 adds the Ceph client libraries (librbd.so.1, librados.so.2 and every library
 #                 they need, from this machine's Debian packages librbd1 and librados2) for the
 #                 opt-in Ceph RBD census, and tags the image VERSION-ceph; the operator loads them
@@ -110,7 +110,7 @@ echo "== assembling $ctx from $bin" >&2
 rm -rf "$ctx"
 mkdir -p "$ctx/rootfs/etc"
 # Without the debug sections: the release profile's line tables (and std's debug info) are 80% of
-# the binary (92 MB -> 16 MB). The code and the symbol table stay, so a backtrace still names the
+# the binary (about 100 MB -> 19 MB). The code and the symbol table stay, so a backtrace still names the
 # functions, without file:line. VL_STRIP=0 keeps them.
 if [ "${VL_STRIP:-1}" = 0 ]; then
   install -m 0755 "$bin" "$ctx/$name"
