@@ -93,23 +93,6 @@ async fn scan(args: ScanArgs) -> ExitCode {
             }
             ExitCode::from(4)
         }
-        Err(e) => {
-            let rejected = matches!(
-                e,
-                volume_leftovers::scan::ScanError::Read {
-                    category: volume_leftovers::category::Category::Unauthorized,
-                    ..
-                }
-            );
-            let e = FatalError::from(e);
-            if rejected {
-                eprintln!(
-                    "volume-leftovers scan: {e} (the credentials of {} were rejected)",
-                    volume_leftovers::credentials()
-                );
-                return ExitCode::FAILURE;
-            }
-            fatal("scan", &e)
-        }
+        Err(e) => fatal("scan", &FatalError::from(e)),
     }
 }

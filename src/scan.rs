@@ -124,12 +124,21 @@ struct Reader {
 
 impl Reader {
     fn error(&self, verb: &'static str, resource: &'static str, e: &kube::Error) -> ScanError {
+        let category = Category::of(e);
+        let mut message = describe(e);
+        if category == Category::Unauthorized {
+            // The server's answer does not say whose credentials it rejected.
+            message.push_str(&format!(
+                " (the credentials of {} were rejected)",
+                crate::credentials()
+            ));
+        }
         ScanError::Read {
             verb,
             resource,
             server: self.server.clone(),
-            category: Category::of(e),
-            message: describe(e),
+            category,
+            message,
         }
     }
 
