@@ -1730,22 +1730,30 @@ fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
     assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
 }
 
-#[test]
-fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_changes_nothing() {
-    let message = |o: &VolumeLeftover| o.status.as_ref().unwrap().message.clone();
-    let t = stored(gone(
+/// What to write for the published tombstone `t` once the census says `image` of its image.
+fn tombstone_then(t: &VolumeLeftover, image: &ImageFound) -> Action {
+    gone("mariadb-pv", None, Some(&lean(t)), &now(), None, image)
+}
+
+/// The mariadb tombstone as published, the census having said `image`.
+fn mariadb_tombstone(image: &ImageFound) -> VolumeLeftover {
+    stored(gone(
         "mariadb-pv",
         Some(&mariadb_deleted()),
         None,
         &now(),
         None,
-        &ImageFound::Unknown,
-    ));
+        image,
+    ))
+}
+
+#[test]
+fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_changes_nothing() {
+    let message = |o: &VolumeLeftover| o.status.as_ref().unwrap().message.clone();
+    let t = mariadb_tombstone(&ImageFound::Unknown);
     assert!(message(&t).ends_with(NOTE_NOT_CHECKED), "{}", message(&t));
     // The census finds the image: the tombstone says so, once.
-    let found = |image: &ImageFound, from: &VolumeLeftover| {
-        gone("mariadb-pv", None, Some(&lean(from)), &now(), None, image)
-    };
+    let found = |image: &ImageFound, from: &VolumeLeftover| tombstone_then(from, image);
     let (o, meta, status) = expect_apply(found(&ImageFound::Present { watchers: 0 }, &t));
     assert!(!meta && status);
     let m = message(&o);
@@ -1773,54 +1781,21 @@ fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_cha
 
 #[test]
 fn an_acknowledged_tombstone_stays_while_the_census_finds_its_image() {
-    let t = stored(gone(
-        "mariadb-pv",
-        Some(&mariadb_deleted()),
-        None,
-        &now(),
-        None,
-        &ImageFound::Present { watchers: 0 },
-    ));
-    let mut acked = t.clone();
+    let mut acked = mariadb_tombstone(&ImageFound::Present { watchers: 0 });
     acked.spec.acknowledgement = Some(ack("OPS-8", None));
     // Deleted, its image would come back as ImageWithoutVolume: a second ticket for one disk.
-    let (o, _, _) = expect_apply(gone(
-        "mariadb-pv",
-        None,
-        Some(&lean(&acked)),
-        &now(),
-        None,
-        &ImageFound::Present { watchers: 0 },
-    ));
+    let (o, _, _) = expect_apply(tombstone_then(&acked, &ImageFound::Present { watchers: 0 }));
     assert_eq!(o.status.as_ref().unwrap().state, State::Acknowledged);
     let acked = stored(Action::Apply {
         object: Box::new(o),
         meta: None,
         status: true,
     });
-    expect_nothing(gone(
-        "mariadb-pv",
-        None,
-        Some(&lean(&acked)),
-        &now(),
-        None,
-        &ImageFound::Unknown,
-    ));
-    expect_delete(gone(
-        "mariadb-pv",
-        None,
-        Some(&lean(&acked)),
-        &now(),
-        None,
+    expect_nothing(tombstone_then(&acked, &ImageFound::Unknown));
+    expect_delete(tombstone_then(
+        &acked,
         &ImageFound::Missing { in_trash: false },
     ));
     // Without the census covering it, the acknowledgement ends it, as ever.
-    expect_delete(gone(
-        "mariadb-pv",
-        None,
-        Some(&lean(&acked)),
-        &now(),
-        None,
-        &ImageFound::NotCensused,
-    ));
+    expect_delete(tombstone_then(&acked, &ImageFound::NotCensused));
 }
