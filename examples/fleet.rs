@@ -5,8 +5,9 @@
 //!   cargo build --release && cargo run --release --example fleet -- converge [key=value ...]
 //!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
 //!
-//! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 scans=2 soak=0
-//! soak_changes=1000 watch_cache=true create_concurrency=48 original=0):
+//! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 rounds=1 settle=20
+//! alternate=0 scans=2 soak=0 soak_changes=1000 watch_cache=true create_concurrency=48
+//! original=0):
 //! 1. a control plane with the watch cache on and without the PV binder and garbage collector
 //!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
 //! 2. the cluster (examples/common/fleet.rs: Ceph RBD and GCE PD CSI volumes with their attributes,
@@ -17,7 +18,10 @@
 //!    objects, through the library's writer) with `floor` writes in flight;
 //! 4. the release binary as the deploy/ identity: time to ready, time to every finding published,
 //!    requests, RSS after convergence (and per cached object, minus the empty-cluster RSS), when
-//!    each store synced;
+//!    each store synced; with rounds=N, the floor (3.) and this first start alternate N times,
+//!    each after deleting every VolumeLeftover and `settle` seconds, and their medians are
+//!    compared (with alternate=1, each variant's first start too, in every round); each line
+//!    says what CPU every process spent (the machine's cores are shared by all of them);
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
 //!    re-evaluation of every name ended, writes (0 expected), RSS;
 //! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`, and with
@@ -642,6 +646,60 @@ async fn floor(
     (lists, writes, requests as usize)
 }
 
+// --- CPU time per process -------------------------------------------------------------------------
+
+/// User + system CPU seconds of a process so far (all its threads), from /proc/PID/stat.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    f.iter().sum::<u64>() as f64 / 100.0
+}
+
+/// CPU seconds so far of the control plane's processes (by the names up.sh gave them), this
+/// benchmark (the floor's client) and the operator when one runs.
+fn cpu_now(cp: &ControlPlane, op: Option<&Operator>) -> BTreeMap<String, f64> {
+    let mut out: BTreeMap<String, f64> = std::fs::read_to_string(cp.dir.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (name, pid) = l.split_once(' ')?;
+            Some((name.to_string(), cpu_seconds(pid.trim())))
+        })
+        .collect();
+    out.insert("benchmark".into(), cpu_seconds("self"));
+    if let Some(op) = op {
+        out.insert("operator".into(), cpu_seconds(&op.pid().to_string()));
+    }
+    out
+}
+
+/// What each process spent between two `cpu_now`s, busiest first, with the phase's wall time.
+fn cpu_spent(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, wall: f64) -> String {
+    let mut spent: Vec<(&String, f64)> = after
+        .iter()
+        .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, s)| *s >= 0.05)
+        .collect();
+    spent.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = spent.iter().map(|(_, s)| s).sum();
+    format!(
+        "CPU {total:.1} s over {wall:.1} s ({:.2} cores): {}",
+        total / wall.max(0.001),
+        spent
+            .iter()
+            .map(|(k, s)| format!("{k} {s:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
 // --- scan and kubectl -----------------------------------------------------------------------------
 
 /// (peak RSS KiB, wall seconds, exit code) of a command, through GNU time when installed, else by
@@ -689,6 +747,28 @@ fn measured(cmd: &mut Command) -> (u64, f64, i32) {
             .unwrap_or(0);
     }
     (hwm, wall, status.code().unwrap_or(-1))
+}
+
+/// Starts the operator (a variant of it) on a cluster without VolumeLeftovers and waits until
+/// it has published `target` findings: (operator, ready after, published after, CPU spent).
+async fn first_start(
+    cp: &ControlPlane,
+    label: &str,
+    run: &[&str],
+    v: &Variant,
+    target: f64,
+) -> (Operator, Duration, Duration, String) {
+    let before = cpu_now(cp, None);
+    let op = Operator::start_variant(cp, label, run, v);
+    let ready = op.ready(Duration::from_secs(600)).await;
+    wait_for("every finding published", Duration::from_secs(3600), || {
+        let done = op.metric(r#"volume_leftovers_writes_total{op="create",result="ok"}"#) >= target;
+        async move { done.then_some(()) }
+    })
+    .await;
+    let published = op.started.elapsed();
+    let spent = cpu_spent(&before, &cpu_now(cp, Some(&op)), published.as_secs_f64());
+    (op, ready, published, spent)
 }
 
 // --- converge -------------------------------------------------------------------------------------
@@ -789,28 +869,99 @@ async fn converge(args: &Args) {
             .collect::<Vec<_>>()
             .join("; ")
     );
-    let mut floors = BTreeMap::new();
-    for c in args.list("floor", &[16]) {
-        let (lists, writes, requests) = floor(&cp, &client, &actions, c).await;
+    let c: usize = concurrency.parse().unwrap_or(4);
+    let target = shape.leftovers as f64;
+    for f in args.list("floor", &[16]) {
+        if f == c {
+            continue; // measured with each round below
+        }
+        let (lists, writes, requests) = floor(&cp, &client, &actions, f).await;
         println!(
-            "API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s",
+            "API floor, {f} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s",
             actions.len(),
             lists + writes
         );
-        floors.insert(c, lists + writes);
         delete_all_leftovers(&admin).await;
     }
 
-    // 4. First start.
-    let op = Operator::start(&cp, "first", &run);
-    let ready = op.ready(Duration::from_secs(600)).await;
-    let target = shape.leftovers as f64;
-    wait_for("every finding published", Duration::from_secs(3600), || {
-        let done = op.metric(r#"volume_leftovers_writes_total{op="create",result="ok"}"#) >= target;
-        async move { done.then_some(()) }
-    })
-    .await;
-    let published = op.started.elapsed();
+    // 4. First start, against the floor at the operator's concurrency: `rounds` times, the floor
+    // and the operator alternating (each after the same deletion of every VolumeLeftover and the
+    // same pause), the medians compared. The last round's operator stays for what follows.
+    let rounds = args.num("rounds", 1).max(1);
+    let settle = Duration::from_secs(args.num("settle", 20) as u64);
+    let (mut floor_runs, mut first_runs) = (Vec::new(), Vec::new());
+    // With alternate=1, each variant's first start too, in every round.
+    let alternate = args.num("alternate", 0) > 0;
+    let mut variant_runs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut last = None;
+    for round in 1..=rounds {
+        tokio::time::sleep(settle).await;
+        let before = cpu_now(&cp, None);
+        let t = Instant::now();
+        let (lists, writes, requests) = floor(&cp, &client, &actions, c).await;
+        let spent = cpu_spent(&before, &cpu_now(&cp, None), t.elapsed().as_secs_f64());
+        println!(
+            "round {round}, API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s; {spent}",
+            actions.len(),
+            lists + writes
+        );
+        floor_runs.push(lists + writes);
+        delete_all_leftovers(&admin).await;
+        tokio::time::sleep(settle).await;
+
+        for v in variants.iter().filter(|_| alternate) {
+            let (op, ready, published, spent) =
+                first_start(&cp, &format!("first-{}-{round}", v.label), &run, v, target).await;
+            op.stop();
+            println!(
+                "round {round}, variant {}, first start: ready in {:.2} s; published in {:.1} s = {:.2}x this round's floor; {spent}",
+                v.label,
+                ready.as_secs_f64(),
+                published.as_secs_f64(),
+                published.as_secs_f64() / (lists + writes)
+            );
+            variant_runs
+                .entry(v.label.clone())
+                .or_default()
+                .push(published.as_secs_f64());
+            delete_all_leftovers(&admin).await;
+            tokio::time::sleep(settle).await;
+        }
+        let (op, ready, published, spent) = first_start(
+            &cp,
+            &format!("first-{round}"),
+            &run,
+            &Variant::default(),
+            target,
+        )
+        .await;
+        let requests = op.metric("volume_leftovers_write_requests_total");
+        println!(
+            "round {round}, first start: ready in {:.2} s; {} findings published in {:.1} s ({requests:.0} write requests) = {:.2}x this round's floor; {spent}",
+            ready.as_secs_f64(),
+            shape.leftovers,
+            published.as_secs_f64(),
+            published.as_secs_f64() / (lists + writes)
+        );
+        first_runs.push(published.as_secs_f64());
+        if round < rounds {
+            op.stop();
+            delete_all_leftovers(&admin).await;
+        } else {
+            last = Some((op, ready, published));
+        }
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let (op, ready, published) = last.expect("at least one round");
     let idle = op.idle(Duration::from_secs(600)).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let (rss, hwm) = (op.rss(), op.hwm());
@@ -821,19 +972,25 @@ async fn converge(args: &Args) {
     op.stop();
     let heap = last_heap_line(&log);
     let cached = shape.cached_objects();
-    let c: usize = concurrency.parse().unwrap_or(4);
-    let floor_same = floors.get(&c).copied();
+    let (floor_med, first_med) = (median(&floor_runs), median(&first_runs));
     println!(
-        "first start: ready in {:.2} s; {} findings published in {:.1} s ({requests:.0} write requests){}; idle at {:.1} s",
+        "first start: ready in {:.2} s; {} findings published in {:.1} s ({requests:.0} write requests); idle at {:.1} s",
         ready.as_secs_f64(),
         shape.leftovers,
         published.as_secs_f64(),
-        floor_same.map_or(String::new(), |f| format!(
-            " = {:.2}x the API floor at {c} in flight ({f:.1} s)",
-            published.as_secs_f64() / f
-        )),
         idle.as_secs_f64()
     );
+    println!(
+        "first start over {rounds} round(s), medians: every finding published in {first_med:.1} s, the API floor at {c} in flight {floor_med:.1} s = {:.2}x the floor",
+        first_med / floor_med
+    );
+    for (label, runs) in &variant_runs {
+        println!(
+            "variant {label}, first start over {rounds} round(s), median: published in {:.1} s = {:.2}x the floor",
+            median(runs),
+            median(runs) / floor_med
+        );
+    }
     println!(
         "first start, stores synced at: {}",
         timeline_text(&timeline)
