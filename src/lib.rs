@@ -84,6 +84,9 @@ pub enum FatalError {
     /// The census configuration is unusable.
     #[error("{0}")]
     Census(String),
+    /// The async runtime could not be built.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// Bounds every request of a client: connecting, reading (a little longer than the server's
