@@ -35,6 +35,7 @@ fn main() -> ExitCode {
             // a second worker thread would only carry the connections' TLS and HTTP parsing, and
             // costs more in wake-ups between threads than it saves (about 10% of the operator's
             // CPU at 10,000 PVs, examples/fleet `alternate=1`). TOKIO_WORKER_THREADS overrides.
+            // `scan` keeps tokio's default: its figure is wall time.
             let workers = std::env::var("TOKIO_WORKER_THREADS")
                 .ok()
                 .and_then(|v| v.parse().ok())
