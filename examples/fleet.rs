@@ -6,7 +6,7 @@
 //!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
 //!
 //! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 rounds=1 settle=20
-//! alternate=0 scans=2 soak=0 soak_changes=1000 watch_cache=true create_concurrency=48
+//! alternate=0 restarts=0 scans=2 soak=0 soak_changes=1000 watch_cache=true create_concurrency=48
 //! original=0):
 //! 1. a control plane with the watch cache on and without the PV binder and garbage collector
 //!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
@@ -22,6 +22,8 @@
 //!    each after deleting every VolumeLeftover and `settle` seconds, and their medians are
 //!    compared (with alternate=1, each variant's first start too, in every round); each line
 //!    says what CPU every process spent (the machine's cores are shared by all of them);
+//!    with restarts=N, after 5., N rounds of the four lists and a restart (each variant's too,
+//!    with alternate=1), medians compared;
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
 //!    re-evaluation of every name ended, writes (0 expected), RSS;
 //! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`, and with
@@ -1028,6 +1030,59 @@ async fn converge(args: &Args) {
     );
     println!("restart, stores synced at: {}", timeline_text(&timeline));
     println!("restart, resident: {resident}; {heap}");
+
+    // With restarts=N: N more rounds of the minimal client's four lists and a restart (and, with
+    // alternate=1, each variant's restart), the medians compared.
+    let restarts = args.num("restarts", 0);
+    let (mut lists_runs, mut restart_runs) = (Vec::new(), Vec::new());
+    let mut variant_restarts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for round in 1..=restarts {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let (lists, _) = four_lists(&client).await;
+        lists_runs.push(lists);
+        let mut line = format!("restart round {round}: the four lists {lists:.2} s");
+        let default = Variant::default();
+        for v in variants
+            .iter()
+            .filter(|_| alternate)
+            .chain(std::iter::once(&default))
+        {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let before = cpu_now(&cp, None);
+            let op = Operator::start_variant(&cp, &format!("restart-{}-{round}", v.label), &run, v);
+            let ready = op.ready(Duration::from_secs(600)).await.as_secs_f64();
+            let spent = cpu_spent(&before, &cpu_now(&cp, Some(&op)), ready);
+            op.stop();
+            let label = if v.label.is_empty() {
+                restart_runs.push(ready);
+                "default"
+            } else {
+                variant_restarts
+                    .entry(v.label.clone())
+                    .or_default()
+                    .push(ready);
+                v.label.as_str()
+            };
+            line.push_str(&format!("; {label} ready in {ready:.2} s ({spent})"));
+        }
+        println!("{line}");
+    }
+    if restarts > 0 {
+        let lists = median(&lists_runs);
+        println!(
+            "restart over {restarts} round(s), medians: ready in {:.2} s, the four lists {lists:.2} s = {:.2}x its lists{}",
+            median(&restart_runs),
+            median(&restart_runs) / lists,
+            variant_restarts
+                .iter()
+                .map(|(l, r)| format!(
+                    "; variant {l} {:.2} s = {:.2}x",
+                    median(r),
+                    median(r) / lists
+                ))
+                .collect::<String>()
+        );
+    }
 
     // Why a restart is slower: each list alone, then all four together, on the converged
     // cluster; and what a VolumeLeftover weighs on the wire.
