@@ -27,8 +27,8 @@
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
 //!    re-evaluation of every name ended, writes (0 expected), RSS;
 //! 6. `scan`: peak RSS and wall time, against `kubectl get pv,pvc -A -o json`, and with
-//!    original=1 against the seed's original tool (tests/seed/leftovers.py, its Python client
-//!    from scripts/seed-python.sh);
+//!    original=N against the seed's original tool (tests/seed/leftovers.py, its Python client
+//!    from scripts/seed-python.sh), N runs, each followed by a scan, medians compared;
 //! 7. with variants=label@BINARY@K=V+K=V;...: the first start and a restart again for each other
 //!    build or environment of the operator (an allocator, MALLOC_ARENA_MAX, ...), RSS per object
 //!    over that variant's own empty-cluster RSS;
@@ -1129,7 +1129,7 @@ async fn converge(args: &Args) {
     );
 
     // 6. scan against kubectl.
-    let mut scan_wall = None;
+    let mut scan_walls = Vec::new();
     for n in 0..args.num("scans", 2) {
         let (peak, wall, code) = measured(
             Command::new(operator_bin())
@@ -1149,27 +1149,43 @@ async fn converge(args: &Args) {
             mib(kpeak),
             wall / kwall
         );
-        scan_wall = Some(wall);
+        scan_walls.push(wall);
     }
-    // The seed's original tool (Python, one claim read per PV), once, when asked: original=1.
-    if args.num("original", 0) > 0 {
+    // The seed's original tool (Python, one claim read per PV), `original` times, each run
+    // followed by a scan, when asked.
+    let originals = args.num("original", 0);
+    if originals > 0 {
         let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let out = Command::new(repo.join("scripts/seed-python.sh"))
             .output()
             .expect("scripts/seed-python.sh");
         let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let (peak, wall, code) = measured(
-            Command::new(&python)
-                .arg(repo.join("tests/seed/leftovers.py"))
-                .env("KUBECONFIG", cp.kubeconfig("operator")),
-        );
+        let mut walls = Vec::new();
+        for n in 1..=originals {
+            let (peak, wall, code) = measured(
+                Command::new(&python)
+                    .arg(repo.join("tests/seed/leftovers.py"))
+                    .env("KUBECONFIG", cp.kubeconfig("operator")),
+            );
+            walls.push(wall);
+            let (_, swall, _) = measured(
+                Command::new(operator_bin())
+                    .args(["scan", "-o", "json"])
+                    .env("KUBECONFIG", cp.kubeconfig("operator")),
+            );
+            scan_walls.push(swall);
+            println!(
+                "the original tool (tests/seed/leftovers.py), run {n}: peak RSS {:.1} MiB, wall {wall:.2} s (exit {code}); scan right after: wall {swall:.2} s, {:.1}x faster",
+                mib(peak),
+                wall / swall
+            );
+        }
         println!(
-            "the original tool (tests/seed/leftovers.py): peak RSS {:.1} MiB, wall {wall:.2} s (exit {code}){}",
-            mib(peak),
-            scan_wall.map_or(String::new(), |s| format!(
-                "; scan is {:.1}x faster",
-                wall / s
-            ))
+            "the original tool over {originals} run(s), median wall {:.2} s; scan over {} run(s), median wall {:.2} s: scan is {:.1}x faster",
+            median(&walls),
+            scan_walls.len(),
+            median(&scan_walls),
+            median(&walls) / median(&scan_walls)
         );
     }
 
