@@ -751,6 +751,14 @@ fn measured(cmd: &mut Command) -> (u64, f64, i32) {
     (hwm, wall, status.code().unwrap_or(-1))
 }
 
+/// `volume-leftovers scan -o json` as the deploy/ identity.
+fn scan_command(cp: &ControlPlane) -> Command {
+    let mut cmd = Command::new(operator_bin());
+    cmd.args(["scan", "-o", "json"])
+        .env("KUBECONFIG", cp.kubeconfig("operator"));
+    cmd
+}
+
 /// Starts the operator (a variant of it) on a cluster without VolumeLeftovers and waits until
 /// it has published `target` findings: (operator, ready after, published after, CPU spent).
 async fn first_start(
@@ -1131,11 +1139,7 @@ async fn converge(args: &Args) {
     // 6. scan against kubectl.
     let mut scan_walls = Vec::new();
     for n in 0..args.num("scans", 2) {
-        let (peak, wall, code) = measured(
-            Command::new(operator_bin())
-                .args(["scan", "-o", "json"])
-                .env("KUBECONFIG", cp.kubeconfig("operator")),
-        );
+        let (peak, wall, code) = measured(&mut scan_command(&cp));
         let (kpeak, kwall, kcode) = measured(
             Command::new(cp.bin.join("kubectl"))
                 .args(["--kubeconfig"])
@@ -1168,11 +1172,7 @@ async fn converge(args: &Args) {
                     .env("KUBECONFIG", cp.kubeconfig("operator")),
             );
             walls.push(wall);
-            let (_, swall, _) = measured(
-                Command::new(operator_bin())
-                    .args(["scan", "-o", "json"])
-                    .env("KUBECONFIG", cp.kubeconfig("operator")),
-            );
+            let (_, swall, _) = measured(&mut scan_command(&cp));
             scan_walls.push(swall);
             println!(
                 "the original tool (tests/seed/leftovers.py), run {n}: peak RSS {:.1} MiB, wall {wall:.2} s (exit {code}); scan right after: wall {swall:.2} s, {:.1}x faster",
@@ -1192,15 +1192,8 @@ async fn converge(args: &Args) {
     // 7. Variants: the first start and a restart again, with another build or environment.
     for v in &variants {
         delete_all_leftovers(&admin).await;
-        let op = Operator::start_variant(&cp, &format!("first-{}", v.label), &run, v);
-        let ready = op.ready(Duration::from_secs(600)).await;
-        wait_for("every finding published", Duration::from_secs(3600), || {
-            let done =
-                op.metric(r#"volume_leftovers_writes_total{op="create",result="ok"}"#) >= target;
-            async move { done.then_some(()) }
-        })
-        .await;
-        let published = op.started.elapsed();
+        let (op, ready, published, _) =
+            first_start(&cp, &format!("first-{}", v.label), &run, v, target).await;
         op.idle(Duration::from_secs(600)).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (rss, hwm) = (op.rss(), op.hwm());
