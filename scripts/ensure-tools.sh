@@ -20,23 +20,30 @@ for tool in "$@"; do
   # runc lives in /usr/sbin, which a non-login PATH may lack.
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
 done
-# Package names.
-for i in "${!missing[@]}"; do
-  [ "${missing[$i]}" != rbd ] || missing[$i]=ceph-common
-done
 [ ${#missing[@]} -eq 0 ] && exit 0
+# The packages that provide them (the tools are checked again by name after the install).
+packages=()
+for tool in "${missing[@]}"; do
+  case "$tool" in
+    rbd) packages+=(ceph-common) ;;
+    *) packages+=("$tool") ;;
+  esac
+done
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "ensure-tools.sh: missing ${missing[*]}; install them (Debian/Ubuntu: apt-get install ${missing[*]})" >&2
+  echo "ensure-tools.sh: missing ${missing[*]}; install them (Debian/Ubuntu: apt-get install ${packages[*]})" >&2
   exit 1
 fi
 
-echo "ensure-tools.sh: installing ${missing[*]} from Debian's packages" >&2
+echo "ensure-tools.sh: installing ${packages[*]} (for ${missing[*]}) from Debian's packages" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Use-Pty=0 -qq)
-known() { for p in "${missing[@]}"; do apt-cache show "$p" >/dev/null 2>&1 || return 1; done; }
+known() { for p in "${packages[@]}"; do apt-cache show "$p" >/dev/null 2>&1 || return 1; done; }
 known || "${apt[@]}" update >&2
-"${apt[@]}" install -y --no-install-recommends "${missing[@]}" >&2
+# Lists that know the package can still be older than the mirror (a 404 on a superseded .deb):
+# refresh them once and try again.
+"${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2 ||
+  { "${apt[@]}" update >&2 && "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2; }
 for tool in "${missing[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || {
     echo "ensure-tools.sh: $tool is still missing after apt-get install" >&2
