@@ -1373,7 +1373,7 @@ impl Ctx<'_> {
                 .flatten()
                 .min()
                 {
-                    Some(wait) => Decision::WaitFor(wait + Duration::from_secs(1)),
+                    Some(wait) => Decision::WaitFor(wait.saturating_add(Duration::from_secs(1))),
                     None => Decision::Idle,
                 }
             }

@@ -31,6 +31,14 @@ use crate::category::Category;
 use crate::crd::Reason;
 use crate::plan::Observed;
 
+/// The farthest ahead a wake-up is set. Wake-ups come from data the operator does not control
+/// (an acknowledgement's `until` a ticket bot wrote as 2099 or 9999, transition times, tombstone
+/// TTLs, a skewed clock), while tokio-util's `DelayQueue` holds deadlines only up to about 2^36 ms
+/// (795 days) ahead and panics beyond: one such field made every restart panic. A wake-up
+/// farther away than this is set here instead; the name is then decided again, finds its change
+/// still ahead, and waits another horizon.
+pub const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// What the operator's own VolumeLeftover store will show once the watch delivers a write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Echo {
@@ -371,9 +379,10 @@ impl Scheduler {
         writes
     }
 
-    /// Decide `name` again after `d`; an earlier pending wake-up stays.
+    /// Decide `name` again after `d` (at most [`HORIZON`] ahead); an earlier pending wake-up
+    /// stays.
     pub fn wake_after(&mut self, name: &str, d: Duration) {
-        let at = Instant::now() + d;
+        let at = Instant::now() + d.min(HORIZON);
         let key = self.key(name);
         let pending = self.entry(name).timer;
         match pending {

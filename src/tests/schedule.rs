@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use crate::backoff::Backoff;
 use crate::category::Category;
 use crate::crd::Reason;
-use crate::schedule::{Condition, Decision, Held, Limits, Scheduler, WriteEnd};
+use crate::schedule::{Condition, Decision, HORIZON, Held, Limits, Scheduler, WriteEnd};
 
 fn limits(concurrency: usize) -> Limits {
     Limits {
@@ -411,4 +411,55 @@ async fn after_a_sweep_settles_the_map_of_names_gives_its_memory_back() {
         assert!(s.contains(&format!("pv-{i}")), "a name with a memo stays");
     }
     assert!(!s.contains("pv-100"));
+}
+
+mod far_wake_ups {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Wake-ups come from data the operator does not control (an acknowledgement's `until`
+        /// of 9999, a transition time, a TTL): at any distance, set and reset in any order, a
+        /// wake-up never panics the timer queue and comes within the horizon, where the name is
+        /// decided again.
+        #[test]
+        fn a_wake_up_at_any_distance_never_panics_and_comes_within_the_horizon(
+            delays in prop::collection::vec(
+                prop_oneof![
+                    any::<u64>().prop_map(Duration::from_secs),
+                    (0u64..3 * 365 * 24 * 3600).prop_map(Duration::from_secs),
+                    Just(Duration::MAX),
+                    Just(Duration::ZERO),
+                ],
+                1..6,
+            ),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut s = active(4);
+                s.mark("a");
+                let _ = idle_all(&mut s);
+                let nearest = delays.iter().min().copied().unwrap_or(Duration::ZERO);
+                for d in &delays {
+                    s.wake_after("a", *d);
+                }
+                let start = Instant::now();
+                let woken = s.next_wake().await;
+                assert_eq!(&*woken, "a");
+                let waited = start.elapsed();
+                assert!(waited <= HORIZON, "woken after {waited:?}");
+                assert!(
+                    waited >= nearest.min(HORIZON),
+                    "woken after {waited:?}, before the nearest wake-up {nearest:?}"
+                );
+                assert_eq!(idle_all(&mut s), ["a"], "decided again when woken");
+            });
+        }
+    }
 }

@@ -518,3 +518,56 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
     delete(&leftovers, &r.pv).await;
     r.cleanup(&admin).await;
 }
+
+/// A ticket bot that means "keep it" writes an `until` far ahead. The CRD accepts any date, so
+/// any date must be survivable: a wake-up that far ahead made the timer queue panic, and every
+/// restart panicked again. The operator stays up, the finding is Acknowledged, and a restart
+/// finds it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledgement_until_any_date_keeps_the_operator_up() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let r = released_volume(&admin, "ack-far", "Retain").await;
+    let mut operator = Operator::start(cp.operator_client().await, test_settings());
+    wait_leftover(&leftovers, &r.pv, "ClaimDeleted, Open", |o| {
+        reason(o) == Some(Reason::ClaimDeleted) && state(o) == Some(State::Open)
+    })
+    .await;
+    for (ticket, until) in [
+        ("OPS-2099", "2099-01-01T00:00:00Z"),
+        ("OPS-9999", "9999-12-31T23:59:59Z"),
+    ] {
+        acknowledge(&leftovers, &r.pv, ticket, Some(until)).await;
+        wait_leftover(&leftovers, &r.pv, "Acknowledged", |o| {
+            state(o) == Some(State::Acknowledged)
+                && o.spec
+                    .acknowledgement
+                    .as_ref()
+                    .is_some_and(|a| a.ticket.as_deref() == Some(ticket))
+        })
+        .await;
+        operator.wait_idle().await;
+        assert!(
+            operator.is_running(),
+            "the operator is up after until {until}"
+        );
+        // A restart reads the same acknowledgement first thing.
+        operator.stop().await;
+        operator = Operator::start(cp.operator_client().await, test_settings());
+        operator.wait_idle().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            operator.is_running(),
+            "the operator is up after a restart with until {until}"
+        );
+        assert_eq!(
+            state(&leftovers.get(&r.pv).await.unwrap()),
+            Some(State::Acknowledged)
+        );
+    }
+    operator.stop().await;
+    delete(&leftovers, &r.pv).await;
+    r.cleanup(&admin).await;
+}

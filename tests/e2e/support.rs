@@ -522,6 +522,11 @@ impl Operator {
         .await;
     }
 
+    /// Whether the operator's loop is still running (it ends only when stopped, or by a panic).
+    pub fn is_running(&self) -> bool {
+        self.task.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
