@@ -113,6 +113,9 @@ async fn scan(args: ScanArgs) -> ExitCode {
                     report.missing.join(" or ")
                 );
             }
+            for claim in &report.unknown_claims {
+                eprintln!("volume-leftovers scan: the {claim}; its row says claim_missing null");
+            }
             for failed in &report.census_failed {
                 eprintln!("volume-leftovers scan: the Ceph census of pool {failed}");
             }

@@ -22,7 +22,7 @@ use crate::census::{Census, ImageFound, PoolKey, image_ref};
 use crate::ceph::CensusSettings;
 use crate::classify::{Finding, Verdict, classify, volume_source};
 use crate::clock::wall_clock;
-use crate::crd::{Hint, Reason};
+use crate::crd::{Hint, Reason, Tristate};
 use crate::exclude::Exclusions;
 use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::volume::{Volume, VolumeObject};
@@ -107,6 +107,9 @@ pub struct Report {
     /// Permissions that were missing (`list persistentvolumeclaims`, ...): the census is
     /// incomplete and its rows say null where they depend on them.
     pub missing: Vec<String>,
+    /// Claims whose second look (a 403, a timeout) could not tell whether they exist, each with
+    /// its volume and the error: their rows say `claim_missing: null`.
+    pub unknown_claims: Vec<String>,
     /// Pools whose Ceph census failed or is incomplete, and why (each line says what is not
     /// known).
     pub census_failed: Vec<String>,
@@ -281,7 +284,7 @@ pub async fn read(
                 match classify(&pv, &facts, now.clone()) {
                     Verdict::Leftover(f) => {
                         if rests_on_absence(&f) {
-                            recheck.push(pv);
+                            recheck.push((pv, *f));
                         } else {
                             findings.push(*f);
                         }
@@ -337,36 +340,71 @@ pub async fn read(
     }
 
     // Claims were listed before the PVs: a claim created in between looks missing. Ask again.
-    for pv in recheck {
+    // An answer that is not a yes or a no (403, a timeout) is reported as such: the row says
+    // the claim is unknown, and the scan is incomplete. A 403 is not a 404, and a volume whose
+    // claim is really gone must not vanish from the report because the second look failed.
+    let mut unknown_claims = Vec::new();
+    for (pv, finding) in recheck {
         let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
         let (Some(ns), Some(name)) = (
             spec.and_then(|r| r.namespace.as_deref()),
             spec.and_then(|r| r.name.as_deref()),
         ) else {
+            findings.push(finding);
             continue;
         };
         let api: Api<PersistentVolumeClaim> = Api::namespaced(r.client.clone(), ns);
-        let now_there = match tokio::time::timeout(r.timeout, api.get_metadata_opt(name)).await {
-            Ok(Ok(c)) => c.map(|c| claim_facts(&c.metadata)),
-            Ok(Err(e)) if Category::of(&e) == Category::Forbidden => continue,
+        let failed = match tokio::time::timeout(r.timeout, api.get_metadata_opt(name)).await {
+            Ok(Ok(c)) => {
+                let mut one = facts.clone();
+                if let (Some(claims), Some(c)) = (one.claims.as_mut(), c) {
+                    claims.insert((ns.to_string(), name.to_string()), claim_facts(&c.metadata));
+                }
+                if let Verdict::Leftover(f) = classify(&pv, &one, now.clone()) {
+                    findings.push(*f);
+                }
+                continue;
+            }
+            Ok(Err(e)) if matches!(Category::of(&e), Category::Forbidden | Category::Timeout) => {
+                describe(&e)
+            }
             Ok(Err(e)) => return Err(r.error("get", "persistentvolumeclaims", &e)),
-            Err(_) => continue,
+            Err(_) => format!("no answer within {:?}", r.timeout),
         };
-        let mut one = facts.clone();
-        if let (Some(claims), Some(c)) = (one.claims.as_mut(), now_there) {
-            claims.insert((ns.to_string(), name.to_string()), c);
-        }
-        if let Verdict::Leftover(f) = classify(&pv, &one, now.clone()) {
-            findings.push(*f);
-        }
+        unknown_claims.push(format!(
+            "claim {ns}/{name} of PersistentVolume {} could not be read again ({failed}); whether it exists is unknown",
+            finding.volume_name
+        ));
+        findings.push(claim_unknown(finding, &failed));
     }
     findings.sort_by(|a, b| a.volume_name.cmp(&b.volume_name));
     Ok(Report {
         findings,
         missing,
+        unknown_claims,
         census_failed: Vec::new(),
         referenced,
     })
+}
+
+/// A finding that rested on its claim being absent, once a second look could not tell: the
+/// claim is unknown (`claim_missing: null`), and the reason says so instead of asserting it gone.
+fn claim_unknown(mut f: Finding, failed: &str) -> Finding {
+    let status = &mut f.status;
+    status.reason = Reason::ClaimUnknown;
+    if let Some(c) = status.claim.as_mut() {
+        c.missing = Tristate::Unknown;
+        c.current_uid = None;
+    }
+    let claim = status
+        .claim
+        .as_ref()
+        .map_or(String::new(), |c| format!(" {}", c.reference));
+    status.message = format!(
+        "PersistentVolume {} is {}; whether its claim{claim} still exists is unknown (reading it failed: {failed}).",
+        f.volume_name, status.phase
+    );
+    f
 }
 
 /// Findings that say a claim of a Bound or pre-bound volume does not exist.
@@ -603,7 +641,8 @@ pub enum Outcome {
     Clean,
     /// Leftovers found (exit 3).
     Found,
-    /// Claims or classes could not be read: the census is incomplete (exit 4).
+    /// Claims or classes (or one claim looked at again) could not be read, or the backend census
+    /// failed: the report is incomplete (exit 4).
     Incomplete,
 }
 
@@ -682,7 +721,10 @@ pub async fn run(
     }
     write_report(out, &report.findings, format)?;
     out.flush()?;
-    let outcome = if !report.missing.is_empty() || !report.census_failed.is_empty() {
+    let outcome = if !report.missing.is_empty()
+        || !report.unknown_claims.is_empty()
+        || !report.census_failed.is_empty()
+    {
         Outcome::Incomplete
     } else if report.findings.is_empty() {
         Outcome::Clean

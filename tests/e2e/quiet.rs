@@ -320,3 +320,97 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
     delete(&leftovers, &unclaimed).await;
     delete(&leftovers, &vanishing).await;
 }
+
+/// `scan` looks again at a claim that seemed missing. When that second look is refused (403) or
+/// hangs, the volume is neither dropped nor reported as missing its claim: its row says
+/// `claim_missing: null`, stderr names the claim and the error, and the run exits 4 (incomplete),
+/// never 0. A Bound volume whose claim the second look does find gone is still reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_reports_a_claim_it_cannot_read_again_as_unknown_and_exits_4() {
+    use crate::fault::{Fault, FaultProxy, Rule};
+    // No operator runs meanwhile: these volumes are not its to report.
+    let _lock = operator_lock(Flavor::Quiet).await;
+    let cp = quiet();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let ns = unique("recheck-ns");
+    create_ns(&admin, &ns).await;
+    let refused = unique("recheck-403");
+    pv_in_phase(
+        &pvs,
+        &refused,
+        Some((&ns, "refused", "uid-refused")),
+        "Bound",
+    )
+    .await;
+    let hung = unique("recheck-hang");
+    pv_in_phase(&pvs, &hung, Some((&ns, "hung", "uid-hung")), "Bound").await;
+    let gone = unique("recheck-gone");
+    pv_in_phase(&pvs, &gone, Some((&ns, "gone", "uid-gone")), "Bound").await;
+
+    let proxy = FaultProxy::start(cp).await;
+    let claim_path = |name: &str| format!("/namespaces/{ns}/persistentvolumeclaims/{name}");
+    proxy.add(Rule::new(
+        Some("read"),
+        &claim_path("refused"),
+        Fault::Status(403),
+    ));
+    proxy.add(Rule::new(Some("read"), &claim_path("hung"), Fault::Hang));
+    let kubeconfig = kubeconfig_via(cp, "operator", &format!("http://{}", proxy.addr));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+            .args(["scan", "--request-timeout", "3s"])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        proxy.faulted(&claim_path("refused")),
+        1,
+        "the 403 was served"
+    );
+    assert_eq!(proxy.faulted(&claim_path("hung")), 1, "the hang was served");
+    let row = |pv: &str| -> serde_json::Value {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["name"] == pv)
+            .unwrap_or_else(|| panic!("no row for {pv}:\n{stdout}\nstderr:\n{stderr}"))
+    };
+    for (pv, claim) in [(&refused, "refused"), (&hung, "hung")] {
+        let r = row(pv);
+        assert!(r["claim_missing"].is_null(), "{r}");
+        assert_eq!(r["reason"], "ClaimUnknown", "{r}");
+        assert_eq!(r["claim"], format!("{ns}/{claim}"), "{r}");
+        assert!(
+            stderr.contains(&format!("claim {ns}/{claim} of PersistentVolume {pv}")),
+            "stderr names the claim: {stderr}"
+        );
+    }
+    assert!(stderr.contains("403"), "stderr names the refusal: {stderr}");
+    assert!(
+        stderr.contains("no answer within 3s"),
+        "stderr names the timeout: {stderr}"
+    );
+    let r = row(&gone);
+    assert_eq!(r["claim_missing"], true, "{r}");
+    assert_eq!(r["reason"], "BoundClaimMissing", "{r}");
+
+    for pv in [&refused, &hung, &gone] {
+        // pv-protection keeps a Bound volume until it is not.
+        set_pv_phase(&pvs, pv, "Available").await;
+        delete(&pvs, pv).await;
+    }
+    let _ = Api::<Namespace>::all(admin.clone())
+        .delete(&ns, &Default::default())
+        .await;
+}
