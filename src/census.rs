@@ -700,3 +700,37 @@ fn orphan(
         },
     }
 }
+
+/// What the log has said about each failing pool: one line when a pool starts failing or fails
+/// in another way (another kind `K`, the backend's error category), one when it works again.
+/// The same problem in other words (an outage that times out in `rbd_list2`, then in
+/// `rados_connect`) is not news.
+#[derive(Debug)]
+pub struct Failing<K> {
+    by_pool: BTreeMap<PoolKey, (K, String)>,
+}
+
+impl<K> Default for Failing<K> {
+    fn default() -> Self {
+        Failing {
+            by_pool: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Copy + PartialEq> Failing<K> {
+    /// Records a failure of `key`; true when it is news to log.
+    pub fn failed(&mut self, key: &PoolKey, category: K, message: &str) -> bool {
+        let news = self.by_pool.get(key).is_none_or(|(c, _)| *c != category);
+        if news {
+            self.by_pool
+                .insert(key.clone(), (category, message.to_string()));
+        }
+        news
+    }
+
+    /// Records a census of `key` that worked; the failure it ends, when the pool was failing.
+    pub fn recovered(&mut self, key: &PoolKey) -> Option<String> {
+        self.by_pool.remove(key).map(|(_, message)| message)
+    }
+}

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use crate::census::{CensusConfig, ClusterConfig, PoolKey, Snapshot, image_ref};
 use crate::classify::volume_source;
 use crate::clock::wall_clock;
-use crate::rbd::{self, CephConfig, Cluster};
+use crate::rbd::{self, Category, CephConfig, Cluster};
 use crate::volume::Volume;
 
 /// Tuning of the census.
@@ -36,13 +36,37 @@ pub struct CensusSettings {
     pub deadline: Duration,
 }
 
+/// Why a pool's census failed. Its category is the problem (Ceph unavailable, a refused key, a
+/// missing pool): one outage can fail with changing texts (an `rbd_list2` timeout, then a
+/// `rados_connect` timeout), and is still one problem, logged once.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CensusFailure {
+    /// What kind of problem it is.
+    pub category: Category,
+    /// What failed, in one line.
+    pub message: String,
+}
+
+impl CensusFailure {
+    fn new(category: Category, message: String) -> CensusFailure {
+        CensusFailure { category, message }
+    }
+
+    /// A request or connect that outlived its bound: Ceph is not answering, as with librados's
+    /// own timeout (-110), which is [`Category::Unavailable`] too.
+    fn abandoned(message: String) -> CensusFailure {
+        CensusFailure::new(Category::Unavailable, message)
+    }
+}
+
 /// The result of one pool's census.
 #[derive(Debug)]
 pub struct CensusReport {
     /// The pool.
     pub key: PoolKey,
     /// The census, or why there is none.
-    pub result: Result<Snapshot, String>,
+    pub result: Result<Snapshot, CensusFailure>,
     /// Library calls it made.
     pub requests: u64,
     /// How long it took.
@@ -196,7 +220,7 @@ async fn census_cluster(
         if abort {
             *conn = Kept(None);
         }
-        let failed = result.is_err();
+        let failed = result.as_ref().err().map(|f| f.category);
         if tx
             .send(CensusReport {
                 key,
@@ -209,16 +233,18 @@ async fn census_cluster(
         {
             return;
         }
-        if failed && conn.0.is_none() {
+        if let Some(first_failure) = failed
+            && conn.0.is_none()
+        {
             // The rest of this cluster's pools would wait out the same timeout: they are
             // unknown too, and are tried again next time.
             for rest in keys.iter().skip(n + 1) {
                 let _ = tx
                     .send(CensusReport {
                         key: rest.clone(),
-                        result: Err(format!(
-                            "not censused: the census of pool {} failed first",
-                            keys[n]
+                        result: Err(CensusFailure::new(
+                            first_failure,
+                            format!("not censused: the census of pool {} failed first", keys[n]),
                         )),
                         requests: 0,
                         elapsed: Duration::ZERO,
@@ -253,14 +279,25 @@ async fn census_pool(
         }
         Ok(Ok(Err(e))) => {
             let abort = e.aborts_census();
-            (Err(e.to_string()), 0, abort)
+            (
+                Err(CensusFailure::new(e.category(), e.to_string())),
+                0,
+                abort,
+            )
         }
-        Ok(Err(join)) => (Err(format!("the census task failed: {join}")), 0, true),
+        Ok(Err(join)) => (
+            Err(CensusFailure::new(
+                Category::Other,
+                format!("the census task failed: {join}"),
+            )),
+            0,
+            true,
+        ),
         Err(_) => (
-            Err(format!(
+            Err(CensusFailure::abandoned(format!(
                 "the census of pool {key} took longer than {}s; it is abandoned",
                 deadline.as_secs()
-            )),
+            ))),
             0,
             // The blocking call may still be running: a new connection for the next one.
             true,
@@ -292,7 +329,7 @@ pub async fn census_once(
                 for p in &cluster.pools {
                     let key =
                         PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
-                    census.record(&key, Err(e.clone()));
+                    census.record(&key, Err(e.message.clone()));
                     reports.push(CensusReport {
                         key,
                         result: Err(e.clone()),
@@ -311,7 +348,7 @@ pub async fn census_once(
                 wanted.contains(n)
             })
             .await;
-            census.record(&key, report.result.clone());
+            census.record(&key, report.result.clone().map_err(|f| f.message));
             reports.push(report);
         }
     }
@@ -321,12 +358,20 @@ pub async fn census_once(
 
 /// Connects as the cluster's user, on a blocking thread, waiting at most the census deadline
 /// for it (librados bounds it by `timeout`; this bounds what librados does not).
-async fn connect(cluster: &ClusterConfig, settings: &CensusSettings) -> Result<Cluster, String> {
+async fn connect(
+    cluster: &ClusterConfig,
+    settings: &CensusSettings,
+) -> Result<Cluster, CensusFailure> {
     let timeout = settings.timeout;
     let key = match &cluster.key_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?
+                .map_err(|e| {
+                    CensusFailure::new(
+                        Category::Config,
+                        format!("cannot read the key file {}: {e}", path.display()),
+                    )
+                })?
                 .trim()
                 .to_string(),
         ),
@@ -354,11 +399,16 @@ async fn connect(cluster: &ClusterConfig, settings: &CensusSettings) -> Result<C
         }
     });
     match tokio::time::timeout(settings.deadline, &mut rx).await {
-        Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| format!("cluster {id}: {e}")),
-        Ok(Err(_)) => Err(match job.await {
-            Err(e) => format!("cluster {id}: the connect task failed: {e}"),
-            Ok(()) => format!("cluster {id}: the connect task ended without an answer"),
+        Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| {
+            CensusFailure::new(e.category(), format!("cluster {id}: {e}"))
         }),
+        Ok(Err(_)) => Err(CensusFailure::new(
+            Category::Other,
+            match job.await {
+                Err(e) => format!("cluster {id}: the connect task failed: {e}"),
+                Ok(()) => format!("cluster {id}: the connect task ended without an answer"),
+            },
+        )),
         Err(_) => {
             // Closing first means the thread either sees the channel closed (and shuts its
             // connection down itself) or has already sent: then it is let go here.
@@ -366,10 +416,10 @@ async fn connect(cluster: &ClusterConfig, settings: &CensusSettings) -> Result<C
             if let Ok(Ok(late)) = rx.try_recv() {
                 release(Arc::new(late));
             }
-            Err(format!(
+            Err(CensusFailure::abandoned(format!(
                 "cluster {id}: connecting took longer than {}s; it is abandoned",
                 settings.deadline.as_secs()
-            ))
+            )))
         }
     }
 }

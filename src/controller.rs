@@ -248,8 +248,8 @@ struct CensusState {
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
     held: std::collections::BTreeMap<String, PoolKey>,
-    /// Why each failing pool failed, to log once per change.
-    failing: std::collections::BTreeMap<PoolKey, String>,
+    /// Which pools are failing, to log once per problem.
+    failing: crate::census::Failing<crate::rbd::Category>,
     /// The images of each pool whose details could not be read, to log once per change.
     unread: std::collections::BTreeMap<PoolKey, Vec<String>>,
 }
@@ -868,7 +868,7 @@ impl Loop {
                     report.elapsed.as_secs_f64(),
                     report.requests,
                 );
-                if let Some(was) = cs.failing.remove(&key) {
+                if let Some(was) = cs.failing.recovered(&key) {
                     tracing::info!(pool = %label, after = %was, "the census of the pool works again");
                 } else {
                     tracing::debug!(pool = %label, images = snap.images.len(), "census done");
@@ -892,13 +892,12 @@ impl Loop {
             }
             Err(e) => {
                 self.metrics.census_failed(&label, report.requests);
-                if cs.failing.get(&key) != Some(e) {
-                    tracing::warn!(pool = %label, error = %e, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again");
-                    cs.failing.insert(key.clone(), e.clone());
+                if cs.failing.failed(&key, e.category, &e.message) {
+                    tracing::warn!(pool = %label, error = %e, category = %e.category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again");
                 }
             }
         }
-        cs.census.record(&key, report.result);
+        cs.census.record(&key, report.result.map_err(|f| f.message));
         if !cs.census.is_trusted(&key) {
             // Nothing is concluded: what is published stays.
             return;

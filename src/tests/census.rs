@@ -532,3 +532,22 @@ fn images_whose_details_could_not_be_read_are_listed_and_unread() {
     );
     assert!(s.unread["b"].contains("unreadable"), "{:?}", s.unread);
 }
+
+#[test]
+fn one_problem_is_logged_once_whatever_its_text_and_its_end_once() {
+    use crate::census::Failing;
+    use crate::rbd::Category;
+    let mut f = Failing::default();
+    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    // The same outage in other words (the next census times out in rados_connect), again and
+    // again: not news.
+    for _ in 0..3 {
+        assert!(!f.failed(&key(), Category::Unavailable, "rados_connect timed out"));
+        assert!(!f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    }
+    // Another problem is.
+    assert!(f.failed(&key(), Category::Forbidden, "the key was refused"));
+    assert_eq!(f.recovered(&key()).as_deref(), Some("the key was refused"));
+    assert_eq!(f.recovered(&key()), None, "its end is said once");
+    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+}
