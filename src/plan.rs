@@ -435,8 +435,13 @@ fn hand_off(
     let spec_changes =
         |e: &Leftover| e.volume_name() != f.volume_name || *e.volume_uid != *f.volume_uid;
     let generation = existing.map_or(Some(1), |e| {
-        e.generation
-            .map(|g| if spec_changes(e) { g + 1 } else { g })
+        e.generation.map(|g| {
+            if spec_changes(e) {
+                g.saturating_add(1)
+            } else {
+                g
+            }
+        })
     });
     status.state = state;
     status.acknowledged = acknowledged;

@@ -76,8 +76,9 @@ pub fn bytes(q: &str) -> Option<i64> {
     if num < 0 {
         return None;
     }
-    // Round a fraction of a byte up.
-    let whole = (num + den - 1) / den;
+    // Round a fraction of a byte up (without `num + den - 1`, which overflows for a mantissa
+    // near i128::MAX over a large negative exponent).
+    let whole = num / den + i128::from(num % den != 0);
     i64::try_from(whole).ok()
 }
 

@@ -1069,8 +1069,8 @@ impl IoCtx<'_> {
                 )
             };
             if r == -errno::ERANGE {
-                kcap = klen.max(kcap) + 256;
-                vcap = vlen.max(vcap) + 1024;
+                kcap = klen.max(kcap).saturating_add(256);
+                vcap = vlen.max(vcap).saturating_add(1024);
                 continue;
             }
             if r < 0 {

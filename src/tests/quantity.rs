@@ -47,3 +47,24 @@ fn what_is_not_a_quantity_is_none_never_a_panic() {
         assert_eq!(bytes(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn a_huge_mantissa_over_a_large_negative_exponent_is_a_quantity_never_a_panic() {
+    // i128::MAX itself, as a mantissa, over 10^38: rounding up must not overflow.
+    assert_eq!(
+        bytes("170141183460469231731687303715884105727e-38"),
+        Some(2)
+    );
+    assert_eq!(bytes("99999999999999999999999999999999999999e-38"), Some(1));
+}
+
+proptest::proptest! {
+    /// A PV's capacity is whatever string the API server stored: any string is a number of
+    /// bytes or `None`, never a panic.
+    #[test]
+    fn any_string_is_bytes_or_none(q in "[-+]?[0-9]{0,45}(\\.[0-9]{0,45})?([eE][-+]?[0-9]{1,4}|[KMGTPE]i?|[num]|k)?") {
+        if let Some(b) = bytes(&q) {
+            proptest::prop_assert!(b >= 0);
+        }
+    }
+}
