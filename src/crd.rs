@@ -114,8 +114,33 @@ pub struct Acknowledgement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ticket: Option<String>,
     /// Until when the acknowledgement holds; after it, `status.state` is `Expired`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "until_any_date"
+    )]
     pub until: Option<Time>,
+}
+
+/// Reads `until` as any date the API server accepts. The schema's `date-time` admits
+/// `9999-12-31T23:59:59Z`, which a ticket bot writes to mean "keep it", but jiff (and so
+/// k8s-openapi's `Time`) ends about a day earlier: decoding it failed, and one such object
+/// failed the whole list of VolumeLeftovers, so the operator never synced. A date in year 9999
+/// beyond that range reads as the latest instant there is, which never comes.
+fn until_any_date<'de, D>(d: D) -> Result<Option<Time>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let Some(text) = Option::<String>::deserialize(d)? else {
+        return Ok(None);
+    };
+    match text.parse::<jiff::Timestamp>() {
+        Ok(t) => Ok(Some(Time(t))),
+        Err(_) if text.starts_with("9999-") => Ok(Some(Time(jiff::Timestamp::MAX))),
+        Err(e) => Err(serde::de::Error::custom(format!(
+            "until {text:?} is not an RFC 3339 date-time: {e}"
+        ))),
+    }
 }
 
 /// Whether a finding is open or acknowledged.

@@ -170,3 +170,32 @@ fn tristate_from_bool() {
     assert_eq!(Tristate::from(true), Tristate::True);
     assert_eq!(Tristate::from(false), Tristate::False);
 }
+
+#[test]
+fn an_acknowledgement_until_any_date_the_schema_admits_is_read() {
+    use crate::crd::Acknowledgement;
+    let read = |until: &str| -> Acknowledgement {
+        serde_json::from_value(serde_json::json!({"by": "ticket-bot", "until": until}))
+            .unwrap_or_else(|e| panic!("until {until}: {e}"))
+    };
+    assert_eq!(
+        read("2099-01-01T00:00:00Z").until.unwrap().0,
+        "2099-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap()
+    );
+    // Beyond jiff's range, as a ticket bot's "forever": the latest instant there is.
+    for forever in ["9999-12-31T23:59:59Z", "9999-12-31T23:59:59.999999Z"] {
+        assert_eq!(read(forever).until.unwrap().0, jiff::Timestamp::MAX);
+    }
+    assert!(
+        serde_json::from_value::<Acknowledgement>(serde_json::json!({"until": "soon"})).is_err()
+    );
+    // And a whole list holding one such object still decodes (one object failed every list).
+    let list = serde_json::json!({
+        "apiVersion": "leftovers.dev/v1alpha1",
+        "kind": "VolumeLeftover",
+        "metadata": {"name": "pv-1"},
+        "spec": {"volumeName": "pv-1", "volumeUID": "u", "acknowledgement": {"until": "9999-12-31T23:59:59Z"}},
+    });
+    let o: crate::crd::VolumeLeftover = serde_json::from_value(list).unwrap();
+    assert!(o.spec.acknowledgement.unwrap().until.is_some());
+}
