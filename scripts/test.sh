@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
+# iptables and runc live in /usr/sbin, which a non-login PATH (a CI runner's, env -i) lacks: the
+# node tests run iptables, and kube-proxy and containerd find it and runc on PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
 cache_root=${VOLUME_LEFTOVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache_root/cargo-target}
 
