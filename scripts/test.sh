@@ -31,7 +31,7 @@ tools/build.sh lua >/dev/null
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
-scripts/ensure-tools.sh ceph-mon ceph-osd rbd
+scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
 
