@@ -12,6 +12,7 @@ test:
 
 # Build (or find in the cache) etcd, kube-apiserver, kube-controller-manager and kubectl.
 controlplane:
+	./scripts/ensure-tools.sh time
 	./controlplane/build.sh
 
 # The container image, without a daemon (buildah): the release binary, the four glibc files it

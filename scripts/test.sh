@@ -20,6 +20,8 @@ for tool in cargo go openssl curl python3; do
   command -v "$tool" >/dev/null || { echo "test.sh: $tool is required but not on PATH" >&2; exit 1; }
 done
 
+echo "== small tools that minimal Debian images lack (GNU time for the Go builds; pgrep, kill), installed when missing"
+scripts/ensure-tools.sh time pgrep kill
 echo "== control plane binaries (cached by pinned version)"
 controlplane/build.sh >/dev/null
 echo "== node binaries for the real-node tests (kubelet, kube-scheduler, kube-proxy, containerd; cached by pin)"
