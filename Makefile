@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: demo test controlplane image
+.PHONY: demo test controlplane image fresh-check
 
 # The operator's main job: against $KUBECONFIG when set, else a local control plane with the
 # mariadb demo scenario.
@@ -20,3 +20,9 @@ controlplane:
 # (target/image/volume-leftovers-VERSION.tar) for docker/podman load or ctr images import.
 image:
 	./scripts/image.sh
+
+# The install steps of the scripts (every ensure-tools.sh line, seed-python.sh) run from nothing
+# installed, in a bare Debian root made by mmdebstrap; prints the seconds of each step. make test
+# runs it too.
+fresh-check:
+	./scripts/fresh-root.sh

@@ -44,6 +44,17 @@ present() {
   esac
 }
 
+# --packages TOOL...: only prints "TOOL PACKAGE" lines (scripts/fresh-root.sh checks the map
+# against what dpkg says owns each tool).
+if [ "${1:-}" = --packages ]; then
+  shift
+  for tool in "$@"; do
+    package=$(package_of "$tool") || { echo "ensure-tools.sh: unknown tool $tool" >&2; exit 2; }
+    echo "$tool $package"
+  done
+  exit 0
+fi
+
 missing=()
 packages=()
 for tool in "$@"; do

@@ -36,6 +36,11 @@ echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, c
 scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
+# The steps above find most tools already installed on a machine that ran them once (CI's): run
+# them again where nothing is, so that a missing install step fails here and not on a newcomer's
+# first `make test`.
+echo "== fresh root: the install steps from nothing installed, in a bare Debian root (scripts/fresh-root.sh)"
+scripts/fresh-root.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
