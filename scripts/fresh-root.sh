@@ -177,6 +177,7 @@ run() { # what command...: output to a log, shown when it fails
   echo "== fresh root: $what" >&2
   if ! "$@" >"$log" 2>&1; then
     sed 's/^/   | /' "$log" >&2
+    report "$what (FAILED)"
     echo "fresh-root.sh: FAILED in the fresh root: $what" >&2
     exit 1
   fi
