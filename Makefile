@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: demo test controlplane image
+.PHONY: demo test controlplane image fresh-check
 
 # The operator's main job: against $KUBECONFIG when set, else a local control plane with the
 # mariadb demo scenario.
@@ -12,6 +12,7 @@ test:
 
 # Build (or find in the cache) etcd, kube-apiserver, kube-controller-manager and kubectl.
 controlplane:
+	./scripts/ensure-tools.sh time
 	./controlplane/build.sh
 
 # The container image, without a daemon (buildah): the release binary, the four glibc files it
@@ -19,3 +20,9 @@ controlplane:
 # (target/image/volume-leftovers-VERSION.tar) for docker/podman load or ctr images import.
 image:
 	./scripts/image.sh
+
+# The install steps of the scripts (every ensure-tools.sh line, seed-python.sh) run from nothing
+# installed, in a bare Debian root made by mmdebstrap; prints the seconds of each step. make test
+# runs it too.
+fresh-check:
+	./scripts/fresh-root.sh

@@ -9,9 +9,9 @@
 # gone — also when it panicked, was interrupted or was killed with SIGKILL — so no process or port
 # outlives the test run that asked for the cluster.
 #
-# Installs the Debian packages it needs when they are missing (ceph-mon ceph-osd ceph-common, and
-# librbd-dev librados-dev for a client that links librbd); a no-op taking milliseconds when they
-# are present. Needs root only for that install.
+# Installs the Debian packages it needs when they are missing (scripts/ensure-tools.sh: ceph-mon
+# ceph-osd ceph-common ceph-base iproute2 uuid-runtime); a no-op taking milliseconds when they are
+# present. Needs root only for that install.
 #
 # RUN_DIR then holds:
 #   ceph.conf                     the cluster's and the clients' configuration
@@ -48,28 +48,17 @@ t0=$(date +%s.%N)
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)"; }
 
 # --- packages ----------------------------------------------------------------------------------
-packages=(ceph-mon ceph-osd ceph-common librbd-dev librados-dev)
-missing=()
-for p in "${packages[@]}"; do
-  [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  [ "${CEPH_SKIP_INSTALL:-}" != 1 ] || { echo "up.sh: missing packages: ${missing[*]} (CEPH_SKIP_INSTALL=1)" >&2; exit 1; }
-  [ "$(id -u)" = 0 ] || { echo "up.sh: missing packages: ${missing[*]}; install them as root" >&2; exit 1; }
-  echo "up.sh: installing ${missing[*]}" >&2
-  apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${missing[@]}"
-  }
-  apt_log=$(mktemp)
-  # An empty or stale package list fails with "Unable to locate package": update once and retry.
-  if ! apt_install >"$apt_log" 2>&1; then
-    apt-get -o DPkg::Lock::Timeout=600 update >>"$apt_log" 2>&1 || true
-    apt_install >>"$apt_log" 2>&1 || { tail -n 20 "$apt_log" >&2; rm -f "$apt_log"; echo "up.sh: apt-get install failed" >&2; exit 1; }
-  fi
-  rm -f "$apt_log"
-  echo "up.sh: packages installed in $(elapsed) s" >&2
+# The daemons and CLIs (ceph-mon, ceph-osd, ceph-common, ceph-base), ss (iproute2) and uuidgen
+# (uuid-runtime), which minimal Debian images lack; the rest is in every Debian.
+tools=(ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen)
+if [ "${CEPH_SKIP_INSTALL:-}" = 1 ]; then
+  for tool in "${tools[@]}"; do
+    type -P "$tool" >/dev/null || { echo "up.sh: $tool is missing (CEPH_SKIP_INSTALL=1)" >&2; exit 1; }
+  done
+else
+  "$here/../scripts/ensure-tools.sh" ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 fi
-for tool in ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd python3 ss setsid flock timeout uuidgen; do
+for tool in python3 setsid flock timeout; do
   command -v "$tool" >/dev/null || { echo "up.sh: $tool is required but not on PATH" >&2; exit 1; }
 done
 

@@ -56,6 +56,9 @@ watch_cache=${WATCH_CACHE:-true}
 controllers=${KCM_CONTROLLERS:-*}
 pv_sync=${PV_SYNC_PERIOD:-2s}
 
+# A cold build records its peak memory with GNU time, which minimal Debian images lack (as root
+# it is installed; otherwise build.sh says what is missing when it has to build).
+[ "$(id -u)" != 0 ] || "$here/../scripts/ensure-tools.sh" time
 bin=$("$here/build.sh")
 if $with_node; then
   [ "$(id -u)" = 0 ] || { echo "up.sh: --node must run as root (containerd, runc and the kubelet need it)" >&2; exit 1; }

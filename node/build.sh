@@ -12,8 +12,8 @@
 # Each of the three parts is cached on its own, keyed by a hash of its inputs (go.mod + go.sum or
 # sources), the shell function below that builds it and the Go version, under
 # $cache/node/<part>-<key>/ (flock'd, `.complete` marker), so a change to one part rebuilds only
-# that part; $cache/node/<key>/bin links them together. runc and the CNI
-# plugins come from Debian (installed with apt-get when missing).
+# that part; $cache/node/<key>/bin links them together. runc, the CNI
+# plugins, iptables and ip come from Debian (scripts/ensure-tools.sh installs them when missing).
 #
 #   VOLUME_LEFTOVERS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers)
 #   NODE_NICE               niceness of the go builds (default 15: the CPU is shared)
@@ -123,24 +123,18 @@ img_key="images-$(cd "$here/images" && cat go.mod oci-archive.py pause/main.go p
 key=$(echo "$kube_key $ctrd_key $img_key" | hash)
 dest="$cache_root/node/$key"
 
+# The builds record their peak memory with GNU time, which minimal Debian images lack.
+"$here/../scripts/ensure-tools.sh" time
 build_part "$kube_key" build_kube kubelet kube-scheduler kube-proxy
 build_part "$ctrd_key" build_containerd containerd ctr containerd-shim-runc-v2
 build_part "$img_key" build_images pause.tar probe.tar
 
-# --- runc and the CNI plugins from Debian -----------------------------------------------------
+# --- runc, the CNI plugins, iptables and iproute2 from Debian ----------------------------------
+# runc and iptables live in /usr/sbin, which a non-login PATH lacks: look there too.
+export PATH="$PATH:/usr/sbin:/sbin"
 cni_dir=/usr/lib/cni
-if ! command -v runc >/dev/null || [ ! -x "$cni_dir/bridge" ] || ! command -v iptables >/dev/null; then
-  echo "node: installing runc, containernetworking-plugins and iptables with apt-get" >&2
-  apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
-      runc containernetworking-plugins iptables >&2
-  }
-  # A fresh machine may have no package lists yet.
-  apt_install || { apt-get -o DPkg::Lock::Timeout=600 update >&2 && apt_install; } || {
-    echo "node/build.sh: apt-get install runc containernetworking-plugins iptables failed" >&2
-    exit 1
-  }
-fi
+"$here/../scripts/ensure-tools.sh" runc cni-plugins iptables ip
+runc=$(command -v runc)
 
 # --- the combined bin directory ---------------------------------------------------------------
 if [ ! -f "$dest/bin/.complete" ]; then
@@ -149,7 +143,7 @@ if [ ! -f "$dest/bin/.complete" ]; then
   rm -rf "$tmp"; mkdir -p "$tmp/bin" "$tmp/images"
   for b in kubelet kube-scheduler kube-proxy; do ln -s "../../$kube_key/$b" "$tmp/bin/$b"; done
   for b in containerd ctr containerd-shim-runc-v2; do ln -s "../../$ctrd_key/$b" "$tmp/bin/$b"; done
-  ln -s "$(command -v runc)" "$tmp/bin/runc"
+  ln -s "$runc" "$tmp/bin/runc"
   for i in pause probe; do ln -s "../../$img_key/$i.tar" "$tmp/images/$i.tar"; done
   echo "$cni_dir" >"$tmp/cni-bin-dir"
   touch "$tmp/bin/.complete"

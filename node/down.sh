@@ -9,6 +9,9 @@
 #
 # It deletes the Node object when the control plane still answers.
 set -uo pipefail
+# iptables (kube-proxy, the kubelet, the rules checked and cleaned up here) and runc live in
+# /usr/sbin, which a non-login PATH lacks.
+export PATH="$PATH:/usr/sbin:/sbin"
 run=${1:?usage: down.sh RUN_DIR}
 [ -d "$run" ] || exit 0
 run=$(cd "$run" && pwd)

@@ -34,6 +34,9 @@
 #
 # Environment: NODE_NAME (default vl-node), NODE_READY_TIMEOUT (seconds, default 120).
 set -euo pipefail
+# iptables (kube-proxy, the kubelet, the rules checked and cleaned up here) and runc live in
+# /usr/sbin, which a non-login PATH lacks.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage="usage: node/up.sh RUN_DIR CONTROLPLANE_RUN_DIR [--owner-pid PID] [--kube-proxy]"

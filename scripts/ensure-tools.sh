@@ -1,34 +1,69 @@
 #!/usr/bin/env bash
-# Makes sure the daemonless container tools that scripts/image.sh and scripts/run-image.sh use, and
-# the Ceph daemons and CLIs of the census tests (ceph/up.sh), are on PATH, installing the missing
-# ones from Debian's packages (tool name = package name, except rbd: ceph-common).
+# Makes sure the tools the scripts use beyond what a newcomer's machine has (Rust, Go, Python 3,
+# make, curl, openssl on Debian 12) are there, installing the missing ones from Debian's packages:
+# the daemonless container tools of scripts/image.sh and scripts/run-image.sh, runc, the CNI
+# plugins and iptables of the real node (node/build.sh), the Ceph daemons and CLIs of the census
+# tests (ceph/up.sh), Python's venv module (scripts/seed-python.sh), GNU time (the Go builds
+# record their peak memory with /usr/bin/time -v), and the small tools of procps, iproute2 and
+# uuid-runtime that minimal Debian images lack.
 #
 #   scripts/ensure-tools.sh TOOL...      e.g. buildah skopeo   or   umoci runc   or   ceph-mon ceph-osd rbd
 #
-# Fast and silent when every tool is present (one `command -v` each). Otherwise, as root on a
-# Debian-like system, one non-interactive `apt-get install --no-install-recommends` (with an
-# `apt-get update` first only when the package lists do not know a package); elsewhere it names
-# what to install and fails.
+# A TOOL is a command, looked up on PATH and in /usr/sbin and /sbin (which a non-login PATH may
+# lack: runc, iptables and ip live there); `type -P`, so that a shell keyword or builtin (time,
+# kill) does not count. Two are not commands: cni-plugins (/usr/lib/cni/bridge and host-local)
+# and python3-venv (`python3 -m venv` works). Every TOOL is checked again after the install, so a
+# wrong entry in the map below fails here, not later.
+#
+# Fast and silent when every tool is present. Otherwise, as root on a Debian-like system, one
+# non-interactive `apt-get install --no-install-recommends` (with an `apt-get update` first when
+# the package lists do not know a package, as on a machine whose lists are empty); elsewhere it
+# names what to install and fails.
 set -euo pipefail
 
-missing=()
-for tool in "$@"; do
-  case "$tool" in
-    buildah | skopeo | umoci | runc | ceph-mon | ceph-osd | rbd) ;;
-    *) echo "ensure-tools.sh: unknown tool $tool" >&2; exit 2 ;;
+# tool -> the Debian package that provides it (bookworm).
+package_of() {
+  case "$1" in
+    buildah | skopeo | umoci | runc | iptables | mmdebstrap | ceph-mon | ceph-osd | time | python3-venv) echo "$1" ;;
+    ceph | rbd | ceph-authtool) echo ceph-common ;;
+    monmaptool) echo ceph-base ;;
+    cni-plugins) echo containernetworking-plugins ;;
+    pgrep | pkill | ps | kill) echo procps ;;
+    ip | ss) echo iproute2 ;;
+    uuidgen) echo uuid-runtime ;;
+    *) return 1 ;;
   esac
-  # runc lives in /usr/sbin, which a non-login PATH may lack.
-  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || missing+=("$tool")
+}
+
+present() {
+  case "$1" in
+    cni-plugins) [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] ;;
+    python3-venv) python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
+    time) [ -x /usr/bin/time ] ;;
+    *) type -P "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] ;;
+  esac
+}
+
+# --packages TOOL...: only prints "TOOL PACKAGE" lines (scripts/fresh-root.sh checks the map
+# against what dpkg says owns each tool).
+if [ "${1:-}" = --packages ]; then
+  shift
+  for tool in "$@"; do
+    package=$(package_of "$tool") || { echo "ensure-tools.sh: unknown tool $tool" >&2; exit 2; }
+    echo "$tool $package"
+  done
+  exit 0
+fi
+
+missing=()
+packages=()
+for tool in "$@"; do
+  package=$(package_of "$tool") || { echo "ensure-tools.sh: unknown tool $tool" >&2; exit 2; }
+  present "$tool" && continue
+  missing+=("$tool")
+  case " ${packages[*]} " in *" $package "*) ;; *) packages+=("$package") ;; esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
-# The packages that provide them (the tools are checked again by name after the install).
-packages=()
-for tool in "${missing[@]}"; do
-  case "$tool" in
-    rbd) packages+=(ceph-common) ;;
-    *) packages+=("$tool") ;;
-  esac
-done
 
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "ensure-tools.sh: missing ${missing[*]}; install them (Debian/Ubuntu: apt-get install ${packages[*]})" >&2
@@ -39,14 +74,17 @@ echo "ensure-tools.sh: installing ${packages[*]} (for ${missing[*]}) from Debian
 export DEBIAN_FRONTEND=noninteractive
 apt=(apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Use-Pty=0 -qq)
 known() { for p in "${packages[@]}"; do apt-cache show "$p" >/dev/null 2>&1 || return 1; done; }
-known || "${apt[@]}" update >&2
+# An update that fails for one source (a third-party repository that is unreachable) still
+# refreshes the others: the install below says whether what we need is there.
+update() { "${apt[@]}" update >&2 || echo "ensure-tools.sh: apt-get update reported errors (above); trying the install anyway" >&2; }
+known || update
 # Lists that know the package can still be older than the mirror (a 404 on a superseded .deb):
 # refresh them once and try again.
 "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2 ||
-  { "${apt[@]}" update >&2 && "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2; }
+  { update && "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2; }
 for tool in "${missing[@]}"; do
-  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || {
-    echo "ensure-tools.sh: $tool is still missing after apt-get install" >&2
+  present "$tool" || {
+    echo "ensure-tools.sh: $tool is still missing after apt-get install $(package_of "$tool")" >&2
     exit 1
   }
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Python with the `kubernetes` client, for running the seed's original tool
 # (tests/seed/leftovers.py) as the e2e tests' oracle. Installed from PyPI into a venv outside the
-# clone, keyed by the pin; a second call returns at once. Prints the interpreter's path.
+# clone, keyed by the pin; a second call returns at once. Prints the interpreter's path. Installs
+# Debian's python3-venv first when `python3 -m venv` would fail (scripts/ensure-tools.sh).
 #
 #   VOLUME_LEFTOVERS_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers)
 set -euo pipefail
@@ -22,6 +23,8 @@ if [ -f "$dest/.complete" ]; then
   exit 0
 fi
 echo "seed-python.sh: installing $pin into $dest" >&2
+# Debian's python3 has no venv module (ensurepip) without python3-venv.
+"$(dirname "${BASH_SOURCE[0]}")/ensure-tools.sh" python3-venv
 rm -rf "$dest"
 python3 -m venv "$dest" >&2
 "$dest/bin/python" -m pip install --quiet --disable-pip-version-check "$pin" >&2

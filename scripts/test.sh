@@ -10,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
+# iptables and runc live in /usr/sbin, which a non-login PATH (a CI runner's, env -i) lacks: the
+# node tests run iptables, and kube-proxy and containerd find it and runc on PATH.
+export PATH="$PATH:/usr/sbin:/sbin"
 cache_root=${VOLUME_LEFTOVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache_root/cargo-target}
 
@@ -17,6 +20,8 @@ for tool in cargo go openssl curl python3; do
   command -v "$tool" >/dev/null || { echo "test.sh: $tool is required but not on PATH" >&2; exit 1; }
 done
 
+echo "== small tools that minimal Debian images lack (GNU time for the Go builds; pgrep, kill), installed when missing"
+scripts/ensure-tools.sh time pgrep kill
 echo "== control plane binaries (cached by pinned version)"
 controlplane/build.sh >/dev/null
 echo "== node binaries for the real-node tests (kubelet, kube-scheduler, kube-proxy, containerd; cached by pin)"
@@ -28,9 +33,14 @@ tools/build.sh lua >/dev/null
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
-scripts/ensure-tools.sh ceph-mon ceph-osd rbd
+scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
+# The steps above find most tools already installed on a machine that ran them once (CI's): run
+# them again where nothing is, so that a missing install step fails here and not on a newcomer's
+# first `make test`.
+echo "== fresh root: the install steps from nothing installed, in a bare Debian root (scripts/fresh-root.sh)"
+scripts/fresh-root.sh
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
