@@ -1041,7 +1041,8 @@ impl Loop {
     }
 
     /// Writes the OpenReports ClusterReport when the findings changed (the leader only; one
-    /// write at a time; nothing when the content is what was last written).
+    /// write at a time; nothing when the content is what was last written, or, before the
+    /// first write, what the report there already says).
     fn report(&mut self) {
         let leading = self.role.borrow().may_write(Instant::now())
             && self.scheduler.is_active()
@@ -1067,8 +1068,11 @@ impl Loop {
             return;
         }
         let writer = r.writer.clone();
+        // Nothing written by this process yet (a start, a new leader, a failed write): what is
+        // there may already say the same. Read it once rather than write it again.
+        let compare = r.last.is_none();
         r.in_flight.push(Box::pin(async move {
-            let applied = writer.apply(&content).await;
+            let applied = writer.write(&content, compare).await;
             (content, applied)
         }));
     }
@@ -1078,7 +1082,7 @@ impl Loop {
             return;
         };
         match applied {
-            Applied::Done => {
+            Applied::Done | Applied::Unchanged => {
                 if r.missing_logged {
                     tracing::info!(
                         "OpenReports ClusterReport written again (its CRD is installed)"

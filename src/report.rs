@@ -1,7 +1,8 @@
 //! The findings as one OpenReports `ClusterReport` (`openreports.io/v1alpha1`), for
 //! policy-reporter and the dashboards that read it. The report itself is pure ([`cluster_report`]:
-//! the same findings give the same bytes, in the findings' name order); [`ReportWriter`] applies it (I/O,
-//! opt-in with `--openreports`, only when the OpenReports CRD is installed).
+//! the same findings give the same bytes, in the findings' name order); [`ReportWriter`] reads the one there once and
+//! applies it when it changed (I/O, opt-in with `--openreports`, only when the OpenReports CRD is
+//! installed).
 
 use std::time::Duration;
 
@@ -137,18 +138,32 @@ pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover
     })
 }
 
+/// What of a ClusterReport this operator owns and [`cluster_report`] sets: its label, source,
+/// summary and results. The rest (metadata the API server keeps, managedFields, fields or labels
+/// others set) is not compared.
+pub fn owned(report: &Value) -> Value {
+    json!({
+        "managedBy": report["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "source": report["source"],
+        "summary": report["summary"],
+        "results": report["results"],
+    })
+}
+
 /// How applying the report went.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Applied {
-    /// Written (or already the same).
+    /// Written.
     Done,
+    /// The report there already says the same: nothing was written.
+    Unchanged,
     /// The OpenReports CRD is not installed.
     NotInstalled,
     /// It failed; try again later.
     Failed(Category, String),
 }
 
-/// Applies the report when it changed.
+/// Reads the report to compare (once, before the first write), and applies it when it changed.
 #[derive(Clone)]
 pub struct ReportWriter {
     api: Api<DynamicObject>,
@@ -166,8 +181,33 @@ impl ReportWriter {
         }
     }
 
-    /// Server-side applies `report`.
-    pub async fn apply(&self, report: &Value) -> Applied {
+    /// Writes `report` unless `compare` and the report there already says the same ([`owned`]).
+    /// `compare` is for the first write of a process (or after a failed one): later ones compare
+    /// with what this process last wrote, without a request. A report that cannot be read is
+    /// written.
+    pub async fn write(&self, report: &Value, compare: bool) -> Applied {
+        if compare {
+            match tokio::time::timeout(self.timeout, self.api.get_opt(REPORT_NAME)).await {
+                Ok(Ok(Some(there))) => match serde_json::to_value(&there) {
+                    Ok(there) if owned(&there) == owned(report) => return Applied::Unchanged,
+                    _ => {}
+                },
+                // Not there yet (or no CRD: the apply tells which).
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %describe(&e), "reading the OpenReports ClusterReport failed; writing it")
+                }
+                Err(_) => {
+                    tracing::debug!("reading the OpenReports ClusterReport timed out; writing it")
+                }
+            }
+        }
+        self.apply(report).await
+    }
+
+    /// Server-side applies `report` (a create when there is none: the API server authorizes
+    /// that as `create`).
+    async fn apply(&self, report: &Value) -> Applied {
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         match tokio::time::timeout(
             self.timeout,

@@ -4,7 +4,7 @@ use super::fixtures::PvBuilder;
 use super::fixtures::{VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, pv};
 use crate::crd::{Acknowledgement, State, VolumeLeftover};
 use crate::plan::{MANAGED_BY, desired};
-use crate::report::{cluster_report, severity};
+use crate::report::{cluster_report, owned, severity};
 
 fn published(pv_name: &str) -> VolumeLeftover {
     let f = finding(
@@ -138,4 +138,31 @@ fn no_findings_is_an_empty_report_with_zero_counts() {
     let r = cluster_report(std::iter::empty());
     assert_eq!(r["results"].as_array().unwrap().len(), 0);
     assert_eq!(r["summary"]["fail"], 0);
+}
+
+#[test]
+fn the_report_there_is_compared_on_what_the_operator_writes_only() {
+    let mine = cluster_report(&[published("x"), published("y")]);
+    // As the API server returns it: its metadata, managedFields, someone's label.
+    let mut there = mine.clone();
+    there["metadata"]["uid"] = "1f0e".into();
+    there["metadata"]["resourceVersion"] = "42".into();
+    there["metadata"]["managedFields"] = serde_json::json!([{"manager": "volume-leftovers"}]);
+    there["metadata"]["labels"]["team"] = "storage".into();
+    assert_eq!(owned(&there), owned(&mine));
+    // A result, a count, the source or our label that differs is a change.
+    let other = cluster_report(&[published("x")]);
+    assert_ne!(owned(&other), owned(&mine));
+    let mut edited = there.clone();
+    edited["summary"]["fail"] = 7.into();
+    assert_ne!(owned(&edited), owned(&mine));
+    let mut edited = there.clone();
+    edited["results"][0]["result"] = "pass".into();
+    assert_ne!(owned(&edited), owned(&mine));
+    let mut edited = there;
+    edited["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("app.kubernetes.io/managed-by");
+    assert_ne!(owned(&edited), owned(&mine));
 }

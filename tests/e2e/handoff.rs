@@ -426,7 +426,7 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
     let r = released_volume(&admin, "report", "Retain").await;
     let mut settings = test_settings();
     settings.openreports = true;
-    let operator = Operator::start(cp.operator_client().await, settings);
+    let operator = Operator::start(cp.operator_client().await, settings.clone());
     wait_leftover(&leftovers, &r.pv, "ClaimDeleted", |o| {
         reason(o) == Some(Reason::ClaimDeleted)
     })
@@ -513,6 +513,44 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
         reports(),
         written + 1,
         "the report was rewritten although nothing in it changed"
+    );
+    operator.stop().await;
+
+    // A restart with the same findings reads the report once (GET) and writes nothing: the
+    // process has no memory of what it wrote, the report there says the same.
+    let written = reports();
+    let reads = || {
+        cp.audit()
+            .iter()
+            .filter(|e| {
+                e["user"]["username"] == OPERATOR_USER
+                    && e["objectRef"]["resource"] == "clusterreports"
+                    && e["objectRef"]["name"] == "volume-leftovers"
+                    && e["verb"] == "get"
+            })
+            .count()
+    };
+    let read = reads();
+    let operator = Operator::start(cp.operator_client().await, settings);
+    wait_for(
+        "the restarted operator to read or write the report",
+        Duration::from_secs(60),
+        || async { (reads() > read || reports() > written).then_some(()) },
+    )
+    .await;
+    operator.wait_idle().await;
+    // Past the next report tick (5 s): still nothing written.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        reports(),
+        written,
+        "restarted with the same findings, the operator wrote the report again"
+    );
+    assert_eq!(reads(), read + 1, "one read at start, then none");
+    let rep = report().await.expect("the report");
+    assert_eq!(
+        result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],
+        "OPS-8"
     );
     operator.stop().await;
     delete(&leftovers, &r.pv).await;

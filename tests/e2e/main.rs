@@ -15,6 +15,7 @@ mod node;
 mod odd;
 mod operator;
 mod quiet;
+mod rbac;
 mod startup;
 mod support;
 mod tombstone;
