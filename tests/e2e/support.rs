@@ -402,11 +402,11 @@ where
     }
 }
 
-/// Operator settings for tests: short graces, retries and timeouts, small pages (pagination is
+/// Operator settings for tests: the operator's defaults (what `run` without flags runs with,
+/// concurrency included) with short graces, retries and timeouts, and small pages (pagination is
 /// exercised).
 pub fn test_settings() -> Settings {
     Settings {
-        concurrency: 4,
         resync: Duration::from_secs(30),
         graces: Graces {
             grace: Duration::from_secs(4),
@@ -421,15 +421,10 @@ pub fn test_settings() -> Settings {
             not_found_max: Duration::from_secs(1),
             list_page: Duration::from_secs(5),
         },
-        echo_wait: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(3),
         reminder: Duration::from_secs(60),
-        leader: None,
-        exclusions: Default::default(),
         events: Some("e2e-operator".into()),
-        openreports: false,
-        tombstone_ttl: None,
-        census: None,
+        ..Settings::default()
     }
 }
 
