@@ -17,6 +17,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
+use volume_leftovers::controller::Settings;
 use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
 use volume_leftovers::telemetry::{Kind, StoreState};
 
@@ -415,7 +416,13 @@ async fn a_hung_write_is_abandoned_and_retried_and_the_finding_lands() {
         )
         .times(1),
     );
-    let operator = Operator::start(proxy.operator_client(cp).await, test_settings());
+    // One slot: a slot the abandoned write kept would stop every later write (at 4, three
+    // leaked slots would go unnoticed).
+    let settings = Settings {
+        concurrency: 1,
+        ..test_settings()
+    };
+    let operator = Operator::start(proxy.operator_client(cp).await, settings);
     operator.wait_synced().await;
     let r = released_volume(&admin, "hung", "Retain").await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
