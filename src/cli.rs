@@ -49,9 +49,10 @@ pub struct RunArgs {
     #[arg(long, env = "VL_LISTEN", default_value = "0.0.0.0:8080")]
     pub listen: SocketAddr,
     /// VolumeLeftover writes in flight at most (kube-rs has no client-side rate limit). A new
-    /// finding is two requests in sequence; at 100 finding changes/s, 4 gave a p99 of 13 s from
-    /// event to VolumeLeftover on the project's benchmark, 16 gave 4 s (README, Benchmarks).
-    #[arg(long, env = "VL_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    /// finding is two requests in sequence; what each setting gives, from event to
+    /// VolumeLeftover at 20 and 100 finding changes/s, is measured by the project's benchmark
+    /// (README, Benchmarks: the latency figures).
+    #[arg(long, env = "VL_CONCURRENCY", default_value_t = crate::controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
     #[arg(long, env = "VL_RESYNC", default_value = "5m", value_parser = resync)]
@@ -78,7 +79,7 @@ pub struct RunArgs {
     #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "30s", value_parser = watch_timeout)]
     pub watch_timeout: Duration,
     /// Page size of the lists.
-    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = crate::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub page_size: u32,
     /// Run with several replicas: only the holder of a Lease decides and writes; the others keep
     /// their caches warm and take over at once when it releases the Lease on shutdown.

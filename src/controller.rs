@@ -90,16 +90,23 @@ pub struct Settings {
     pub census: Option<crate::ceph::CensusSettings>,
 }
 
+/// The default of `--concurrency` and [`Settings::concurrency`].
+pub const DEFAULT_CONCURRENCY: u16 = 16;
+/// The default of `--page-size` and [`Settings::page_size`].
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+
+/// The operator's defaults: what `run` without flags runs with (a cli test parses no flags and
+/// compares), and what the e2e tests start from.
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            concurrency: 4,
+            concurrency: usize::from(DEFAULT_CONCURRENCY),
             resync: Duration::from_secs(300),
             graces: Graces {
                 grace: Duration::from_secs(120),
                 delete_grace: Duration::from_secs(600),
             },
-            page_size: 500,
+            page_size: DEFAULT_PAGE_SIZE,
             watch_timeout: 30,
             request_timeout: Duration::from_secs(30),
             feed: FeedTiming::default(),

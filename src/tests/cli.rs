@@ -134,6 +134,20 @@ fn run_defaults() {
     assert_eq!(page_size, 500);
 }
 
+/// One set of defaults: `run` without flags runs with `Settings::default()`, which is also what
+/// the e2e tests start from. Only the Event identity differs: it is this replica's name, known at
+/// run time (`Settings::default()` publishes no Events).
+#[test]
+fn run_without_flags_runs_with_the_library_defaults() {
+    let mut parsed = crate::settings(&run_args(&["volume-leftovers", "run"]));
+    assert_eq!(parsed.events, Some(crate::identity()), "Events are on");
+    parsed.events = None;
+    assert_eq!(
+        format!("{parsed:#?}"),
+        format!("{:#?}", crate::controller::Settings::default())
+    );
+}
+
 #[test]
 fn tombstone_ttl_is_a_duration() {
     let r = run_args(&["volume-leftovers", "run", "--tombstone-ttl", "720h"]);

@@ -7,6 +7,7 @@ mod ceph;
 mod chart;
 mod deploy;
 mod fault;
+mod gauges;
 mod ha;
 mod handoff;
 mod image;

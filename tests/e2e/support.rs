@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -402,11 +403,11 @@ where
     }
 }
 
-/// Operator settings for tests: short graces, retries and timeouts, small pages (pagination is
+/// Operator settings for tests: the operator's defaults (what `run` without flags runs with,
+/// concurrency included) with short graces, retries and timeouts, and small pages (pagination is
 /// exercised).
 pub fn test_settings() -> Settings {
     Settings {
-        concurrency: 4,
         resync: Duration::from_secs(30),
         graces: Graces {
             grace: Duration::from_secs(4),
@@ -421,15 +422,10 @@ pub fn test_settings() -> Settings {
             not_found_max: Duration::from_secs(1),
             list_page: Duration::from_secs(5),
         },
-        echo_wait: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(3),
         reminder: Duration::from_secs(60),
-        leader: None,
-        exclusions: Default::default(),
         events: Some("e2e-operator".into()),
-        openreports: false,
-        tombstone_ttl: None,
-        census: None,
+        ..Settings::default()
     }
 }
 
@@ -500,23 +496,38 @@ impl Operator {
     }
 
     /// Waits until the operator has decided everything it had to: stores synced, nothing queued,
-    /// no write in flight, and at least one decision made. An absence asserted after this is
-    /// an absence the operator had the chance to get wrong.
+    /// no write in flight, no finding held in its grace period, and at least one decision made.
+    /// An absence asserted after this is an absence the operator had the chance to get wrong: a
+    /// false finding still held in its grace (a BoundClaimMissing read from a claim cache that
+    /// lags) would be published before this returns, not hidden by the grace.
     pub async fn wait_idle(&self) {
+        self.wait_quiet(true).await;
+    }
+
+    /// As [`Operator::wait_idle`], but findings may stay held in their grace (for a test that
+    /// holds one on purpose, with a grace longer than the test).
+    pub async fn wait_decided(&self) {
+        self.wait_quiet(false).await;
+    }
+
+    async fn wait_quiet(&self, nothing_held: bool) {
         self.wait_synced().await;
         let m = self.metrics.clone();
-        wait_for("the operator to be idle", Duration::from_secs(60), || {
-            let idle = metric(&m, "volume_leftovers_queued_volumes") == 0.0
+        let idle = |first: bool| {
+            metric(&m, "volume_leftovers_queued_volumes") == 0.0
                 && metric(&m, "volume_leftovers_writes_in_flight") == 0.0
-                && metric(&m, "volume_leftovers_decisions_total") > 0.0;
+                && (!nothing_held || pending_total(&m) == 0.0)
+                && (!first || metric(&m, "volume_leftovers_decisions_total") > 0.0)
+        };
+        wait_for("the operator to be idle", Duration::from_secs(60), || {
+            let idle = idle(true);
             async move { idle.then_some(()) }
         })
         .await;
         // Twice, a moment apart: an event that arrived meanwhile is decided too.
         tokio::time::sleep(Duration::from_millis(300)).await;
         wait_for("the operator to be idle", Duration::from_secs(60), || {
-            let idle = metric(&m, "volume_leftovers_queued_volumes") == 0.0
-                && metric(&m, "volume_leftovers_writes_in_flight") == 0.0;
+            let idle = idle(false);
             async move { idle.then_some(()) }
         })
         .await;
@@ -1003,26 +1014,79 @@ impl Recorder {
     }
 }
 
-/// The value of one sample of the operator's metrics (`name{labels}`), 0 when absent.
-pub fn metric(metrics: &volume_leftovers::telemetry::Metrics, sample: &str) -> f64 {
+/// The value of one sample of the operator's metrics (`name{labels}`, labels in the order the
+/// exposition writes them), `None` when no such series exists.
+pub fn metric_opt(metrics: &Metrics, sample: &str) -> Option<f64> {
     metrics
         .encode()
         .lines()
         .find(|l| l.starts_with(sample) && l[sample.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0.0)
 }
 
-/// Waits until a metric sample satisfies `pred`.
-pub async fn wait_metric(
-    metrics: &volume_leftovers::telemetry::Metrics,
-    sample: &str,
-    pred: impl Fn(f64) -> bool,
-) -> f64 {
+/// The value of one sample of the operator's metrics. A series that does not exist fails the
+/// test: a misspelt name or label, or a family the operator never created, must not read as 0
+/// (an assertion of 0 would then pass without having looked at anything). Where "absent" is an
+/// expected answer, say so with [`metric_or_zero`].
+#[track_caller]
+pub fn metric(metrics: &Metrics, sample: &str) -> f64 {
+    metric_opt(metrics, sample).unwrap_or_else(|| {
+        panic!(
+            "no series {sample} in the operator's metrics:\n{}",
+            metrics.encode()
+        )
+    })
+}
+
+/// The value of one sample, 0 when the series does not exist (yet): only for families whose
+/// series appear with their first value (a write result, a finding's labels).
+pub fn metric_or_zero(metrics: &Metrics, sample: &str) -> f64 {
+    metric_opt(metrics, sample).unwrap_or(0.0)
+}
+
+/// Every series of the metric `name`: its labels and its value.
+pub fn samples(metrics: &Metrics, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    metrics
+        .encode()
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = match rest.strip_prefix('{') {
+                Some(r) => r.split_once("} ")?,
+                None => ("", rest.strip_prefix(' ')?),
+            };
+            let labels = labels
+                .split(',')
+                .filter(|kv| !kv.is_empty())
+                .filter_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    Some((k.to_string(), v.trim_matches('"').to_string()))
+                })
+                .collect();
+            Some((labels, value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Findings held in their grace period, all reasons together (the family exists from the
+/// start, one series per reason at 0).
+#[track_caller]
+pub fn pending_total(metrics: &Metrics) -> f64 {
+    let series = samples(metrics, "volume_leftovers_pending_findings");
+    assert!(
+        !series.is_empty(),
+        "no volume_leftovers_pending_findings series:\n{}",
+        metrics.encode()
+    );
+    series.iter().map(|(_, v)| v).sum()
+}
+
+/// Waits until a metric sample exists and satisfies `pred` (a series that never appears fails
+/// at the timeout, whatever `pred` says about 0).
+pub async fn wait_metric(metrics: &Metrics, sample: &str, pred: impl Fn(f64) -> bool) -> f64 {
     wait_for(&format!("metric {sample}"), Duration::from_secs(60), || {
-        let v = metric(metrics, sample);
-        let ok = pred(v);
-        async move { ok.then_some(v) }
+        let v = metric_opt(metrics, sample).filter(|v| pred(*v));
+        async move { v }
     })
     .await
 }

@@ -15,9 +15,11 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ObjectMeta, Patch, PatchParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use serde_json::json;
+use volume_leftovers::controller::Settings;
 use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::plan::MANAGED_BY;
 use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::fault::{Fault, FaultProxy, Rule};
@@ -415,7 +417,13 @@ async fn a_hung_write_is_abandoned_and_retried_and_the_finding_lands() {
         )
         .times(1),
     );
-    let operator = Operator::start(proxy.operator_client(cp).await, test_settings());
+    // One slot: a slot the abandoned write kept would stop every later write (at 4, three
+    // leaked slots would go unnoticed).
+    let settings = Settings {
+        concurrency: 1,
+        ..test_settings()
+    };
+    let operator = Operator::start(proxy.operator_client(cp).await, settings);
     operator.wait_synced().await;
     let r = released_volume(&admin, "hung", "Retain").await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -439,6 +447,116 @@ async fn a_hung_write_is_abandoned_and_retried_and_the_finding_lands() {
     operator.stop().await;
     r.cleanup(&admin).await;
     r2.cleanup(&admin).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_refused_by_someone_elses_new_object_leaves_it_alone_and_loses_nothing() {
+    // Between the operator's decision and its create reaching the server, another client
+    // creates an object of the same name (the store has not seen it): the create is answered
+    // 409. The operator must not take that object for its own (it is not labelled as the
+    // operator's), must not count it, and must publish its finding once the name is free.
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let proxy = FaultProxy::start(cp).await;
+    proxy.add(
+        Rule::new(
+            Some("create"),
+            "/volumeleftovers",
+            Fault::Delay(Duration::from_secs(4)),
+        )
+        .times(1),
+    );
+    // The delayed create is answered, not abandoned.
+    let settings = Settings {
+        request_timeout: Duration::from_secs(15),
+        ..test_settings()
+    };
+    let operator = Operator::start(proxy.operator_client(cp).await, settings);
+    operator.wait_synced().await;
+    let r = released_volume(&admin, "raced", "Retain").await;
+    wait_for(
+        "the operator's create to be held by the proxy",
+        Duration::from_secs(60),
+        || async { (proxy.faulted("/volumeleftovers") == 1).then_some(()) },
+    )
+    .await;
+    let mut theirs = VolumeLeftover::new(
+        &r.pv,
+        volume_leftovers::crd::VolumeLeftoverSpec {
+            volume_name: r.pv.clone(),
+            volume_uid: "made-by-someone-else".into(),
+            acknowledgement: None,
+        },
+    );
+    theirs.metadata.labels = Some([("team".to_string(), "storage".to_string())].into());
+    let theirs = create(&leftovers, &theirs).await;
+    wait_metric(
+        &operator.metrics,
+        r#"volume_leftovers_writes_total{op="create",result="outdated"}"#,
+        |v| v >= 1.0,
+    )
+    .await;
+    operator.wait_idle().await;
+    let creates: Vec<i64> = cp
+        .audit()
+        .iter()
+        .filter(|e| {
+            e["user"]["username"] == OPERATOR_USER
+                && e["objectRef"]["resource"] == "volumeleftovers"
+                && e["verb"] == "create"
+                && e["stage"] == "ResponseComplete"
+                && e["objectRef"]["name"] == r.pv.as_str()
+        })
+        .filter_map(|e| e["responseStatus"]["code"].as_i64())
+        .collect();
+    assert_eq!(creates, vec![409], "one create, answered 409");
+    assert_eq!(cp.operator_writes(&r.pv), 1, "nothing but that create");
+    let still = leftovers.get(&r.pv).await.unwrap();
+    assert_eq!(
+        still.resource_version(),
+        theirs.resource_version(),
+        "never touched"
+    );
+    assert!(still.status.is_none());
+    assert_eq!(
+        metric_or_zero(
+            &operator.metrics,
+            &format!(
+                r#"volume_leftovers_findings{{reason="ClaimDeleted",storage_class="{}",state="Open"}}"#,
+                r.class
+            )
+        ),
+        0.0,
+        "someone else's object is not counted as a finding"
+    );
+    // Its owner removes it: the finding it stood in the way of is published, once.
+    delete(&leftovers, &r.pv).await;
+    let vl = wait_leftover(&leftovers, &r.pv, "the operator's own ClaimDeleted", |o| {
+        reason(o) == Some(Reason::ClaimDeleted)
+            && o.labels().get(MANAGED_BY).map(String::as_str) == Some("volume-leftovers")
+    })
+    .await;
+    assert_ne!(vl.uid(), theirs.uid());
+    operator.wait_idle().await;
+    assert_eq!(
+        metric(
+            &operator.metrics,
+            &format!(
+                r#"volume_leftovers_findings{{reason="ClaimDeleted",storage_class="{}",state="Open"}}"#,
+                r.class
+            )
+        ),
+        1.0
+    );
+    assert_eq!(
+        cp.operator_writes(&r.pv),
+        3,
+        "the refused create, then a create and its status"
+    );
+    operator.stop().await;
+    r.cleanup(&admin).await;
 }
 
 /// A ValidatingAdmissionPolicy that refuses every create and update of VolumeLeftovers.
