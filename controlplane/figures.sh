@@ -22,7 +22,7 @@ if [ -r "$stats" ]; then
   seconds=$(sed -n 's/^seconds=//p' "$stats")
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): *//p' "$stats" |
     awk '{printf "%s%.1f GiB", (NR > 1 ? " / " : ""), $1 / 1048576}')
-  echo "cold build of the cached binaries ($(basename "$(dirname "$bin")"), built $(date -u -r "$stats" +%Y-%m-%d)): $seconds s; peak RSS of go build (kubernetes / etcd): $rss"
+  echo "cold build of the cached binaries ($(basename "$(dirname "$bin")"), built $(date -u -r "$stats" +%Y-%m-%d), beside whatever else ran then): $seconds s; peak RSS of go build (etcd / kubernetes): $rss"
 else
   echo "cold build: no build-stats.txt beside $bin"
 fi
