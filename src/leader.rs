@@ -39,6 +39,29 @@ pub struct LeaderSettings {
     pub renew_every: Duration,
 }
 
+/// How often a holder renews a lease of `duration`: every third of it, so that a renewal can
+/// fail twice before the lease runs out on the other replicas' clocks.
+pub fn renew_every(duration: Duration) -> Duration {
+    duration / 3
+}
+
+/// How long one request of the election (the GET, a create, a patch, the release) may take:
+/// at most 5 s, and never longer than the renewal period, so that one hung request cannot make
+/// the holder miss its renewal.
+pub fn request_timeout(renew_every: Duration) -> Duration {
+    Duration::from_secs(5).min(renew_every)
+}
+
+/// The longest a standby takes to lead after the holder stopped without releasing its lease
+/// (`kill -9`, a lost node), counted from the holder's last renewal as the standby saw it (its
+/// watch of the Lease delivers it at once on a healthy server): the lease's `duration` on the
+/// standby's own clock, then one GET that finds the lease unchanged and one patch that takes it,
+/// each bounded by [`request_timeout`]. It cannot be shorter than `duration` minus
+/// [`renew_every`]: the last renewal is at most that old when the holder dies.
+pub fn takeover_bound(duration: Duration) -> Duration {
+    duration + request_timeout(renew_every(duration)) * 2
+}
+
 /// What this replica may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -179,7 +202,7 @@ pub async fn run(
         field_manager: Some("volume-leftovers".into()),
         ..PostParams::default()
     };
-    let request = Duration::from_secs(5).min(s.renew_every);
+    let request = request_timeout(s.renew_every);
     let mut observed: Option<Observed> = None;
     let mut leading_until: Option<Instant> = None;
     let mut last_error: Option<Category> = None;

@@ -162,7 +162,7 @@ pub fn settings(args: &RunArgs) -> controller::Settings {
             namespace: args.lease_namespace.clone().unwrap_or_else(own_namespace),
             identity: identity(),
             duration: args.lease_duration,
-            renew_every: args.lease_duration / 3,
+            renew_every: leader::renew_every(args.lease_duration),
         }),
         exclusions: args.exclude.exclusions(),
         events: args.events.then(identity),

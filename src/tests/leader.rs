@@ -80,3 +80,18 @@ async fn a_leader_may_write_only_until_its_bound() {
     assert!(!Role::Standby.may_write(now));
     assert!(!Role::Lost.may_write(now));
 }
+
+#[test]
+fn a_crashed_holder_is_replaced_within_the_lease_plus_two_bounded_requests() {
+    use crate::leader::{renew_every, request_timeout, takeover_bound};
+    let s = Duration::from_secs;
+    // The tests' short lease: renewed every 2 s, requests bounded by the renewal period.
+    assert_eq!(renew_every(s(6)), s(2));
+    assert_eq!(request_timeout(renew_every(s(6))), s(2));
+    assert_eq!(takeover_bound(s(6)), s(10));
+    // The default lease: requests bounded by 5 s.
+    assert_eq!(request_timeout(renew_every(s(15))), s(5));
+    assert_eq!(takeover_bound(s(15)), s(25));
+    // A long lease: requests still bounded by 5 s.
+    assert_eq!(takeover_bound(s(60)), s(70));
+}

@@ -1,0 +1,106 @@
+//! The documentation's shape, checked without a server: README.md stays a short front page that
+//! links every page of `docs/`, and every figures block (the output `scripts/figures.sh` writes
+//! between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`) is closed and lives in exactly
+//! one file, which is where `scripts/figures.sh NAME` looks for it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md and every Markdown file under docs/, relative to the repository.
+fn pages() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = vec![repo().join("README.md")];
+    walk(&repo().join("docs"), &mut out);
+    out.sort();
+    out
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn the_readme_is_short_and_links_every_page_of_docs() {
+    let readme = read(&repo().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; move the depth to docs/"
+    );
+    let first_block = readme.split("```").nth(1).unwrap_or("");
+    assert!(
+        first_block.contains("make demo") && first_block.contains("make test"),
+        "README.md's first code block is not the two commands: {first_block:?}"
+    );
+    for page in pages() {
+        let rel = page
+            .strip_prefix(repo())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        // The runbooks are linked through their index page.
+        if rel == "README.md"
+            || (rel.starts_with("docs/runbooks/") && rel != "docs/runbooks/README.md")
+        {
+            continue;
+        }
+        assert!(
+            readme.contains(&format!("]({rel})")) || readme.contains(&format!("]({rel}#")),
+            "README.md does not link {rel}"
+        );
+    }
+}
+
+#[test]
+fn every_figures_block_is_closed_and_in_exactly_one_file() {
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for page in pages() {
+        let text = read(&page);
+        let rel = page
+            .strip_prefix(repo())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for (i, _) in text.match_indices("<!-- figures:") {
+            let name = text[i + "<!-- figures:".len()..]
+                .split(" -->")
+                .next()
+                .unwrap()
+                .to_string();
+            let end = format!("<!-- /figures:{name} -->");
+            let after = &text[i..];
+            let close = after
+                .find(&end)
+                .unwrap_or_else(|| panic!("{rel}: figures block {name} is not closed"));
+            assert!(
+                !after[1..close].contains("<!-- figures:"),
+                "{rel}: figures block {name} holds another block"
+            );
+            found.entry(name).or_default().push(rel.clone());
+        }
+    }
+    assert!(
+        found.contains_key("handover"),
+        "no handover block: {found:?}"
+    );
+    for (name, files) in &found {
+        assert_eq!(
+            files.len(),
+            1,
+            "figures block {name} is in {files:?}; scripts/figures.sh needs exactly one"
+        );
+    }
+}
