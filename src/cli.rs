@@ -51,7 +51,7 @@ pub struct RunArgs {
     /// VolumeLeftover writes in flight at most (kube-rs has no client-side rate limit). A new
     /// finding is two requests in sequence; what each setting gives, from event to
     /// VolumeLeftover at 20 and 100 finding changes/s, is measured by the project's benchmark
-    /// (README, Benchmarks: the latency figures).
+    /// (docs/benchmarks.md, the latency block).
     #[arg(long, env = "VL_CONCURRENCY", default_value_t = crate::controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
