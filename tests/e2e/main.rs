@@ -6,6 +6,7 @@ mod census;
 mod ceph;
 mod chart;
 mod deploy;
+mod exclusions;
 mod fault;
 mod ha;
 mod handoff;
