@@ -5,6 +5,7 @@
 mod census;
 mod ceph;
 mod chart;
+mod demo;
 mod deploy;
 mod exclusions;
 mod fault;
