@@ -14,14 +14,15 @@ cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 
 version=$(awk -F'"' '/^\[/ { pkg = ($0 == "[package]") } pkg && /^version[[:space:]]*=/ { print $2; exit }' Cargo.toml)
-# Where cargo puts it: $CARGO_TARGET_DIR, a target-dir in .cargo/config, else ./target.
-target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-vl=$target_dir/release/volume-leftovers
+# The target directory `make test` uses too (scripts/cache.sh): after `make test` the release
+# binary is already built.
+# shellcheck source=scripts/cache.sh
+. scripts/cache.sh
+vl=$CARGO_TARGET_DIR/release/volume-leftovers
 if [ -x "$vl" ]; then
   what="an up-to-date build takes a second, a rebuild after source changes about a minute"
 else
-  what="this is a cold build (nothing in $target_dir/release yet): about 4 min on 2 idle cores, longer on busy ones, then cached"
+  what="this is a cold build (nothing in $CARGO_TARGET_DIR/release yet): about 4 min on 2 idle cores, longer on busy ones, then cached"
 fi
 echo "== building volume-leftovers $version, the operator binary (cargo build --release --locked);" >&2
 echo "   $what" >&2
@@ -72,10 +73,18 @@ k get pv,pvc -A
 echo "== running the operator as system:serviceaccount:volume-leftovers:volume-leftovers" >&2
 KUBECONFIG="$run/operator.kubeconfig" "$vl" run --listen 127.0.0.1:0 >"$run/operator.log" 2>&1 &
 operator_pid=$!
+# The object is created first and its status applied next: wait for the status, so that the
+# table below shows the reason.
+published=false
 for _ in $(seq 60); do
-  k get volumeleftover mariadb-pv >/dev/null 2>&1 && break
+  [ -n "$(k get volumeleftover mariadb-pv -o jsonpath='{.status.reason}' 2>/dev/null)" ] && published=true && break
   sleep 0.5
 done
+if ! $published; then
+  echo "demo.sh: the operator published no finding for mariadb-pv within 30 s; the end of its log:" >&2
+  tail -n 20 "$run/operator.log" >&2
+  exit 1
+fi
 echo "== kubectl get volumeleftovers" >&2
 k get volumeleftovers
 echo "== volume-leftovers scan (JSON lines)" >&2

@@ -5,16 +5,16 @@
 #
 # Everything built is cached outside the clone, keyed by its pin: the Go builds (control plane,
 # Helm, ...) under ~/.cache/volume-leftovers, and cargo's target directory under
-# ~/.cache/volume-leftovers/cargo-target unless CARGO_TARGET_DIR is set, so that a CI run on a
-# fresh clone recompiles only this crate.
+# ~/.cache/volume-leftovers/cargo-target unless CARGO_TARGET_DIR is set (scripts/cache.sh, which
+# `make demo` shares), so that a CI run on a fresh clone recompiles only this crate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local
 # iptables and runc live in /usr/sbin, which a non-login PATH (a CI runner's, env -i) lacks: the
 # node tests run iptables, and kube-proxy and containerd find it and runc on PATH.
 export PATH="$PATH:/usr/sbin:/sbin"
-cache_root=${VOLUME_LEFTOVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/volume-leftovers}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache_root/cargo-target}
+# shellcheck source=scripts/cache.sh
+. scripts/cache.sh
 
 for tool in cargo go openssl curl python3; do
   command -v "$tool" >/dev/null || { echo "test.sh: $tool is required but not on PATH" >&2; exit 1; }

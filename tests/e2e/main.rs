@@ -5,7 +5,9 @@
 mod census;
 mod ceph;
 mod chart;
+mod demo;
 mod deploy;
+mod exclusions;
 mod fault;
 mod gauges;
 mod ha;
