@@ -66,6 +66,19 @@ fn make_demo_shows_the_mariadb_finding_and_the_scan_line_and_stops_everything() 
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         // Its own process group, so that a demo past the timeout is stopped as a whole.
         .process_group(0);
+    // Without what `cargo test` adds to a test's environment (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
+    // ...): cargo compares the variables a build script watches (ring's watch these) with its
+    // own environment, so the demo's `cargo build --release` would rebuild ring and everything
+    // above it, which it does not do from a shell.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let cargo_added = key == "CARGO"
+            || key == "LD_LIBRARY_PATH"
+            || (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR");
+        if cargo_added {
+            cmd.env_remove(&*key);
+        }
+    }
     // When the release binary is where the default puts it, the default is what runs (as for
     // a user who sets nothing); otherwise the demo is told where it is.
     if target == default_target_dir() {
