@@ -54,6 +54,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$PWD
+# The release binary make test built, when no VL_BINARY is given (one target directory).
+# shellcheck source=scripts/cache.sh
+. scripts/cache.sh
 export PATH="$PATH:/usr/sbin:/sbin"
 
 context_only=false
