@@ -514,6 +514,22 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
         written + 1,
         "the report was rewritten although nothing in it changed"
     );
+    // The status the ticket changes (its condition) may land after the report showed the ticket;
+    // the restart below is only "with the same findings" once the report says what the findings
+    // there say. Waiting on that, not on a report tick, also proves the two agree.
+    let agreed = wait_for(
+        "the report to say what the findings say",
+        Duration::from_secs(60),
+        || async {
+            let there = report().await?;
+            let listed = leftovers.list(&Default::default()).await.ok()?;
+            let expected = volume_leftovers::report::cluster_report(&listed.items);
+            (volume_leftovers::report::owned(&there) == volume_leftovers::report::owned(&expected))
+                .then_some(there)
+        },
+    )
+    .await;
+    operator.wait_idle().await;
     operator.stop().await;
 
     // A restart with the same findings reads the report once (GET) and writes nothing: the
@@ -548,6 +564,10 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
     );
     assert_eq!(reads(), read + 1, "one read at start, then none");
     let rep = report().await.expect("the report");
+    assert_eq!(
+        volume_leftovers::report::owned(&rep),
+        volume_leftovers::report::owned(&agreed)
+    );
     assert_eq!(
         result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],
         "OPS-8"
