@@ -22,13 +22,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use volume_leftovers::census::{
+use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
+use volume_leftovers::census::ceph::{CensusSettings, census_once};
+use volume_leftovers::decide::census::{
     Census, CensusConfig, ImageFound, PoolKey, RBD_CSI_DRIVER, Seen, Snapshot, image_ref,
 };
-use volume_leftovers::ceph::{CensusSettings, census_once};
-use volume_leftovers::clock::wall_clock;
-use volume_leftovers::crd::VolumeSourceInfo;
-use volume_leftovers::rbd::{self, CephConfig, Cluster, PoolCensus};
+use volume_leftovers::engine::clock::wall_clock;
+use volume_leftovers::model::crd::VolumeSourceInfo;
 
 // ---- heap accounting (Rust allocations only; librados/librbd use malloc directly) ----------
 

@@ -27,7 +27,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use support::*;
-use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::model::crd::VolumeLeftover;
 
 fn arg(i: usize, default: usize) -> usize {
     std::env::args()

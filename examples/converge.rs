@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::Api;
 use kube::api::ListParams;
 use support::*;
-use volume_leftovers::crd::VolumeLeftover;
+use volume_leftovers::model::crd::VolumeLeftover;
 
 async fn count_leftovers(api: &Api<VolumeLeftover>) -> usize {
     let mut n = 0;

@@ -65,11 +65,11 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use objects::Shape;
 use support::*;
-use volume_leftovers::classify::Verdict;
-use volume_leftovers::crd::VolumeLeftover;
-use volume_leftovers::exclude::Exclusions;
-use volume_leftovers::plan::{Action, plan};
-use volume_leftovers::writer::Writer;
+use volume_leftovers::decide::classify::Verdict;
+use volume_leftovers::decide::plan::{Action, plan};
+use volume_leftovers::model::crd::VolumeLeftover;
+use volume_leftovers::model::exclude::Exclusions;
+use volume_leftovers::publish::writer::Writer;
 
 // --- arguments ------------------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ fn resident_by_mapping(pid: u32) -> String {
     )
 }
 
-/// The operator's last account of glibc's heap (its `volume_leftovers::heap` debug line).
+/// The operator's last account of glibc's heap (its `volume_leftovers::engine::heap` debug line).
 fn last_heap_line(log: &std::path::Path) -> String {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -247,7 +247,7 @@ impl Operator {
         cmd.args(&args)
             .env("KUBECONFIG", cp.kubeconfig("operator"))
             .env("VL_LOG_FORMAT", "text")
-            .env("VL_LOG", "info,volume_leftovers::heap=debug")
+            .env("VL_LOG", "info,volume_leftovers::engine::heap=debug")
             .envs(v.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stderr(std::fs::File::create(&log).expect("log file"));
         die_with_parent(&mut cmd);

@@ -36,16 +36,16 @@ use kube::core::ObjectList;
 use kube::runtime::reflector::{self, Lookup, ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
-use volume_leftovers::classify::{Verdict, classify};
-use volume_leftovers::controller::{ClaimMeta, StoreLookup, View, lean_leftover, strip_class};
-use volume_leftovers::crd::VolumeLeftover;
-use volume_leftovers::exclude::Exclusions;
-use volume_leftovers::index::RefIndex;
-use volume_leftovers::leftover::{Keep, Leftover, LeftoverObject};
-use volume_leftovers::lookup::Claim;
-use volume_leftovers::plan::desired;
-use volume_leftovers::schedule::{Limits, Published, Scheduler};
-use volume_leftovers::volume::{Volume, VolumeObject};
+use volume_leftovers::decide::classify::{Verdict, classify};
+use volume_leftovers::decide::lookup::Claim;
+use volume_leftovers::decide::plan::desired;
+use volume_leftovers::engine::schedule::{Limits, Published, Scheduler};
+use volume_leftovers::model::crd::VolumeLeftover;
+use volume_leftovers::model::exclude::Exclusions;
+use volume_leftovers::model::leftover::{Keep, Leftover, LeftoverObject};
+use volume_leftovers::model::volume::{Volume, VolumeObject};
+use volume_leftovers::run::controller::{ClaimMeta, StoreLookup, View, lean_leftover, strip_class};
+use volume_leftovers::watch::index::RefIndex;
 
 /// How the operator stripped a VolumeLeftover when its store kept the whole object (before the
 /// lean form): managedFields and the last-applied annotation dropped.
@@ -540,13 +540,13 @@ fn main() {
         blocks: 1,
     };
     let pv_meta = pv_meta.minus(vec_of(std::mem::size_of::<
-        volume_leftovers::volume::VolumeMeta,
+        volume_leftovers::model::volume::VolumeMeta,
     >()));
     let pv_spec = pv_spec.minus(vec_of(std::mem::size_of::<
-        Option<volume_leftovers::volume::VolumeSpec>,
+        Option<volume_leftovers::model::volume::VolumeSpec>,
     >()));
     let pv_status = pv_status.minus(vec_of(std::mem::size_of::<
-        Option<volume_leftovers::volume::VolumeStatus>,
+        Option<volume_leftovers::model::volume::VolumeStatus>,
     >()));
     drop((_m, _s, _t, state));
 
@@ -656,7 +656,7 @@ fn main() {
             .collect::<Vec<_>>()
     });
     let vl_status = vl_status.minus(vl_vec(std::mem::size_of::<
-        Option<volume_leftovers::leftover::Status>,
+        Option<volume_leftovers::model::leftover::Status>,
     >()));
     drop((_a, vl_state));
     // With --openreports: the facts and message of every finding, for the mirror.
@@ -684,7 +684,8 @@ fn main() {
         for pv in pv_store.state() {
             s.mark(pv.name());
         }
-        let _: Vec<(Arc<str>, ())> = s.run(|_, _| volume_leftovers::schedule::Decision::Idle);
+        let _: Vec<(Arc<str>, ())> =
+            s.run(|_, _| volume_leftovers::engine::schedule::Decision::Idle);
         for o in vl_store.state() {
             let st = o.status.as_ref().unwrap();
             let name = o.name.to_string();
@@ -801,7 +802,7 @@ fn main() {
         row(
             format!(
                 "loop memory of published findings, after a sweep of every name (Scheduler; NameState {} B)",
-                std::mem::size_of::<volume_leftovers::schedule::NameState>()
+                std::mem::size_of::<volume_leftovers::engine::schedule::NameState>()
             ),
             vl_count,
             sched_heap,

@@ -20,13 +20,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 use kube::runtime::reflector;
 use kube::runtime::watcher::Event;
-use volume_leftovers::classify::{Verdict, classify};
-use volume_leftovers::controller::{ClaimMeta, StoreLookup, View, strip_class};
-use volume_leftovers::index::RefIndex;
-use volume_leftovers::leftover::{Keep, Leftover};
-use volume_leftovers::lookup::Claim;
-use volume_leftovers::plan::{Action, desired, plan};
-use volume_leftovers::volume::{Volume, VolumeObject};
+use volume_leftovers::decide::classify::{Verdict, classify};
+use volume_leftovers::decide::lookup::Claim;
+use volume_leftovers::decide::plan::{Action, desired, plan};
+use volume_leftovers::model::leftover::{Keep, Leftover};
+use volume_leftovers::model::volume::{Volume, VolumeObject};
+use volume_leftovers::run::controller::{ClaimMeta, StoreLookup, View, strip_class};
+use volume_leftovers::watch::index::RefIndex;
 
 struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -191,7 +191,7 @@ fn main() {
     // InitDone.
     let base = live();
     let (pv_store, mut pv_w) = reflector::store::<Volume>();
-    let exclusions = volume_leftovers::exclude::Exclusions::default();
+    let exclusions = volume_leftovers::model::exclude::Exclusions::default();
     let t = Instant::now();
     pv_w.apply_watcher_event(&Event::Init);
     for w in &wire {

@@ -2,7 +2,7 @@
 # Measures the leader handover of two operator replicas on the real control plane: the e2e test
 # `two_replicas_one_writer_handover_on_kill_and_on_sigterm` (tests/e2e/ha.rs) kills the leader
 # with SIGKILL, then stops the next one with SIGTERM, asserts the bounds the lease settings give
-# (src/leader.rs, takeover_bound) and prints one `handover:` line per run. This script runs it
+# (src/publish/leader.rs, takeover_bound) and prints one `handover:` line per run. This script runs it
 # RUNS times (default 1) and prints those lines on standard output, for
 #
 #   scripts/handover.sh [RUNS] > handover.out && scripts/figures.sh handover --from handover.out

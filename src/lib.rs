@@ -5,38 +5,17 @@
 //! [`feed`], [`controller`] and [`scan`] do the I/O. Only [`writer`] writes, and only
 //! VolumeLeftovers.
 
-pub mod backoff;
-pub mod category;
 pub mod census;
-pub mod ceph;
-pub mod classify;
-pub mod cli;
-pub mod clock;
-pub mod controller;
-pub mod crd;
-pub mod events;
-pub mod exclude;
-pub mod feed;
-pub mod heap;
-pub mod index;
-pub mod intern;
-pub mod leader;
-pub mod leftover;
-pub mod lookup;
-pub mod meta;
-pub mod plan;
-pub mod quantity;
-pub mod rbd;
-pub mod report;
+pub mod decide;
+pub mod engine;
+pub mod model;
+pub mod publish;
+pub mod run;
 pub mod scan;
-pub mod schedule;
-pub mod selector;
 pub mod telemetry;
 #[cfg(test)]
 mod tests;
-pub mod uid;
-pub mod volume;
-pub mod writer;
+pub mod watch;
 
 use std::time::Duration;
 
@@ -44,12 +23,12 @@ use std::sync::Arc;
 
 use kube::CustomResourceExt;
 
-use crate::cli::RunArgs;
+use crate::run::cli::RunArgs;
 use crate::telemetry::{Health, Metrics};
 
 /// The CRD as YAML, exactly as committed in `crds/volumeleftovers.yaml`.
 pub fn crd_yaml() -> Result<String, serde_saphyr::ser::Error> {
-    serde_saphyr::to_string(&crd::VolumeLeftover::crd())
+    serde_saphyr::to_string(&model::crd::VolumeLeftover::crd())
 }
 
 /// Errors that end the process.
@@ -146,29 +125,29 @@ pub fn credentials() -> String {
 }
 
 /// The loop's settings from the flags of `run`.
-pub fn settings(args: &RunArgs) -> controller::Settings {
-    controller::Settings {
+pub fn settings(args: &RunArgs) -> run::controller::Settings {
+    run::controller::Settings {
         concurrency: usize::from(args.concurrency),
         resync: args.resync,
-        graces: plan::Graces {
+        graces: decide::plan::Graces {
             grace: args.grace,
             delete_grace: args.delete_grace,
         },
         page_size: args.page_size,
         watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(30),
         request_timeout: args.request_timeout,
-        leader: args.leader_elect.then(|| leader::LeaderSettings {
+        leader: args.leader_elect.then(|| publish::leader::LeaderSettings {
             lease_name: args.lease_name.clone(),
             namespace: args.lease_namespace.clone().unwrap_or_else(own_namespace),
             identity: identity(),
             duration: args.lease_duration,
-            renew_every: leader::renew_every(args.lease_duration),
+            renew_every: publish::leader::renew_every(args.lease_duration),
         }),
         exclusions: args.exclude.exclusions(),
         events: args.events.then(identity),
         openreports: args.openreports,
         tombstone_ttl: args.tombstone_ttl,
-        ..controller::Settings::default()
+        ..run::controller::Settings::default()
     }
 }
 
@@ -240,7 +219,7 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
         tracing::info!(lease = %format!("{}/{}", l.namespace, l.lease_name), identity = %l.identity, "leader election on");
     }
     let mut rx = stop_rx;
-    let controller = controller::run(client, settings, health, metrics, async move {
+    let controller = run::controller::run(client, settings, health, metrics, async move {
         let _ = rx.wait_for(|s| *s).await;
     });
     tokio::pin!(controller);
@@ -259,8 +238,8 @@ pub async fn run(args: RunArgs) -> Result<(), FatalError> {
         Err(e) => tracing::warn!(error = %e, "health server task failed"),
     }
     match ended {
-        controller::Ended::Stopped => Ok(()),
-        controller::Ended::LostLease => Err(FatalError::LostLease),
+        run::controller::Ended::Stopped => Ok(()),
+        run::controller::Ended::LostLease => Err(FatalError::LostLease),
     }
 }
 

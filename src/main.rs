@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use volume_leftovers::FatalError;
-use volume_leftovers::cli::{Cli, Command, LogFormat, ScanArgs};
+use volume_leftovers::run::cli::{Cli, Command, LogFormat, ScanArgs};
 use volume_leftovers::scan::Outcome;
 
 fn main() -> ExitCode {

@@ -9,14 +9,14 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
-use crate::census::{
+use crate::decide::census::{
     Census, CensusConfig, ImageFound, ImageRef, PoolKey, Resolved, Seen, SeenDetail, Snapshot,
     image_ref, leftover_name,
 };
-use crate::classify::{Verdict, classify, volume_source};
-use crate::crd::{Hint, ImageOwner, Reason, Subject, VolumeSourceInfo};
-use crate::plan::{Graces, grace_of};
-use crate::volume::Volume;
+use crate::decide::classify::{Verdict, classify, volume_source};
+use crate::decide::plan::{Graces, grace_of};
+use crate::model::crd::{Hint, ImageOwner, Reason, Subject, VolumeSourceInfo};
+use crate::model::volume::Volume;
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
@@ -492,7 +492,7 @@ fn a_delete_policy_volume_whose_image_is_gone_waits_the_delete_grace() {
 /// exist), carry no details (no orphan is made of them), and are named in `unread` with why.
 #[test]
 fn images_whose_details_could_not_be_read_are_listed_and_unread() {
-    use crate::rbd::{Detail, Image, ImageDetail, ImageName, PoolCensus, RbdError};
+    use crate::census::ceph::rbd::{Detail, Image, ImageDetail, ImageName, PoolCensus, RbdError};
     let image = |name: &str, detail: Detail| Image {
         name: ImageName {
             name: name.into(),
@@ -535,8 +535,8 @@ fn images_whose_details_could_not_be_read_are_listed_and_unread() {
 
 #[test]
 fn one_problem_is_logged_once_whatever_its_text_and_its_end_once() {
-    use crate::census::Failing;
-    use crate::rbd::Category;
+    use crate::census::ceph::rbd::Category;
+    use crate::decide::census::Failing;
     let mut f = Failing::default();
     assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
     // The same outage in other words (the next census times out in rados_connect), again and

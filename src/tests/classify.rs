@@ -6,11 +6,11 @@ use super::fixtures::{
     FakeLookup, PvBuilder, StaleLookup, finding, lookup, mariadb_pv, now, now_plus, pv,
     released_at, verdict,
 };
-use crate::classify::{Verdict, classify};
-use crate::crd::{
+use crate::decide::classify::{Verdict, classify};
+use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
-use crate::volume::Volume;
+use crate::model::volume::Volume;
 
 /// A lookup where the claims the reason tests ask about are absent and class `standard` is
 /// Retain, so no hint interferes.
@@ -67,7 +67,7 @@ fn released_with_claim_gone_is_claim_deleted() {
 
 #[test]
 fn canonical_uids_compare_as_the_text_they_are() {
-    // The stores keep canonical uids as 16 bytes (`crate::uid`): the same claim is the same,
+    // The stores keep canonical uids as 16 bytes (`crate::model::uid`): the same claim is the same,
     // a recreated one is told apart, and both uids read back as written.
     let (old, new) = (
         "6f1e3a2b-0c4d-4e5f-9a8b-7c6d5e4f3a2b",
@@ -707,7 +707,7 @@ fn mariadb_status_is_observed_field_by_field() {
     assert_eq!(capacity.as_deref(), Some("250Mi"));
     assert_eq!(capacity_bytes, Some(250 * 1024 * 1024));
     // The hand-off fields are the planner's.
-    assert_eq!(state, crate::crd::State::Open);
+    assert_eq!(state, crate::model::crd::State::Open);
     assert_eq!(observed_generation, None);
     assert!(conditions.is_empty());
     assert_eq!(acknowledged, None);
@@ -728,7 +728,7 @@ fn mariadb_status_is_observed_field_by_field() {
         }
     );
     assert_eq!(first_seen, now());
-    assert_eq!(subject, crate::crd::Subject::Volume);
+    assert_eq!(subject, crate::model::crd::Subject::Volume);
     assert_eq!(deleted_at, None);
     assert_eq!(image, None);
 }

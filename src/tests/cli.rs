@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{Cli, Command, LogFormat, RunArgs, parse_duration};
+use crate::run::cli::{Cli, Command, LogFormat, RunArgs, parse_duration};
 use crate::scan::Format;
 
 /// Parses `args` with every environment fallback switched off, so a developer's `VL_*`
@@ -144,7 +144,7 @@ fn run_without_flags_runs_with_the_library_defaults() {
     parsed.events = None;
     assert_eq!(
         format!("{parsed:#?}"),
-        format!("{:#?}", crate::controller::Settings::default())
+        format!("{:#?}", crate::run::controller::Settings::default())
     );
 }
 
@@ -317,7 +317,7 @@ fn request_and_watch_timeouts_are_bounded() {
 #[test]
 fn the_default_grace_outlasts_a_watch_that_hangs_silently() {
     let r = run_args(&["volume-leftovers", "run"]);
-    let bound = crate::cli::silent_watch_bound(r.watch_timeout);
+    let bound = crate::run::cli::silent_watch_bound(r.watch_timeout);
     assert_eq!(bound, Duration::from_secs(35));
     // With room for the resumed watch to replay what it missed.
     assert!(r.grace >= bound * 3, "{:?} vs {bound:?}", r.grace);

@@ -2,7 +2,7 @@
 
 use kube::CustomResourceExt;
 
-use crate::crd::{Reason, Tristate, VolumeLeftover};
+use crate::model::crd::{Reason, Tristate, VolumeLeftover};
 
 const COMMITTED: &str = include_str!("../../crds/volumeleftovers.yaml");
 
@@ -23,7 +23,7 @@ fn crd_names_group_and_plural() {
         crd.metadata.name.as_deref(),
         Some("volumeleftovers.leftovers.dev")
     );
-    assert_eq!(crd.spec.group, crate::crd::GROUP);
+    assert_eq!(crd.spec.group, crate::model::crd::GROUP);
     assert_eq!(crd.spec.names.kind, "VolumeLeftover");
     assert_eq!(crd.spec.names.plural, "volumeleftovers");
     assert_eq!(crd.spec.names.singular.as_deref(), Some("volumeleftover"));
@@ -137,7 +137,7 @@ fn reason_all_lists_every_reason_once() {
 
 #[test]
 fn hint_as_str_is_its_serialised_form() {
-    use crate::crd::Hint;
+    use crate::model::crd::Hint;
     for h in [
         Hint::ReclaimPolicyDelete,
         Hint::ReclaimPolicyMismatch,
@@ -173,7 +173,7 @@ fn tristate_from_bool() {
 
 #[test]
 fn an_acknowledgement_until_any_date_the_schema_admits_is_read() {
-    use crate::crd::Acknowledgement;
+    use crate::model::crd::Acknowledgement;
     let read = |until: &str| -> Acknowledgement {
         serde_json::from_value(serde_json::json!({"by": "ticket-bot", "until": until}))
             .unwrap_or_else(|e| panic!("until {until}: {e}"))
@@ -196,6 +196,6 @@ fn an_acknowledgement_until_any_date_the_schema_admits_is_read() {
         "metadata": {"name": "pv-1"},
         "spec": {"volumeName": "pv-1", "volumeUID": "u", "acknowledgement": {"until": "9999-12-31T23:59:59Z"}},
     });
-    let o: crate::crd::VolumeLeftover = serde_json::from_value(list).unwrap();
+    let o: crate::model::crd::VolumeLeftover = serde_json::from_value(list).unwrap();
     assert!(o.spec.acknowledgement.unwrap().until.is_some());
 }

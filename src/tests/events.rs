@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::crd::Reason;
-use crate::events::{Change, Events};
+use crate::model::crd::Reason;
+use crate::publish::events::{Change, Events};
 
 fn events() -> Events {
     // Nothing listens there: each publish fails in the background, which is all these need.
@@ -80,12 +80,12 @@ async fn a_burst_of_events_is_spread_over_recorders_of_bounded_cache() {
 /// (an Event needs an object: the API server refuses one about a PV named "").
 #[test]
 fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_nothing() {
-    use crate::controller::told;
-    use crate::plan::{Action, desired};
+    use crate::decide::plan::{Action, desired};
+    use crate::run::controller::told;
     use crate::tests::fixtures::{mariadb_finding, now};
 
     let f = mariadb_finding();
-    let create = |f: &crate::classify::Finding| Action::Create {
+    let create = |f: &crate::decide::classify::Finding| Action::Create {
         object: Box::new(desired(f, None, &now(), &now())),
     };
     let t = told(&create(&f), None).expect("a new finding about a PV tells it");
@@ -144,7 +144,7 @@ async fn events_beyond_the_four_in_flight_are_dropped_and_every_result_is_counte
 
 #[test]
 fn events_are_limited_to_a_burst_then_a_steady_rate() {
-    use crate::events::{Bucket, EVENT_BURST, EVENT_RATE};
+    use crate::publish::events::{Bucket, EVENT_BURST, EVENT_RATE};
     let t0 = tokio::time::Instant::now();
     let at = |ms: u64| t0 + Duration::from_millis(ms);
     let mut b = Bucket::new(t0);

@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::classify::{ClaimFacts, ClassFacts, Finding, Verdict, classify};
-use crate::crd::VolumeLeftover;
+use crate::decide::classify::{ClaimFacts, ClassFacts, Finding, Verdict, classify};
+use crate::model::crd::VolumeLeftover;
+use crate::model::volume::Volume;
 use crate::scan::Facts;
-use crate::volume::Volume;
 
 /// The fixed "now" of every test, to the second (as the API server stores times).
 pub fn now() -> Time {
@@ -338,17 +338,17 @@ pub struct StaleLookup {
     pub classes: bool,
 }
 
-impl crate::lookup::Lookup for StaleLookup {
-    fn claim(&self, namespace: &str, name: &str) -> crate::lookup::Found<ClaimFacts> {
+impl crate::decide::lookup::Lookup for StaleLookup {
+    fn claim(&self, namespace: &str, name: &str) -> crate::decide::lookup::Found<ClaimFacts> {
         if self.claims {
-            crate::lookup::Found::Stale
+            crate::decide::lookup::Found::Stale
         } else {
             self.inner.claim(namespace, name)
         }
     }
-    fn class(&self, name: &str) -> crate::lookup::Found<ClassFacts> {
+    fn class(&self, name: &str) -> crate::decide::lookup::Found<ClassFacts> {
         if self.classes {
-            crate::lookup::Found::Stale
+            crate::decide::lookup::Found::Stale
         } else {
             self.inner.class(name)
         }
@@ -450,6 +450,6 @@ impl VlBuilder for VolumeLeftover {
 }
 
 /// What the operator's store keeps of `o` (the real conversion, as the feed makes it).
-pub fn lean(o: &VolumeLeftover) -> crate::leftover::Leftover {
-    crate::leftover::Leftover::new(o.clone(), crate::leftover::Keep::default())
+pub fn lean(o: &VolumeLeftover) -> crate::model::leftover::Leftover {
+    crate::model::leftover::Leftover::new(o.clone(), crate::model::leftover::Keep::default())
 }

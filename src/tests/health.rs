@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::category::Category;
 use crate::telemetry::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust};
+use crate::watch::category::Category;
 
 fn synced() -> StoreHealth {
     StoreHealth {

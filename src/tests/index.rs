@@ -3,8 +3,8 @@
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolume};
 
 use super::fixtures::{PvBuilder, pv};
-use crate::index::RefIndex;
-use crate::volume::Volume;
+use crate::model::volume::Volume;
+use crate::watch::index::RefIndex;
 
 fn claimed(name: &str, ns: &str, claim: &str, class: &str) -> PersistentVolume {
     pv(name).bound().claim(ns, claim, "uid").class(class)

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::leader::{LeaderSettings, Observed, Role, Step, next_step};
+use crate::publish::leader::{LeaderSettings, Observed, Role, Step, next_step};
 
 fn settings() -> LeaderSettings {
     LeaderSettings {
@@ -83,7 +83,7 @@ async fn a_leader_may_write_only_until_its_bound() {
 
 #[test]
 fn a_crashed_holder_is_replaced_within_the_lease_plus_two_bounded_requests() {
-    use crate::leader::{renew_every, request_timeout, takeover_bound};
+    use crate::publish::leader::{renew_every, request_timeout, takeover_bound};
     let s = Duration::from_secs;
     // The tests' short lease: renewed every 2 s, requests bounded by the renewal period.
     assert_eq!(renew_every(s(6)), s(2));

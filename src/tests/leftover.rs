@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::fixtures::{PvBuilder, VlBuilder, finding, lookup, mariadb_finding, now, pv};
-use crate::crd::{Acknowledgement, Reason, State, VolumeLeftover};
-use crate::leftover::{Keep, Leftover, decode_labels, digest, encode_labels};
-use crate::plan::{HINT_LABEL_PREFIX, LABEL_REASON, MANAGED_BY, desired};
-use crate::report::cluster_report;
+use crate::decide::plan::{HINT_LABEL_PREFIX, LABEL_REASON, MANAGED_BY, desired};
+use crate::model::crd::{Acknowledgement, Reason, State, VolumeLeftover};
+use crate::model::leftover::{Keep, Leftover, decode_labels, digest, encode_labels};
+use crate::publish::report::cluster_report;
 
 fn published(pv_name: &str) -> VolumeLeftover {
     let f = finding(
@@ -33,7 +33,7 @@ fn own_labels_round_trip_and_nobody_elses_are_kept() {
     let all = o.metadata.labels.clone().unwrap();
     let own: BTreeMap<String, String> = all
         .iter()
-        .filter(|(k, _)| crate::plan::is_own_label(k))
+        .filter(|(k, _)| crate::decide::plan::is_own_label(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     assert!(own.len() >= 4, "{own:?}");
@@ -105,17 +105,18 @@ fn the_digest_is_the_statuss_and_the_same_in_every_process() {
     let s = o.status.clone().unwrap();
     assert_eq!(lean(&o).status.unwrap().digest, digest(&s));
     // Fixed: not seeded per process (replicas and restarts compare the same way).
-    let fixed: crate::crd::VolumeLeftoverStatus = serde_json::from_value(serde_json::json!({
-        "reason": "ClaimDeleted",
-        "state": "Open",
-        "message": "m",
-        "phase": "Released",
-        "reclaimPolicy": "Retain",
-        "volumeMode": "Filesystem",
-        "source": {"type": "csi"},
-        "firstSeen": "2025-01-01T00:00:00Z",
-    }))
-    .expect("status");
+    let fixed: crate::model::crd::VolumeLeftoverStatus =
+        serde_json::from_value(serde_json::json!({
+            "reason": "ClaimDeleted",
+            "state": "Open",
+            "message": "m",
+            "phase": "Released",
+            "reclaimPolicy": "Retain",
+            "volumeMode": "Filesystem",
+            "source": {"type": "csi"},
+            "firstSeen": "2025-01-01T00:00:00Z",
+        }))
+        .expect("status");
     assert_eq!(digest(&fixed), DIGEST_OF_FIXED, "{:#x}", digest(&fixed));
     let mut edited = s.clone();
     edited.message.push('.');

@@ -9,16 +9,18 @@ use super::fixtures::{
     PvBuilder, VlBuilder, finding, lean, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
     released_at,
 };
-use crate::census::ImageFound;
-use crate::classify::{Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, classify};
-use crate::crd::{Acknowledgement, State};
-use crate::crd::{Reason, VolumeLeftover};
-use crate::plan::{
+use crate::decide::census::ImageFound;
+use crate::decide::classify::{
+    Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, classify,
+};
+use crate::decide::plan::{
     Action, ClockStart, Gated, Graces, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE,
     LABEL_STORAGE_CLASS, MANAGED_BY, MANAGED_BY_VALUE, Observed, desired, gate, grace_of,
     is_label_value, is_managed, next_change, plan,
 };
-use crate::volume::Volume;
+use crate::model::crd::{Acknowledgement, State};
+use crate::model::crd::{Reason, VolumeLeftover};
+use crate::model::volume::Volume;
 
 const GRACES: Graces = Graces {
     grace: Duration::from_secs(120),
@@ -833,7 +835,7 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
 #[test]
 fn the_wall_clock_has_whole_seconds_so_first_seen_compares_equal_after_a_round_trip() {
     // `Time` serialises to seconds; a sub-second firstSeen would differ on every re-plan.
-    let t = crate::clock::wall_clock();
+    let t = crate::engine::clock::wall_clock();
     assert_eq!(t.0.subsec_nanosecond(), 0);
     let back: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time =
         serde_json::from_value(serde_json::to_value(&t).expect("json")).expect("parse");
@@ -1134,7 +1136,7 @@ fn acknowledged(f: &Finding, a: Acknowledgement) -> VolumeLeftover {
     o
 }
 
-fn status_of(a: Action) -> crate::crd::VolumeLeftoverStatus {
+fn status_of(a: Action) -> crate::model::crd::VolumeLeftoverStatus {
     match a {
         Action::Apply {
             object,
@@ -1319,9 +1321,9 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 
 // ---- Volumes that are gone: tombstones ----
 
-use crate::classify::{leaves_a_disk, tombstone};
-use crate::crd::Subject;
-use crate::plan::{gone, tombstone_expires};
+use crate::decide::classify::{leaves_a_disk, tombstone};
+use crate::decide::plan::{gone, tombstone_expires};
+use crate::model::crd::Subject;
 
 /// The mariadb PV as the watch's Delete event shows it: deletion requested an hour before now.
 fn mariadb_deleted() -> Finding {
@@ -1391,7 +1393,10 @@ fn a_watched_delete_of_a_retain_volume_creates_its_tombstone_dated_by_the_delete
         "{}",
         s.message
     );
-    assert!(!s.hints.contains(&crate::crd::Hint::VolumeTerminating));
+    assert!(
+        !s.hints
+            .contains(&crate::model::crd::Hint::VolumeTerminating)
+    );
     // Everything the PV said is kept: the record of the disk.
     assert_eq!(
         s.source.volume_handle.as_deref(),
@@ -1434,7 +1439,7 @@ fn a_volume_a_relist_no_longer_finds_becomes_the_same_tombstone_as_its_published
     // seen): same facts, same message.
     let pv = Volume::from(&mariadb_pv());
     let lookup = lookup().with_class("standard", "Retain");
-    let t = crate::classify::tombstone_unwatched(&pv, &lookup, now()).expect("a tombstone");
+    let t = crate::decide::classify::tombstone_unwatched(&pv, &lookup, now()).expect("a tombstone");
     let existing = published(&mariadb_finding());
     let from_facts = tombstone_of_published(&existing);
     assert_eq!(t.status.reason, Reason::VolumeDeleted);
@@ -1450,7 +1455,7 @@ fn a_volume_a_relist_no_longer_finds_becomes_the_same_tombstone_as_its_published
     // A volume whose delete takes its disk leaves none.
     let delete = Volume::from(&pv_named_delete());
     assert_eq!(
-        crate::classify::tombstone_unwatched(&delete, &lookup, now()),
+        crate::decide::classify::tombstone_unwatched(&delete, &lookup, now()),
         None
     );
 }
@@ -1461,7 +1466,7 @@ fn pv_named_delete() -> k8s_openapi::api::core::v1::PersistentVolume {
 
 /// The tombstone a published finding's facts make when its volume vanished unwatched.
 fn tombstone_of_published(existing: &VolumeLeftover) -> Finding {
-    crate::classify::tombstone_of(
+    crate::decide::classify::tombstone_of(
         existing.status.as_ref().expect("status"),
         &existing.spec.volume_name,
         &existing.spec.volume_uid,

@@ -8,13 +8,13 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::fixtures::{lean, now};
-use crate::census::ImageFound;
-use crate::classify::{Verdict, classify, tombstone_of};
-use crate::crd::{Hint, Reason, Tristate, VolumeLeftover};
-use crate::leftover::{Keep, Leftover, digest, needs_record};
-use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
-use crate::plan::{Action, desired, gone, plan};
-use crate::volume::Volume;
+use crate::decide::census::ImageFound;
+use crate::decide::classify::{Verdict, classify, tombstone_of};
+use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
+use crate::decide::plan::{Action, desired, gone, plan};
+use crate::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use crate::model::leftover::{Keep, Leftover, digest, needs_record};
+use crate::model::volume::Volume;
 
 /// A generated world: claims and classes, each readable, forbidden or stale.
 #[derive(Clone, Debug)]

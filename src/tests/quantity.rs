@@ -1,6 +1,6 @@
 //! Quantities as bytes, as the API server reads them.
 
-use crate::quantity::bytes;
+use crate::model::quantity::bytes;
 
 #[test]
 fn binary_and_decimal_suffixes() {

@@ -2,9 +2,9 @@
 
 use super::fixtures::PvBuilder;
 use super::fixtures::{VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, pv};
-use crate::crd::{Acknowledgement, State, VolumeLeftover};
-use crate::plan::{MANAGED_BY, desired};
-use crate::report::{cluster_report, owned, severity};
+use crate::decide::plan::{MANAGED_BY, desired};
+use crate::model::crd::{Acknowledgement, State, VolumeLeftover};
+use crate::publish::report::{cluster_report, owned, severity};
 
 fn published(pv_name: &str) -> VolumeLeftover {
     let f = finding(
@@ -63,8 +63,8 @@ fn image_finding(name: &str) -> VolumeLeftover {
     o.spec.volume_name = String::new();
     o.spec.volume_uid = String::new();
     let s = o.status.as_mut().unwrap();
-    s.reason = crate::crd::Reason::ImageWithoutVolume;
-    s.image = Some(crate::crd::ImageInfo {
+    s.reason = crate::model::crd::Reason::ImageWithoutVolume;
+    s.image = Some(crate::model::crd::ImageInfo {
         cluster_id: "c1".into(),
         pool: "rbd".into(),
         name: name.into(),
@@ -128,7 +128,7 @@ fn properties_carry_what_a_person_needs() {
 
 #[test]
 fn every_reason_has_a_severity_policy_reporter_knows() {
-    for r in crate::crd::Reason::ALL {
+    for r in crate::model::crd::Reason::ALL {
         assert!(["critical", "high", "medium", "low", "info"].contains(&severity(r)));
     }
 }

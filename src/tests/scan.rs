@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
-use crate::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
+use crate::decide::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
+use crate::model::volume::Volume;
 use crate::scan::{Facts, Format, findings, seven_keys, write_json_line, write_report};
-use crate::volume::Volume;
 
 /// The original tool's line for the mariadb leftover, up to where the tool's keys end.
 const MARIADB_PREFIX: &str = r#"{"name": "mariadb-pv", "phase": "Released", "reclaim": "Retain", "claim": "mariadb/mariadb", "claim_missing": true, "storage_class": "standard", "capacity": "250Mi", "#;
@@ -119,12 +119,18 @@ fn snapshot_without_classes_answers_unknown_not_absent() {
 #[test]
 fn class_facts_default_an_unset_reclaim_policy_to_delete() {
     let sc = k8s_openapi::api::storage::v1::StorageClass::default();
-    assert_eq!(crate::lookup::class_facts(&sc).reclaim_policy, "Delete");
+    assert_eq!(
+        crate::decide::lookup::class_facts(&sc).reclaim_policy,
+        "Delete"
+    );
     let retain = k8s_openapi::api::storage::v1::StorageClass {
         reclaim_policy: Some("Retain".into()),
         ..Default::default()
     };
-    assert_eq!(crate::lookup::class_facts(&retain).reclaim_policy, "Retain");
+    assert_eq!(
+        crate::decide::lookup::class_facts(&retain).reclaim_policy,
+        "Retain"
+    );
 }
 
 // ---- findings ----
@@ -174,7 +180,10 @@ fn findings_when_claims_are_forbidden_report_claim_unknown() {
     };
     let found = scan_of(&[mariadb_pv()], &facts);
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].status.reason, crate::crd::Reason::ClaimUnknown);
+    assert_eq!(
+        found[0].status.reason,
+        crate::model::crd::Reason::ClaimUnknown
+    );
 }
 
 // ---- JSON lines ----

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backoff::Backoff;
-use crate::category::Category;
-use crate::crd::Reason;
-use crate::schedule::{Condition, Decision, HORIZON, Held, Limits, Scheduler, WriteEnd};
+use crate::engine::backoff::Backoff;
+use crate::engine::schedule::{Condition, Decision, HORIZON, Held, Limits, Scheduler, WriteEnd};
+use crate::model::crd::Reason;
+use crate::watch::category::Category;
 
 fn limits(concurrency: usize) -> Limits {
     Limits {
@@ -281,10 +281,10 @@ async fn a_forbidden_write_blocks_at_once_and_the_first_success_releases_every_p
 #[tokio::test(start_paused = true)]
 async fn a_memo_keeps_the_name_and_clearing_it_lets_the_state_go() {
     let mut s = active(4);
-    s.memo("a").published = Some(crate::schedule::Published {
+    s.memo("a").published = Some(crate::engine::schedule::Published {
         reason: Reason::ClaimDeleted,
         storage_class: String::new(),
-        state: crate::crd::State::Open,
+        state: crate::model::crd::State::Open,
         capacity_bytes: 0,
         first_seen: 0,
     });

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::exclude::{Exclusion, Exclusions};
-use crate::selector::{Requirement, Selector};
+use crate::model::exclude::{Exclusion, Exclusions};
+use crate::model::selector::{Requirement, Selector};
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

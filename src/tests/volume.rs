@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use super::fixtures::*;
-use crate::intern::{CAP, intern};
-use crate::lookup::Claim;
-use crate::volume::Volume;
+use crate::decide::lookup::Claim;
+use crate::model::intern::{CAP, intern};
+use crate::model::volume::Volume;
 
 #[test]
 fn interned_strings_are_one_allocation_shared() {
@@ -23,7 +23,10 @@ fn the_interner_stays_bounded_and_still_answers_when_full() {
     for i in 0..CAP * 2 {
         let s = format!("transient-{i}");
         assert_eq!(&*intern(&s), s);
-        assert!(crate::intern::len() <= CAP, "the set grew past its cap");
+        assert!(
+            crate::model::intern::len() <= CAP,
+            "the set grew past its cap"
+        );
     }
     // What is held is still shared.
     assert!(Arc::ptr_eq(&held[0], &intern("held-0")));
@@ -43,10 +46,11 @@ fn volumes_share_their_repeated_strings() {
         Volume::from(&mariadb_named("other-pv")),
     );
     let (sa, sb) = (a.spec.as_ref().unwrap(), b.spec.as_ref().unwrap());
-    let class = |s: &crate::volume::VolumeSpec| s.storage_class_name.clone().unwrap();
+    let class = |s: &crate::model::volume::VolumeSpec| s.storage_class_name.clone().unwrap();
     assert!(Arc::ptr_eq(&class(sa), &class(sb)));
-    let ns =
-        |s: &crate::volume::VolumeSpec| s.claim_ref.as_ref().unwrap().namespace.clone().unwrap();
+    let ns = |s: &crate::model::volume::VolumeSpec| {
+        s.claim_ref.as_ref().unwrap().namespace.clone().unwrap()
+    };
     assert!(Arc::ptr_eq(&ns(sa), &ns(sb)));
     let phase = |v: &Volume| v.status.as_ref().unwrap().phase.clone().unwrap();
     assert!(Arc::ptr_eq(&phase(&a), &phase(&b)));
@@ -79,7 +83,7 @@ fn a_claim_keeps_the_facts_scan_reads() {
         ..Default::default()
     };
     let c = Claim::of(&meta);
-    assert_eq!(c.facts(), crate::lookup::claim_facts(&meta));
+    assert_eq!(c.facts(), crate::decide::lookup::claim_facts(&meta));
     assert!(!c.terminating);
     meta.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         jiff::Timestamp::UNIX_EPOCH,
@@ -87,7 +91,7 @@ fn a_claim_keeps_the_facts_scan_reads() {
     assert!(Claim::of(&meta).terminating);
 }
 
-/// Metadata as the API server sends it, with everything `crate::meta::lean` reads and the two
+/// Metadata as the API server sends it, with everything `crate::model::meta::lean` reads and the two
 /// parts it skips.
 fn full_metadata() -> serde_json::Value {
     serde_json::json!({
@@ -107,7 +111,7 @@ fn full_metadata() -> serde_json::Value {
 
 #[test]
 fn lean_metadata_keeps_what_is_read_and_skips_managed_fields_and_annotations() {
-    use crate::lookup::ClaimObject;
+    use crate::decide::lookup::ClaimObject;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     let full: ObjectMeta = serde_json::from_value(full_metadata()).unwrap();
@@ -133,7 +137,7 @@ fn lean_metadata_keeps_what_is_read_and_skips_managed_fields_and_annotations() {
     assert_eq!(lean.labels.unwrap()["app"], "db");
 
     // A volume's metadata too; and an object without metadata reads as empty metadata.
-    let pv: crate::volume::VolumeObject = serde_json::from_value(serde_json::json!({
+    let pv: crate::model::volume::VolumeObject = serde_json::from_value(serde_json::json!({
         "metadata": full_metadata(), "spec": {"persistentVolumeReclaimPolicy": "Retain"},
     }))
     .unwrap();
@@ -146,10 +150,10 @@ fn lean_metadata_keeps_what_is_read_and_skips_managed_fields_and_annotations() {
 
 #[test]
 fn a_volume_leftover_read_leanly_is_the_object_without_managed_fields_and_annotations() {
-    use crate::crd::VolumeLeftover;
-    use crate::leftover::LeftoverObject;
+    use crate::model::crd::VolumeLeftover;
+    use crate::model::leftover::LeftoverObject;
 
-    let o = crate::plan::desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");
+    let o = crate::decide::plan::desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");
     let mut v = serde_json::to_value(o).unwrap();
     v["metadata"]["annotations"] = serde_json::json!({"note": "x"});
     v["metadata"]["managedFields"] = full_metadata()["managedFields"].clone();
@@ -167,7 +171,7 @@ fn a_volume_leftover_read_leanly_is_the_object_without_managed_fields_and_annota
 
 #[test]
 fn canonical_uids_are_kept_as_16_bytes_and_read_back_exactly() {
-    use crate::uid::Uid;
+    use crate::model::uid::Uid;
     let text = "0f8e2c4a-9b1d-4e6f-8a2b-3c4d5e6f7a8b";
     let u = Uid::new(text);
     assert!(matches!(u, Uid::Uuid(_)));

@@ -21,10 +21,10 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
-use volume_leftovers::census::{CensusConfig, PoolKey, leftover_name};
-use volume_leftovers::ceph::CensusSettings;
-use volume_leftovers::crd::{Hint, Reason, Subject, VolumeLeftover};
-use volume_leftovers::rbd;
+use volume_leftovers::census::ceph::CensusSettings;
+use volume_leftovers::census::ceph::rbd;
+use volume_leftovers::decide::census::{CensusConfig, PoolKey, leftover_name};
+use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 
 use crate::ceph::{Ceph, Frozen, Watch, uuid};
 use crate::support::*;
@@ -250,9 +250,10 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     assert!(m.contains(&format!("the RBD image {pool}/{kept}")), "{m}");
     // The census finds the image: the tombstone stays and says so.
     let confirmed = wait_leftover(&leftovers, &kept_pv, "the census finds the image", |o| {
-        o.status
-            .as_ref()
-            .is_some_and(|s| s.message.ends_with(volume_leftovers::classify::NOTE_FOUND))
+        o.status.as_ref().is_some_and(|s| {
+            s.message
+                .ends_with(volume_leftovers::decide::classify::NOTE_FOUND)
+        })
     })
     .await;
     assert_eq!(reason(&confirmed), Some(Reason::VolumeDeleted));

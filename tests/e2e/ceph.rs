@@ -1,4 +1,4 @@
-//! The Ceph RBD census (`volume_leftovers::rbd`) against a real Ceph: one monitor and one
+//! The Ceph RBD census (`volume_leftovers::census::ceph::rbd`) against a real Ceph: one monitor and one
 //! in-memory OSD on 127.0.0.1 started by `ceph/up.sh` (which installs the Debian packages when
 //! they are missing). Fails, never skips, when Ceph cannot be installed or started.
 //!
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use volume_leftovers::rbd::{
+use volume_leftovers::census::ceph::rbd::{
     self, Category, CephConfig, Cluster, Detail, ImageDetail, RbdError, TrashSource,
 };
 

@@ -316,7 +316,7 @@ fn assert_operator_rbac(cp: &ControlPlane, user: &str, ns: &str, lease: &str) {
     no(&["get", "volumeleftovers.leftovers.dev/status"]);
     yes(&["patch", "volumeleftovers.leftovers.dev/status"]);
     no(&["update", "volumeleftovers.leftovers.dev/status"]);
-    // Leader election (src/leader.rs): its own Lease, by name, in its own namespace; `create`
+    // Leader election (src/publish/leader.rs): its own Lease, by name, in its own namespace; `create`
     // cannot be limited to a name, but is limited to the namespace.
     let mine = format!("leases.coordination.k8s.io/{lease}");
     yes(&["get", &mine, "-n", ns]);
@@ -340,7 +340,7 @@ fn assert_operator_rbac(cp: &ControlPlane, user: &str, ns: &str, lease: &str) {
     no(&["get", "secrets", "-n", ns]);
     no(&["list", "pods", "-n", ns]);
     no(&["get", "configmaps", "-n", ns]);
-    // Events on the PVs (src/events.rs): create and patch events.k8s.io Events, nothing more.
+    // Events on the PVs (src/publish/events.rs): create and patch events.k8s.io Events, nothing more.
     yes(&["create", "events.events.k8s.io", "-n", "default"]);
     yes(&["patch", "events.events.k8s.io", "-n", "default"]);
     for verb in ["get", "list", "watch", "delete", "update"] {
@@ -399,7 +399,7 @@ pub(crate) fn rules_of(doc: &Doc) -> Vec<PolicyRule> {
     }
 }
 
-/// The args the Deployment gives the operator with default values (what src/cli.rs must accept).
+/// The args the Deployment gives the operator with default values (what src/run/cli.rs must accept).
 fn default_args(lease: &str) -> Vec<String> {
     [
         "run",
@@ -844,11 +844,11 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     );
     // The operator's own parser reads them as meant.
     use clap::Parser;
-    let cli = volume_leftovers::cli::Cli::try_parse_from(
+    let cli = volume_leftovers::run::cli::Cli::try_parse_from(
         std::iter::once("volume-leftovers".to_string()).chain(container_args(&d)),
     )
     .expect("the operator accepts the chart's args");
-    let volume_leftovers::cli::Command::Run(run) = cli.command else {
+    let volume_leftovers::run::cli::Command::Run(run) = cli.command else {
         panic!("not run");
     };
     assert!(!run.events && run.openreports);
@@ -883,7 +883,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
         .iter()
         .find(|d| d.kind() == "ConfigMap" && d.name() == format!("{fullname}-census"))
         .expect("the census ConfigMap");
-    let config = volume_leftovers::census::CensusConfig::parse(
+    let config = volume_leftovers::decide::census::CensusConfig::parse(
         census.value["data"]["census.yaml"].as_str().unwrap(),
     )
     .expect("the operator accepts the chart's census configuration");
@@ -1227,7 +1227,7 @@ fn the_readme_install_works_on_a_fresh_cluster_and_keeps_the_crd_on_uninstall() 
         .unwrap_or_else(|e| panic!("{e}"));
     // The identity up.sh's operator token carries is exactly the chart's ServiceAccount.
     assert_operator_rbac(&cp, OPERATOR_USER, "volume-leftovers", "volume-leftovers");
-    // What the operator's leader election (src/leader.rs) does, as that identity: get (absent),
+    // What the operator's leader election (src/publish/leader.rs) does, as that identity: get (absent),
     // create, get, a merge patch carrying the resourceVersion, a watch by name; and nothing more.
     let as_operator = |args: &[&str], stdin: Option<&str>| -> Output {
         use std::io::Write;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Api;
-use volume_leftovers::crd::{Reason, VolumeLeftover};
-use volume_leftovers::leader;
+use volume_leftovers::model::crd::{Reason, VolumeLeftover};
+use volume_leftovers::publish::leader;
 
 use crate::support::*;
 

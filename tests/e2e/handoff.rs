@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use volume_leftovers::crd::{Reason, State, VolumeLeftover};
+use volume_leftovers::model::crd::{Reason, State, VolumeLeftover};
 
 use crate::support::*;
 
@@ -321,9 +321,9 @@ async fn a_volume_kept_on_purpose_has_no_finding_and_exclusions_apply() {
         wait_pv_phase(&pvs, &r.pv, "Released").await;
     }
     let mut settings = test_settings();
-    settings.exclusions = volume_leftovers::exclude::Exclusions {
+    settings.exclusions = volume_leftovers::model::exclude::Exclusions {
         classes: [by_class.class.clone()].into(),
-        selector: Some(volume_leftovers::selector::Selector::parse("team=archive").unwrap()),
+        selector: Some(volume_leftovers::model::selector::Selector::parse("team=archive").unwrap()),
     };
     let operator = Operator::start(cp.operator_client().await, settings);
     // Published first: nothing kept yet.
@@ -523,9 +523,10 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
         || async {
             let there = report().await?;
             let listed = leftovers.list(&Default::default()).await.ok()?;
-            let expected = volume_leftovers::report::cluster_report(&listed.items);
-            (volume_leftovers::report::owned(&there) == volume_leftovers::report::owned(&expected))
-                .then_some(there)
+            let expected = volume_leftovers::publish::report::cluster_report(&listed.items);
+            (volume_leftovers::publish::report::owned(&there)
+                == volume_leftovers::publish::report::owned(&expected))
+            .then_some(there)
         },
     )
     .await;
@@ -565,8 +566,8 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
     assert_eq!(reads(), read + 1, "one read at start, then none");
     let rep = report().await.expect("the report");
     assert_eq!(
-        volume_leftovers::report::owned(&rep),
-        volume_leftovers::report::owned(&agreed)
+        volume_leftovers::publish::report::owned(&rep),
+        volume_leftovers::publish::report::owned(&agreed)
     );
     assert_eq!(
         result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],

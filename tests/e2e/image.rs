@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::Api;
-use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::crd::{Reason, Tristate, VolumeLeftover};
 
 use crate::support::*;
 

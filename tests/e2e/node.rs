@@ -39,7 +39,7 @@ use kube::api::ListParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use serde_json::Value;
-use volume_leftovers::crd::{Reason, VolumeLeftover};
+use volume_leftovers::model::crd::{Reason, VolumeLeftover};
 
 use crate::support::*;
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeCl
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
 use volume_leftovers::scan::SevenKeys;
 
 use crate::support::*;

@@ -8,8 +8,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
-use volume_leftovers::plan::{LABEL_REASON, MANAGED_BY};
+use volume_leftovers::decide::plan::{LABEL_REASON, MANAGED_BY};
+use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
 
 use crate::support::*;
 
@@ -397,7 +397,7 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
     // Someone's own object, named like a leftover PV, without the managed-by label.
     let mut foreign = VolumeLeftover::new(
         &theirs.pv,
-        volume_leftovers::crd::VolumeLeftoverSpec {
+        volume_leftovers::model::crd::VolumeLeftoverSpec {
             volume_name: theirs.pv.clone(),
             volume_uid: "hand-made".into(),
             acknowledgement: None,
@@ -458,19 +458,22 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
     let mut remade = VolumeLeftover::new(&ours.pv, decided.spec.clone());
     remade.spec.acknowledgement = None;
     let remade = create(&leftovers, &remade).await;
-    let writer = volume_leftovers::writer::Writer::new(
+    let writer = volume_leftovers::publish::writer::Writer::new(
         Api::all(cp.operator_client().await),
         Duration::from_secs(10),
     );
     let written = writer
-        .execute(volume_leftovers::plan::Action::Apply {
+        .execute(volume_leftovers::decide::plan::Action::Apply {
             object: Box::new(decided.clone()),
             meta: None,
             status: true,
         })
         .await
         .expect("a refused write is an outdated decision, not an error");
-    assert_eq!(written.end, volume_leftovers::schedule::WriteEnd::Outdated);
+    assert_eq!(
+        written.end,
+        volume_leftovers::engine::schedule::WriteEnd::Outdated
+    );
     let after = leftovers.get(&ours.pv).await.unwrap();
     assert_eq!(after.uid(), remade.uid());
     assert!(after.status.is_none(), "{:?}", after.status);

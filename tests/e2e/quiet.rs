@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use kube::{Api, ResourceExt};
-use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::crd::{Reason, Tristate, VolumeLeftover};
 
 use crate::support::*;
 
@@ -75,7 +75,7 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
     let vl = wait_leftover(&leftovers, &lying, "VolumeTerminating", |o| {
         o.status.as_ref().is_some_and(|s| {
             s.hints
-                .contains(&volume_leftovers::crd::Hint::VolumeTerminating)
+                .contains(&volume_leftovers::model::crd::Hint::VolumeTerminating)
         })
     })
     .await;
@@ -100,7 +100,7 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
     assert!(s.deleted_at.is_some());
     assert!(
         !s.hints
-            .contains(&volume_leftovers::crd::Hint::VolumeTerminating),
+            .contains(&volume_leftovers::model::crd::Hint::VolumeTerminating),
         "{:?}",
         s.hints
     );

@@ -5,7 +5,7 @@
 //! The reader knows the shapes the code uses and fails on anything else, so that a new call
 //! cannot slip past it: a client is a variable or field named `api` or `*_api` of type `Api<T>`;
 //! a request is a method call on it (`api.list(..)`); `T` maps to a resource in [`TYPES`]; the
-//! reflectors are `watcher::watcher(..)` in src/feed.rs, fed by `feed(x_api, ..)`; Events go
+//! reflectors are `watcher::watcher(..)` in src/watch/feed.rs, fed by `feed(x_api, ..)`; Events go
 //! through kube-runtime's `Recorder`. Other ways to reach the API server fail the test until it
 //! learns them.
 
@@ -26,14 +26,14 @@ const TYPES: &[(&str, &str, &str, &str)] = &[
     ("*", "VolumeLeftover", "leftovers.dev", "volumeleftovers"),
     (
         "*",
-        "crate::crd::VolumeLeftover",
+        "crate::model::crd::VolumeLeftover",
         "leftovers.dev",
         "volumeleftovers",
     ),
     ("*", "Lease", "coordination.k8s.io", "leases"),
     // The ClusterReport writer (its ApiResource is built from openreports.io's GVK there).
     (
-        "src/report.rs",
+        "src/publish/report.rs",
         "DynamicObject",
         "openreports.io",
         "clusterreports",
@@ -241,7 +241,7 @@ fn calls() -> Vec<Call> {
             if ty.len() == 1 {
                 // Generic: the resources are those `feed(..)` is called with.
                 assert_eq!(
-                    file, "src/feed.rs",
+                    file, "src/watch/feed.rs",
                     "{at}: a generic watcher outside feed()"
                 );
                 generic_watchers += 1;
@@ -286,7 +286,10 @@ fn calls() -> Vec<Call> {
             });
         }
     }
-    assert_eq!(generic_watchers, 1, "the one reflector, in src/feed.rs");
+    assert_eq!(
+        generic_watchers, 1,
+        "the one reflector, in src/watch/feed.rs"
+    );
     assert!(!feeds.is_empty(), "feed() is called");
     calls.extend(feeds);
     calls

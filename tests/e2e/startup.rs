@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::api::ObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
-use volume_leftovers::crd::{Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::crd::{Reason, Tristate, VolumeLeftover};
 use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::support::*;

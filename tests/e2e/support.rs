@@ -23,11 +23,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
-use volume_leftovers::controller::{self, Settings};
-use volume_leftovers::crd::VolumeLeftover;
-use volume_leftovers::feed::FeedTiming;
-use volume_leftovers::plan::Graces;
+use volume_leftovers::decide::plan::Graces;
+use volume_leftovers::model::crd::VolumeLeftover;
+use volume_leftovers::run::controller::{self, Settings};
 use volume_leftovers::telemetry::{Health, Kind, Metrics, StoreState};
+use volume_leftovers::watch::feed::FeedTiming;
 
 /// The identity `deploy/` grants (its ServiceAccount), as up.sh puts it in the token file.
 pub const OPERATOR_USER: &str = "system:serviceaccount:volume-leftovers:volume-leftovers";
@@ -924,7 +924,7 @@ pub fn free_port() -> u16 {
 }
 
 /// The reason a VolumeLeftover reports.
-pub fn reason(o: &VolumeLeftover) -> Option<volume_leftovers::crd::Reason> {
+pub fn reason(o: &VolumeLeftover) -> Option<volume_leftovers::model::crd::Reason> {
     o.status.as_ref().map(|s| s.reason)
 }
 
@@ -951,7 +951,7 @@ pub async fn proxy_to(cp: &ControlPlane) -> Proxy {
 /// Every VolumeLeftover event an admin watch sees, as (name, reason) — `None` for a deletion —
 /// until [`Recorder::stop`].
 /// (name, reason) pairs, in the order the watch delivered them.
-type Seen = Arc<Mutex<Vec<(String, Option<volume_leftovers::crd::Reason>)>>>;
+type Seen = Arc<Mutex<Vec<(String, Option<volume_leftovers::model::crd::Reason>)>>>;
 
 pub struct Recorder {
     seen: Seen,
@@ -999,7 +999,7 @@ impl Recorder {
     }
 
     /// What was seen about `name` so far.
-    pub fn of(&self, name: &str) -> Vec<Option<volume_leftovers::crd::Reason>> {
+    pub fn of(&self, name: &str) -> Vec<Option<volume_leftovers::model::crd::Reason>> {
         self.seen
             .lock()
             .unwrap()

@@ -17,9 +17,9 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
-use volume_leftovers::controller::Settings;
-use volume_leftovers::crd::{Hint, Reason, Tristate, VolumeLeftover};
-use volume_leftovers::plan::MANAGED_BY;
+use volume_leftovers::decide::plan::MANAGED_BY;
+use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::run::controller::Settings;
 use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::fault::{Fault, FaultProxy, Rule};
@@ -338,7 +338,7 @@ async fn a_silently_stalled_claims_watch_is_noticed_before_the_grace_publishes_f
     let recorder = Recorder::start(admin.clone()).await;
     let mut settings = test_settings();
     settings.watch_timeout = 10;
-    let bound = volume_leftovers::cli::silent_watch_bound(Duration::from_secs(10));
+    let bound = volume_leftovers::run::cli::silent_watch_bound(Duration::from_secs(10));
     settings.graces.grace = bound + Duration::from_secs(15);
     let client = proxy.operator_client_for(cp, Duration::from_secs(10)).await;
     let operator = Operator::start(client, settings.clone());
@@ -484,7 +484,7 @@ async fn a_create_refused_by_someone_elses_new_object_leaves_it_alone_and_loses_
     .await;
     let mut theirs = VolumeLeftover::new(
         &r.pv,
-        volume_leftovers::crd::VolumeLeftoverSpec {
+        volume_leftovers::model::crd::VolumeLeftoverSpec {
             volume_name: r.pv.clone(),
             volume_uid: "made-by-someone-else".into(),
             acknowledgement: None,
@@ -608,7 +608,7 @@ async fn freeze_leftovers(admin: &Client, name: &str) {
         || async {
             let o = VolumeLeftover::new(
                 &probe,
-                volume_leftovers::crd::VolumeLeftoverSpec {
+                volume_leftovers::model::crd::VolumeLeftoverSpec {
                     volume_name: probe.clone(),
                     volume_uid: "x".into(),
                     acknowledgement: None,
@@ -862,7 +862,7 @@ async fn shutdown_never_waits_on_a_hung_write_past_its_bound() {
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     proxy.add(Rule::new(Some("create"), "/volumeleftovers", Fault::Hang));
-    let settings = volume_leftovers::controller::Settings {
+    let settings = volume_leftovers::run::controller::Settings {
         // Longer than the shutdown bound: only the bound can end the wait.
         request_timeout: Duration::from_secs(60),
         ..test_settings()

@@ -1,6 +1,6 @@
 //! The storage backend's census (opt-in), pure: its configuration, which image a volume names,
 //! what the census of a pool says about an image, and the findings about images that no volume
-//! references. No client, no clock (times are arguments); the I/O is in [`crate::ceph`].
+//! references. No client, no clock (times are arguments); the I/O is in [`crate::census::ceph`].
 //!
 //! **Ceph RBD.** ceph-csi volumes name their image by `volumeAttributes` (`clusterID`, `pool`,
 //! `imageName`, `radosNamespace`) and by their volume handle (cluster id, pool id, image uuid);
@@ -29,11 +29,11 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 
-use crate::classify::Finding;
-use crate::crd::{
+use crate::census::ceph::rbd;
+use crate::decide::classify::Finding;
+use crate::model::crd::{
     Hint, ImageInfo, ImageOwner, Reason, State, Subject, VolumeLeftoverStatus, VolumeSourceInfo,
 };
-use crate::rbd;
 
 /// The census configuration file (`--census-config`), YAML.
 ///
@@ -671,7 +671,7 @@ fn orphan(
             reclaim_policy: String::new(),
             storage_class: None,
             claim: None,
-            capacity: size.map(crate::quantity::format_bytes),
+            capacity: size.map(crate::model::quantity::format_bytes),
             capacity_bytes: size,
             access_modes: Vec::new(),
             volume_mode: String::new(),

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::selector::Selector;
+use crate::model::selector::Selector;
 
 /// The label a person sets on a PV to keep it out of the report.
 pub const IGNORE_LABEL: &str = "leftovers.dev/ignore";

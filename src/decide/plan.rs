@@ -12,15 +12,15 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use crate::census::ImageFound;
-use crate::classify::{
+use crate::decide::census::ImageFound;
+use crate::decide::classify::{
     Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, with_backend_note,
 };
-use crate::crd::{
+use crate::model::crd::{
     AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
     VolumeLeftoverStatus,
 };
-use crate::leftover::{Leftover, digest};
+use crate::model::leftover::{Leftover, digest};
 
 /// Field manager of every write.
 pub const FIELD_MANAGER: &str = "volume-leftovers";
@@ -613,8 +613,8 @@ fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Valu
 /// Decides what to write for a name whose PersistentVolume does not exist (any more).
 ///
 /// `fresh` is the tombstone built from the volume's last object when its delete was watched
-/// ([`crate::classify::tombstone`]); without it, a finding published for a volume that vanished
-/// while nothing watched becomes the tombstone ([`crate::classify::tombstone_of`]), and a
+/// ([`crate::decide::classify::tombstone`]); without it, a finding published for a volume that vanished
+/// while nothing watched becomes the tombstone ([`crate::decide::classify::tombstone_of`]), and a
 /// published tombstone stays as it is. Nothing is invented for a volume the operator never saw.
 /// A tombstone ends when a person acknowledges it (an acknowledgement that covers the
 /// `VolumeDeleted` finding: the record now lives in their ticket; where the census covers its
@@ -650,7 +650,7 @@ pub fn gone(
                 object_name: None,
             }),
             (_, status) => status.and_then(|status| {
-                crate::classify::tombstone_of(&status, e.volume_name(), &e.volume_uid, now)
+                crate::decide::classify::tombstone_of(&status, e.volume_name(), &e.volume_uid, now)
             }),
         },
     };

@@ -1,11 +1,13 @@
 //! The Ceph RBD census, I/O: connects to each configured cluster as its read-only user and
 //! censuses each pool every `interval`, handing each result (or why it failed) to the loop.
 //!
-//! **I/O: reads Ceph (through [`crate::rbd`]); reads the PV store; writes nothing.** Every call
+//! **I/O: reads Ceph (through [`crate::census::ceph::rbd`]); reads the PV store; writes nothing.** Every call
 //! blocks on librados's threads, so each census runs on a blocking thread, bounded per request
 //! (`timeout`) and as a whole (`deadline`); a census that is still running when its next turn
 //! comes is not started twice. A connection is kept between censuses and dropped after a
 //! failure that aborts a census (the next one reconnects).
+
+pub mod rbd;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,11 +17,11 @@ use std::time::{Duration, Instant};
 use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
-use crate::census::{CensusConfig, ClusterConfig, PoolKey, Snapshot, image_ref};
-use crate::classify::volume_source;
-use crate::clock::wall_clock;
-use crate::rbd::{self, Category, CephConfig, Cluster};
-use crate::volume::Volume;
+use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
+use crate::decide::census::{CensusConfig, ClusterConfig, PoolKey, Snapshot, image_ref};
+use crate::decide::classify::volume_source;
+use crate::engine::clock::wall_clock;
+use crate::model::volume::Volume;
 
 /// Tuning of the census.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,7 +263,7 @@ async fn census_cluster(
 async fn census_pool(
     c: Arc<Cluster>,
     key: &PoolKey,
-    pool: &crate::census::PoolConfig,
+    pool: &crate::decide::census::PoolConfig,
     deadline: Duration,
     detail: impl Fn(&str) -> bool + Send + 'static,
 ) -> (CensusReport, bool) {
@@ -318,7 +320,7 @@ async fn census_pool(
 /// the images `details` names for each pool (none when it names none).
 pub async fn census_once(
     settings: &CensusSettings,
-    census: &mut crate::census::Census,
+    census: &mut crate::decide::census::Census,
     details: &std::collections::HashMap<PoolKey, HashSet<String>>,
 ) -> Vec<CensusReport> {
     let mut reports = Vec::new();

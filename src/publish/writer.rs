@@ -8,10 +8,10 @@ use std::time::Duration;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::category::{Category, describe};
-use crate::crd::VolumeLeftover;
-use crate::plan::{Action, FIELD_MANAGER};
-use crate::schedule::{Echo, WriteEnd};
+use crate::decide::plan::{Action, FIELD_MANAGER};
+use crate::engine::schedule::{Echo, WriteEnd};
+use crate::model::crd::VolumeLeftover;
+use crate::watch::category::{Category, describe};
 
 /// Errors of one write, with the step that failed.
 #[derive(Debug, thiserror::Error)]

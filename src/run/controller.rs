@@ -1,11 +1,11 @@
 //! The operator's loop: four feeds in, decisions out, one writer. I/O.
 //!
 //! One task owns all state. It reads four feeds (PVs, claim metadata, StorageClasses and its own
-//! VolumeLeftovers; see [`crate::feed`]), keeps the reverse index and the health of each store,
+//! VolumeLeftovers; see [`crate::watch::feed`]), keeps the reverse index and the health of each store,
 //! and hands PV names to the [`Scheduler`], which says when each may be decided and which writes
-//! may start. Decisions are pure ([`crate::classify`], [`crate::plan`]); this module only gathers
+//! may start. Decisions are pure ([`crate::decide::classify`], [`crate::decide::plan`]); this module only gathers
 //! their inputs, keeps the books (metrics, logs once per change) and runs the writes
-//! ([`crate::writer`]).
+//! ([`crate::publish::writer`]).
 //!
 //! Nothing is decided before every store it depends on has listed: an empty claim cache at
 //! start-up would otherwise turn every Released PV into "claim deleted". A store whose watch has
@@ -25,29 +25,29 @@ use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use tokio::time::Instant;
 
-use crate::backoff::seed;
-use crate::category::Category;
-use crate::census::{Census, PoolKey, Resolved, image_ref};
-use crate::ceph::CensusReport;
-use crate::classify::{Finding, ImageFound, Verdict, classify, volume_source};
-use crate::clock::wall_clock;
-use crate::crd::VolumeSourceInfo;
-use crate::crd::{Reason, VolumeLeftover};
-use crate::events::{Change, Events};
-use crate::exclude::Exclusions;
-use crate::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
-use crate::index::RefIndex;
-use crate::leader::{self, LeaderSettings, Role};
-use crate::leftover::{Keep, Leftover, LeftoverObject};
-use crate::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
-use crate::plan::{self, Action, Gated, Graces};
-use crate::report::{Applied, ReportWriter, cluster_report};
-use crate::schedule::{
+use crate::census::ceph::CensusReport;
+use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
+use crate::decide::classify::{Finding, ImageFound, Verdict, classify, volume_source};
+use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
+use crate::decide::plan::{self, Action, Gated, Graces};
+use crate::engine::backoff::seed;
+use crate::engine::clock::wall_clock;
+use crate::engine::schedule::{
     Condition, Decision, Echo, Held, Limits, Memo, Published, Scheduler, WriteEnd,
 };
+use crate::model::crd::VolumeSourceInfo;
+use crate::model::crd::{Reason, VolumeLeftover};
+use crate::model::exclude::Exclusions;
+use crate::model::leftover::{Keep, Leftover, LeftoverObject};
+use crate::model::volume::{Volume, VolumeObject};
+use crate::publish::events::{Change, Events};
+use crate::publish::leader::{self, LeaderSettings, Role};
+use crate::publish::report::{Applied, ReportWriter, cluster_report};
+use crate::publish::writer::{WriteError, Writer, Written};
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
-use crate::volume::{Volume, VolumeObject};
-use crate::writer::{WriteError, Writer, Written};
+use crate::watch::category::Category;
+use crate::watch::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
+use crate::watch::index::RefIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Tuning of the loop.
@@ -87,7 +87,7 @@ pub struct Settings {
     /// it is acknowledged or the storage backend's census shows its image gone.
     pub tombstone_ttl: Option<Duration>,
     /// The storage backend's census (opt-in).
-    pub census: Option<crate::ceph::CensusSettings>,
+    pub census: Option<crate::census::ceph::CensusSettings>,
 }
 
 /// The default of `--concurrency` and [`Settings::concurrency`].
@@ -123,8 +123,8 @@ impl Default for Settings {
     }
 }
 
-/// What the claim feed reads of a claim: its lean metadata (see [`crate::lookup::ClaimObject`]).
-pub type ClaimMeta = crate::lookup::ClaimObject;
+/// What the claim feed reads of a claim: its lean metadata (see [`crate::decide::lookup::ClaimObject`]).
+pub type ClaimMeta = crate::decide::lookup::ClaimObject;
 
 /// A store as a lookup sees it.
 pub enum View<'a, K: Stored> {
@@ -231,7 +231,7 @@ pub enum Ended {
 }
 
 struct Loop {
-    /// Something was read or written since the heap was last trimmed (see [`crate::heap`]).
+    /// Something was read or written since the heap was last trimmed (see [`crate::engine::heap`]).
     heap_used: bool,
     settings: Settings,
     role: tokio::sync::watch::Receiver<Role>,
@@ -256,7 +256,7 @@ struct CensusState {
     /// read: what is published about them stays.
     held: std::collections::BTreeMap<String, PoolKey>,
     /// Which pools are failing, to log once per problem.
-    failing: crate::census::Failing<crate::rbd::Category>,
+    failing: crate::decide::census::Failing<crate::census::ceph::rbd::Category>,
     /// The images of each pool whose details could not be read, to log once per change.
     unread: std::collections::BTreeMap<PoolKey, Vec<String>>,
 }
@@ -336,7 +336,7 @@ pub async fn run(
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
                 .map(|r| Input::Census(Box::new(r))),
         ));
-        tokio::spawn(crate::ceph::run(c, pv_store.clone(), tx))
+        tokio::spawn(crate::census::ceph::run(c, pv_store.clone(), tx))
     });
     metrics.init_reasons();
     // The election runs beside the loop; without it this process leads for ever.
@@ -446,7 +446,7 @@ pub async fn run(
                     e.tidy();
                 }
                 if std::mem::take(&mut l.heap_used) {
-                    crate::heap::release();
+                    crate::engine::heap::release();
                 }
             }
             _ = report_tick.tick() => l.report(),
@@ -467,7 +467,7 @@ pub async fn run(
         // process exits.
         t.abort();
         let _ = t.await;
-        crate::ceph::settle(l.settings.shutdown_grace).await;
+        crate::census::ceph::settle(l.settings.shutdown_grace).await;
     }
     // Let writes in flight finish, within a bound; new ones are not started.
     let pending = l.writes.len();
@@ -588,7 +588,7 @@ impl Loop {
             },
             Input::Sc(item) => match *item {
                 FeedItem::Applied(c) | FeedItem::Deleted(c) => {
-                    // Rare: the store is scanned rather than indexed (`crate::index`).
+                    // Rare: the store is scanned rather than indexed (`crate::watch::index`).
                     let class = c.name_any();
                     for pv in self.stores.pv.state() {
                         let names = pv
@@ -671,7 +671,7 @@ impl Loop {
             self.sweep();
         }
         // The list's pages and full objects are garbage now.
-        crate::heap::release();
+        crate::engine::heap::release();
     }
 
     fn failed(&mut self, kind: Kind, category: Category, error: String, retry_in: Duration) {
@@ -843,9 +843,9 @@ impl Loop {
             census: None,
         };
         let t = if watched {
-            crate::classify::tombstone(pv, &lookup, wall_clock())
+            crate::decide::classify::tombstone(pv, &lookup, wall_clock())
         } else {
-            crate::classify::tombstone_unwatched(pv, &lookup, wall_clock())
+            crate::decide::classify::tombstone_unwatched(pv, &lookup, wall_clock())
         };
         let published = self.stores.vl.get(&ObjectRef::new(name));
         let t = t.filter(|t| {
@@ -961,7 +961,7 @@ impl Loop {
         for img in cur.iter().flat_map(|c| c.unread.keys()) {
             if !referenced.contains(img) {
                 cs.held
-                    .insert(crate::census::leftover_name(&key, img), key.clone());
+                    .insert(crate::decide::census::leftover_name(&key, img), key.clone());
             }
         }
         let now = wall_clock();
@@ -987,7 +987,7 @@ impl Loop {
         let Resolved::Pool(key) = cs.census.resolve(&r) else {
             return;
         };
-        let name = crate::census::leftover_name(key, &r.name);
+        let name = crate::decide::census::leftover_name(key, &r.name);
         let held = cs.held.remove(&name).is_some();
         if cs.orphans.remove(&name).is_some() || held {
             self.scheduler.mark(&name);

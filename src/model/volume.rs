@@ -6,7 +6,7 @@
 //! [`VolumeObject`] (unknown fields are ignored) and turned into a [`Volume`], which keeps only
 //! what classification and the VolumeLeftover need: a lean metadata, the in-tree sources boxed
 //! (a PV has at most one), and the strings that repeat across volumes (class, driver, pool,
-//! policy, phase, access modes, claim namespace) shared through [`crate::intern`].
+//! policy, phase, access modes, claim namespace) shared through [`crate::model::intern`].
 //! `examples/memory.rs` measures it store by store.
 
 use std::borrow::Cow;
@@ -17,16 +17,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use crate::intern::{intern, intern_list};
-use crate::uid::Uid;
+use crate::model::intern::{intern, intern_list};
+use crate::model::uid::Uid;
 
 /// A PersistentVolume as the API server sends it, read through serde: what the watcher and the
 /// lists deserialize before the store keeps the [`Volume`] made of it.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct VolumeObject {
     /// Standard object metadata, without `managedFields` and `annotations` (see
-    /// [`crate::meta`]).
-    #[serde(default, deserialize_with = "crate::meta::lean")]
+    /// [`crate::model::meta`]).
+    #[serde(default, deserialize_with = "crate::model::meta::lean")]
     pub metadata: ObjectMeta,
     /// The parts of `spec` that are read.
     #[serde(default)]
@@ -42,7 +42,7 @@ pub struct VolumeObject {
 pub struct VolumeMeta {
     /// `name`: shared with the reverse index.
     pub name: Option<Arc<str>>,
-    /// `uid` (16 bytes when canonical, see [`crate::uid`]).
+    /// `uid` (16 bytes when canonical, see [`crate::model::uid`]).
     pub uid: Option<Uid>,
     /// `creationTimestamp`.
     pub creation_timestamp: Option<Time>,
@@ -95,7 +95,7 @@ pub struct Volume {
     /// Why the volume is kept out of the report, decided from its labels when it is read (the
     /// labels themselves are not kept).
     #[serde(skip)]
-    pub excluded: Option<crate::exclude::Exclusion>,
+    pub excluded: Option<crate::model::exclude::Exclusion>,
 }
 
 /// The parts of `PersistentVolumeSpec` that are read.
@@ -220,7 +220,7 @@ pub struct ClaimRef {
     pub namespace: Option<Arc<str>>,
     /// `name` (shared with the reverse index).
     pub name: Option<Arc<str>>,
-    /// `uid` (16 bytes when canonical, see [`crate::uid`]).
+    /// `uid` (16 bytes when canonical, see [`crate::model::uid`]).
     pub uid: Option<Uid>,
 }
 
@@ -416,7 +416,7 @@ impl kube::runtime::reflector::Lookup for Volume {
 impl Volume {
     /// The volume the store keeps of what the API server sent, marked with whether it is kept
     /// out of the report (decided from its labels and class, which are not kept).
-    pub fn read(o: VolumeObject, exclusions: &crate::exclude::Exclusions) -> Volume {
+    pub fn read(o: VolumeObject, exclusions: &crate::model::exclude::Exclusions) -> Volume {
         let class = o
             .spec
             .as_ref()

@@ -14,7 +14,7 @@ use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::Semaphore;
 
-use crate::crd::Reason;
+use crate::model::crd::Reason;
 use crate::telemetry::Metrics;
 
 /// What changed about a finding.
@@ -245,7 +245,7 @@ impl Events {
             {
                 Ok(Ok(())) => "published",
                 Ok(Err(e)) => {
-                    tracing::debug!(%pv, error = %crate::category::describe(&e), "event not published");
+                    tracing::debug!(%pv, error = %crate::watch::category::describe(&e), "event not published");
                     "failed"
                 }
                 Err(_) => {

@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// finding is two requests in sequence; what each setting gives, from event to
     /// VolumeLeftover at 20 and 100 finding changes/s, is measured by the project's benchmark
     /// (docs/benchmarks.md, the latency block).
-    #[arg(long, env = "VL_CONCURRENCY", default_value_t = crate::controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, env = "VL_CONCURRENCY", default_value_t = crate::run::controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
     #[arg(long, env = "VL_RESYNC", default_value = "5m", value_parser = resync)]
@@ -79,7 +79,7 @@ pub struct RunArgs {
     #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "30s", value_parser = watch_timeout)]
     pub watch_timeout: Duration,
     /// Page size of the lists.
-    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = crate::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = crate::run::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub page_size: u32,
     /// Run with several replicas: only the holder of a Lease decides and writes; the others keep
     /// their caches warm and take over at once when it releases the Lease on shutdown.
@@ -137,15 +137,15 @@ pub struct CensusArgs {
 
 impl CensusArgs {
     /// The census settings, from the configuration file; `None` without one.
-    pub fn settings(&self) -> Result<Option<crate::ceph::CensusSettings>, String> {
+    pub fn settings(&self) -> Result<Option<crate::census::ceph::CensusSettings>, String> {
         let Some(path) = &self.census_config else {
             return Ok(None);
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("reading the census configuration {}: {e}", path.display()))?;
-        let config = crate::census::CensusConfig::parse(&text)
+        let config = crate::decide::census::CensusConfig::parse(&text)
             .map_err(|e| format!("the census configuration {}: {e}", path.display()))?;
-        Ok(Some(crate::ceph::CensusSettings {
+        Ok(Some(crate::census::ceph::CensusSettings {
             config,
             interval: self.census_interval,
             image_grace: self.census_image_grace,
@@ -169,13 +169,13 @@ pub struct ExcludeArgs {
     /// PVs whose labels match this selector are never reported (`team=db,env!=prod`,
     /// `keep`, `tier in (a,b)`).
     #[arg(long = "exclude-selector", env = "VL_EXCLUDE_SELECTOR", value_parser = selector)]
-    pub selector: Option<crate::selector::Selector>,
+    pub selector: Option<crate::model::selector::Selector>,
 }
 
 impl ExcludeArgs {
     /// The exclusions these flags configure.
-    pub fn exclusions(&self) -> crate::exclude::Exclusions {
-        crate::exclude::Exclusions {
+    pub fn exclusions(&self) -> crate::model::exclude::Exclusions {
+        crate::model::exclude::Exclusions {
             classes: self
                 .storage_classes
                 .iter()
@@ -187,8 +187,8 @@ impl ExcludeArgs {
     }
 }
 
-fn selector(s: &str) -> Result<crate::selector::Selector, String> {
-    crate::selector::Selector::parse(s)
+fn selector(s: &str) -> Result<crate::model::selector::Selector, String> {
+    crate::model::selector::Selector::parse(s)
 }
 
 /// Flags of `scan`.

@@ -18,7 +18,7 @@
 //! - the status's facts ([`Status::record`]), only where a decision may need them again: for a
 //!   finding about a volume that would leave its disk behind, until its volume is seen in the PV
 //!   store (if the volume vanished while the operator was down, the finding becomes its
-//!   tombstone, [`crate::classify::tombstone_of`]; once the volume is seen, its disappearance is
+//!   tombstone, [`crate::decide::classify::tombstone_of`]; once the volume is seen, its disappearance is
 //!   seen with its last object: a delete event, or a relist that no longer finds it), for
 //!   tombstones (re-published as they are; their image is censused), for images without a volume
 //!   (their pool), and for every finding when the OpenReports mirror is on (it shows them).
@@ -32,12 +32,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::Resource;
 use kube::runtime::reflector::Lookup;
 
-use crate::classify::leaves_a_disk;
-use crate::crd::{
+use crate::decide::classify::leaves_a_disk;
+use crate::decide::plan::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
+use crate::model::crd::{
     AcknowledgedFinding, Acknowledgement, Reason, State, Subject, VolumeLeftover,
     VolumeLeftoverSpec, VolumeLeftoverStatus,
 };
-use crate::plan::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
 
 /// What the lean form keeps beyond what decisions need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,11 +50,11 @@ pub struct Keep {
 }
 
 /// A VolumeLeftover as the VolumeLeftover feed reads it: without `managedFields` and
-/// `annotations` ([`crate::meta`]), which the lean form does not keep.
+/// `annotations` ([`crate::model::meta`]), which the lean form does not keep.
 #[derive(Clone, Debug, serde::Deserialize)]
 pub struct LeftoverObject {
     /// The metadata that is read.
-    #[serde(default, deserialize_with = "crate::meta::lean")]
+    #[serde(default, deserialize_with = "crate::model::meta::lean")]
     pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`.
     pub spec: VolumeLeftoverSpec,

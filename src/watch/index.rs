@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use crate::volume::Volume;
+use crate::model::volume::Volume;
 
 /// The claim (namespace, name) a PV names, sharing the volume's strings.
 type ClaimKey = (Arc<str>, Arc<str>);

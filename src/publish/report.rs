@@ -10,9 +10,9 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use crate::category::{Category, describe};
-use crate::crd::{Reason, State, VolumeLeftover};
-use crate::plan::{FIELD_MANAGER, is_managed};
+use crate::decide::plan::{FIELD_MANAGER, is_managed};
+use crate::model::crd::{Reason, State, VolumeLeftover};
+use crate::watch::category::{Category, describe};
 
 /// Name of the report.
 pub const REPORT_NAME: &str = "volume-leftovers";

@@ -22,7 +22,7 @@ use kube::{Api, Client};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::category::{Category, describe};
+use crate::watch::category::{Category, describe};
 
 /// Configuration of the election.
 #[derive(Clone, Debug)]
@@ -206,10 +206,10 @@ pub async fn run(
     let mut observed: Option<Observed> = None;
     let mut leading_until: Option<Instant> = None;
     let mut last_error: Option<Category> = None;
-    let mut retry = crate::backoff::Backoff::new(
+    let mut retry = crate::engine::backoff::Backoff::new(
         Duration::from_millis(200),
         Duration::from_secs(5),
-        crate::backoff::seed(&me),
+        crate::engine::backoff::seed(&me),
     );
     // Changes of the Lease, for a prompt takeover when the holder releases it.
     let (poke_tx, mut poke) = watch::channel(());

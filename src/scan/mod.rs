@@ -17,15 +17,15 @@ use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
-use crate::category::{Category, describe};
-use crate::census::{Census, ImageFound, PoolKey, image_ref};
-use crate::ceph::CensusSettings;
-use crate::classify::{Finding, Verdict, classify, volume_source};
-use crate::clock::wall_clock;
-use crate::crd::{Hint, Reason, Tristate};
-use crate::exclude::Exclusions;
-use crate::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
-use crate::volume::{Volume, VolumeObject};
+use crate::census::ceph::CensusSettings;
+use crate::decide::census::{Census, ImageFound, PoolKey, image_ref};
+use crate::decide::classify::{Finding, Verdict, classify, volume_source};
+use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
+use crate::engine::clock::wall_clock;
+use crate::model::crd::{Hint, Reason, Tristate};
+use crate::model::exclude::Exclusions;
+use crate::model::volume::{Volume, VolumeObject};
+use crate::watch::category::{Category, describe};
 
 /// Errors of a scan, by step.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +89,7 @@ impl Lookup for Facts {
 
     fn image(
         &self,
-        source: &crate::crd::VolumeSourceInfo,
+        source: &crate::model::crd::VolumeSourceInfo,
         created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     ) -> ImageFound {
         match (&self.census, image_ref(source)) {
@@ -277,7 +277,7 @@ pub async fn read(
                 if let (Some(c), Some(r)) = (
                     facts.census.as_deref(),
                     pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),
-                ) && let crate::census::Resolved::Pool(key) = c.resolve(&r)
+                ) && let crate::decide::census::Resolved::Pool(key) = c.resolve(&r)
                 {
                     referenced.entry(key.clone()).or_default().insert(r.name);
                 }
@@ -301,13 +301,13 @@ pub async fn read(
     // its image kept) are someone's record, not orphans, as the operator sees them. Without the
     // CRD there are none; when they cannot be read, whether an image is an orphan is not known.
     if let Some(c) = facts.census.as_deref() {
-        let vl_api: Api<crate::crd::VolumeLeftover> = Api::all(r.client.clone());
+        let vl_api: Api<crate::model::crd::VolumeLeftover> = Api::all(r.client.clone());
         let selector = format!(
             "{}={},{}={}",
-            crate::plan::LABEL_REASON,
+            crate::decide::plan::LABEL_REASON,
             Reason::VolumeDeleted.as_str(),
-            crate::plan::MANAGED_BY,
-            crate::plan::MANAGED_BY_VALUE
+            crate::decide::plan::MANAGED_BY,
+            crate::decide::plan::MANAGED_BY_VALUE
         );
         let listed = r
             .pages(
@@ -320,7 +320,7 @@ pub async fn read(
                 |items| {
                     for o in items {
                         if let Some(r) = o.status.as_ref().and_then(|s| image_ref(&s.source))
-                            && let crate::census::Resolved::Pool(key) = c.resolve(&r)
+                            && let crate::decide::census::Resolved::Pool(key) = c.resolve(&r)
                         {
                             referenced.entry(key.clone()).or_default().insert(r.name);
                         }
@@ -664,7 +664,7 @@ pub async fn run(
     if let Some(cs) = census {
         let mut c = Census::new(&cs.config, cs.image_grace);
         for _ in 0..2 {
-            crate::ceph::census_once(cs, &mut c, &HashMap::new()).await;
+            crate::census::ceph::census_once(cs, &mut c, &HashMap::new()).await;
         }
         state = Some(c);
     }
@@ -693,7 +693,7 @@ pub async fn run(
                 ))
             })
             .collect();
-        for r in crate::ceph::census_once(cs, &mut c, &wanted).await {
+        for r in crate::census::ceph::census_once(cs, &mut c, &wanted).await {
             match r.result {
                 Err(e) => report
                     .census_failed

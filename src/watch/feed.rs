@@ -24,8 +24,8 @@ use kube::runtime::reflector::Lookup;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::{self, Event};
 
-use crate::backoff::Backoff;
-use crate::category::Category;
+use crate::engine::backoff::Backoff;
+use crate::watch::category::Category;
 
 /// What a feed yields.
 #[derive(Debug)]
@@ -220,7 +220,7 @@ where
                 let error = match &e {
                     watcher::Error::InitialListFailed(e)
                     | watcher::Error::WatchStartFailed(e)
-                    | watcher::Error::WatchFailed(e) => crate::category::describe(e),
+                    | watcher::Error::WatchFailed(e) => crate::watch::category::describe(e),
                     other => other.to_string(),
                 };
                 return fail(st, category, error);

@@ -7,7 +7,7 @@
 //! every free page of every arena (`malloc_trim(0)`; a few milliseconds at that size). The loop
 //! calls it after a list completes and, when anything happened, on a slow tick. Elsewhere than
 //! glibc it does nothing. [`usage`] is glibc's account of what it holds (logged at debug after each
-//! release, target `volume_leftovers::heap`).
+//! release, target `volume_leftovers::engine::heap`).
 
 /// What glibc's malloc holds, over all arenas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,11 +65,11 @@ pub fn release() {
         unsafe {
             malloc_trim(0);
         }
-        if tracing::enabled!(target: "volume_leftovers::heap", tracing::Level::DEBUG)
+        if tracing::enabled!(target: "volume_leftovers::engine::heap", tracing::Level::DEBUG)
             && let Some(u) = usage()
         {
             tracing::debug!(
-                target: "volume_leftovers::heap",
+                target: "volume_leftovers::engine::heap",
                 in_use = u.in_use,
                 free = u.free,
                 mmapped = u.mmapped,

@@ -26,10 +26,10 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::time::{DelayQueue, delay_queue};
 
-use crate::backoff::Backoff;
-use crate::category::Category;
-use crate::crd::Reason;
-use crate::plan::Observed;
+use crate::decide::plan::Observed;
+use crate::engine::backoff::Backoff;
+use crate::model::crd::Reason;
+use crate::watch::category::Category;
 
 /// The farthest ahead a wake-up is set. Wake-ups come from data the operator does not control
 /// (an acknowledgement's `until` a ticket bot wrote as 2099 or 9999, transition times, tombstone
@@ -72,7 +72,7 @@ pub struct Published {
     /// Its StorageClass (empty when none).
     pub storage_class: String,
     /// Its state.
-    pub state: crate::crd::State,
+    pub state: crate::model::crd::State,
     /// Its capacity in bytes (0 when unknown).
     pub capacity_bytes: i64,
     /// Its firstSeen, in seconds since the epoch.
@@ -94,7 +94,7 @@ pub struct Memo {
     pub logged: Option<String>,
     /// The tombstone of a volume whose delete was watched (built from its last object), until it
     /// is published or given up.
-    pub tombstone: Option<Box<crate::classify::Finding>>,
+    pub tombstone: Option<Box<crate::decide::classify::Finding>>,
 }
 
 impl Memo {

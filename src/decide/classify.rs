@@ -5,17 +5,17 @@
 //! only when a healthy store or a completed list says no claim of that name exists, a 403 makes
 //! it Unknown, and an answer from a stale store makes the whole verdict [`Verdict::Undecided`].
 
-use crate::uid::Uid;
+use crate::model::uid::Uid;
 use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::crd::{
+pub use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, ImageFound, Lookup};
+use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
-pub use crate::lookup::{ClaimFacts, ClassFacts, Found, ImageFound, Lookup};
-use crate::volume::{ClaimRef, Volume, VolumeSpec};
+use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
 
 /// One finding: what to publish about a PersistentVolume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub enum Verdict {
     /// The object is too odd to say anything sensible about; the string says why (for a log).
     Skip(String),
     /// Kept on purpose (the ignore label, an excluded class or selector): never a finding.
-    Ignored(crate::exclude::Exclusion),
+    Ignored(crate::model::exclude::Exclusion),
 }
 
 const RELEASED: &str = "Released";
@@ -346,7 +346,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             reason,
             // The hand-off fields (state, conditions, what an acknowledgement covers) are the
             // planner's: they depend on the published object.
-            state: crate::crd::State::Open,
+            state: crate::model::crd::State::Open,
             observed_generation: None,
             conditions: Vec::new(),
             acknowledged: None,
@@ -367,7 +367,7 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
                 .capacity
                 .as_ref()
                 .and_then(|c| c.storage.as_deref())
-                .and_then(crate::quantity::bytes),
+                .and_then(crate::model::quantity::bytes),
             access_modes: spec
                 .access_modes
                 .iter()
@@ -864,8 +864,8 @@ pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     s
 }
 
-fn other_source_kind(t: &crate::volume::InTree) -> &'static str {
-    let crate::volume::OtherSources {
+fn other_source_kind(t: &crate::model::volume::InTree) -> &'static str {
+    let crate::model::volume::OtherSources {
         azure_file,
         cephfs,
         fc,

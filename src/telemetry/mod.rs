@@ -17,8 +17,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
-use crate::category::Category;
-use crate::crd::Reason;
+use crate::model::crd::Reason;
+use crate::watch::category::Category;
 
 /// The four watched kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EncodeLabelValue)]
@@ -632,7 +632,7 @@ impl Metrics {
     }
 
     /// Adds `delta` to the published findings of `p`'s labels and its capacity.
-    pub fn finding(&self, p: &crate::schedule::Published, delta: i64) {
+    pub fn finding(&self, p: &crate::engine::schedule::Published, delta: i64) {
         let labels = FindingLabels {
             reason: p.reason.as_str(),
             storage_class: p.storage_class.clone(),

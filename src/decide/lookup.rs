@@ -43,7 +43,7 @@ pub enum Found<T> {
     Stale,
 }
 
-pub use crate::census::ImageFound;
+pub use crate::decide::census::ImageFound;
 
 /// Read access to claims, StorageClasses and the storage backend's census.
 pub trait Lookup {
@@ -55,7 +55,7 @@ pub trait Lookup {
     /// `created`. Without a census: not censused.
     fn image(
         &self,
-        source: &crate::crd::VolumeSourceInfo,
+        source: &crate::model::crd::VolumeSourceInfo,
         created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     ) -> ImageFound {
         let _ = (source, created);
@@ -80,11 +80,11 @@ pub fn class_facts(c: &StorageClass) -> ClassFacts {
 }
 
 /// A PersistentVolumeClaim as the claim feed reads it: its metadata, without `managedFields`
-/// and `annotations` ([`crate::meta`]); `spec` and `status` are skipped by the parser.
+/// and `annotations` ([`crate::model::meta`]); `spec` and `status` are skipped by the parser.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct ClaimObject {
     /// The metadata that is read.
-    #[serde(default, deserialize_with = "crate::meta::lean")]
+    #[serde(default, deserialize_with = "crate::model::meta::lean")]
     pub metadata: ObjectMeta,
 }
 
@@ -124,8 +124,8 @@ pub struct Claim {
     pub namespace: Arc<str>,
     /// `metadata.name`.
     pub name: Box<str>,
-    /// `metadata.uid` (16 bytes when canonical, see [`crate::uid`]).
-    pub uid: crate::uid::Uid,
+    /// `metadata.uid` (16 bytes when canonical, see [`crate::model::uid`]).
+    pub uid: crate::model::uid::Uid,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
 }
@@ -136,9 +136,9 @@ impl Claim {
         // The same facts `scan` reads, through the same function.
         let ClaimFacts { uid, terminating } = claim_facts(meta);
         Claim {
-            namespace: crate::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
+            namespace: crate::model::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
             name: meta.name.as_deref().unwrap_or_default().into(),
-            uid: crate::uid::Uid::new(&uid),
+            uid: crate::model::uid::Uid::new(&uid),
             terminating,
         }
     }

@@ -1,0 +1,7 @@
+//! Pure decisions: which finding a volume is (lookup, classify), what to write about it (plan),
+//! what the census concludes. Times are arguments; effects are returned, never performed.
+
+pub mod census;
+pub mod classify;
+pub mod lookup;
+pub mod plan;

@@ -1,0 +1,12 @@
+//! Types and vocabulary only: the CRD, labels, selectors, exclusions, findings, and the lean
+//! forms of volumes, claims and VolumeLeftovers kept in the stores. No client, no clock, no I/O.
+
+pub mod crd;
+pub mod exclude;
+pub mod intern;
+pub mod leftover;
+pub mod meta;
+pub mod quantity;
+pub mod selector;
+pub mod uid;
+pub mod volume;

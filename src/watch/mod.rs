@@ -1,0 +1,5 @@
+//! Reading the API: the feeds (reflectors), the indexes over the stores, error categories.
+
+pub mod category;
+pub mod feed;
+pub mod index;
