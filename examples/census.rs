@@ -22,13 +22,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use volume_leftovers::census::ceph::config::CensusConfig;
 use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
-use volume_leftovers::census::ceph::{CensusSettings, census_once};
-use volume_leftovers::decide::census::{
-    Census, CensusConfig, ImageFound, PoolKey, RBD_CSI_DRIVER, Seen, Snapshot, image_ref,
-};
+use volume_leftovers::census::ceph::{CensusSettings, census_once, snapshot_of};
+use volume_leftovers::decide::census::{PoolKey, RBD_CSI_DRIVER, Seen, image_ref};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
+use volume_leftovers::model::image::ImageFound;
 
 // ---- heap accounting (Rust allocations only; librados/librbd use malloc directly) ----------
 
@@ -464,7 +464,7 @@ fn main() {
     let t = Instant::now();
     let census_config = CensusConfig::parse(&yaml).expect("census config");
     let image_grace = Duration::from_secs(3600);
-    let mut census = Census::new(&census_config, image_grace);
+    let mut census = census_config.census(image_grace);
     let setup_time = t.elapsed();
     let key = PoolKey::new(&fsid, &pool, None);
     let mut of_time = Duration::ZERO;
@@ -480,7 +480,7 @@ fn main() {
             first = Some((c.requests, c.timings.total));
         }
         let t = Instant::now();
-        let s = Snapshot::of(c, at);
+        let s = snapshot_of(c, at);
         of_time += t.elapsed();
         let t = Instant::now();
         census.record(&key, Ok(s));
@@ -571,7 +571,7 @@ fn main() {
         deadline: Duration::from_secs(600),
     };
     let details: HashMap<PoolKey, HashSet<String>> = [(key.clone(), unref1.clone())].into();
-    let mut scan_census = Census::new(&census_config, image_grace);
+    let mut scan_census = census_config.census(image_grace);
     let t = Instant::now();
     let reports = rt.block_on(census_once(&settings, &mut scan_census, &details));
     let scan_time = t.elapsed();
@@ -647,7 +647,7 @@ fn main() {
     );
     println!("operator's pure steps");
     println!(
-        "  CensusConfig::parse + Census::new: {:.1} µs; Snapshot::of x2: {:.1} ms; Census::record x2: {:.1} ms",
+        "  CensusConfig::parse + CensusConfig::census: {:.1} µs; snapshot_of x2: {:.1} ms; Census::record x2: {:.1} ms",
         setup_time.as_secs_f64() * 1e6,
         ms(of_time),
         ms(record_time)

@@ -65,10 +65,10 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use objects::Shape;
 use support::*;
-use volume_leftovers::decide::classify::Verdict;
 use volume_leftovers::decide::plan::{Action, plan};
 use volume_leftovers::model::crd::VolumeLeftover;
 use volume_leftovers::model::exclude::Exclusions;
+use volume_leftovers::model::finding::Verdict;
 use volume_leftovers::publish::writer::Writer;
 
 // --- arguments ------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
-use volume_leftovers::FatalError;
+use volume_leftovers::run::FatalError;
 use volume_leftovers::run::cli::{Cli, Command, LogFormat, ScanArgs};
 use volume_leftovers::scan::Outcome;
 
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(1);
             match runtime(Some(workers)) {
-                Ok(rt) => match rt.block_on(volume_leftovers::run(args)) {
+                Ok(rt) => match rt.block_on(volume_leftovers::run::operator(args)) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => fatal("run", &e),
                 },
@@ -83,9 +83,10 @@ fn fatal(command: &str, e: &FatalError) -> ExitCode {
 }
 
 async fn scan(args: ScanArgs) -> ExitCode {
-    let (client, server) = match volume_leftovers::client(args.request_timeout).await {
+    let (client, server) = match volume_leftovers::watch::client::client(args.request_timeout).await
+    {
         Ok(c) => c,
-        Err(e) => return fatal("scan", &e),
+        Err(e) => return fatal("scan", &FatalError::from(e)),
     };
     let census = match args.census.settings() {
         Ok(c) => c,

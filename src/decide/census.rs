@@ -21,137 +21,17 @@
 //! [`PoolKey`]s (a project and zone instead of a cluster and pool) and one more arm in
 //! [`image_ref`]; the answers, the confirmation rule and the findings stay as they are.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use serde::Deserialize;
 
-use crate::census::ceph::rbd;
-use crate::decide::classify::Finding;
 use crate::model::crd::{
     Hint, ImageInfo, ImageOwner, Reason, State, Subject, VolumeLeftoverStatus, VolumeSourceInfo,
 };
-
-/// The census configuration file (`--census-config`), YAML.
-///
-/// ```yaml
-/// clusterName: prod-eu-1          # what ceph-csi records as csi.ceph.com/cluster/name here
-/// clusters:
-///   - clusterID: 4a7d...          # ceph-csi's clusterID (its config map's key)
-///     monitors: ["10.0.0.1:6789", "10.0.0.2:6789"]
-///     user: leftovers             # a read-only Ceph user
-///     keyring: /etc/volume-leftovers/ceph/keyring
-///     pools:
-///       - name: replicapool
-///       - name: shared
-///         radosNamespace: team-a
-/// ```
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CensusConfig {
-    /// The name ceph-csi records for this Kubernetes cluster (`clusterName` in its config, image
-    /// metadata `csi.ceph.com/cluster/name`). An image whose metadata names another cluster is
-    /// not this cluster's and never a finding.
-    #[serde(default)]
-    pub cluster_name: Option<String>,
-    /// The Ceph clusters to census.
-    pub clusters: Vec<ClusterConfig>,
-}
-
-/// One Ceph cluster.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClusterConfig {
-    /// ceph-csi's `clusterID` for it (the `clusterID` volume attribute, and the id in volume
-    /// handles).
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    /// Monitor addresses (`10.0.0.1:6789`, or `[v2:...,v1:...]`).
-    #[serde(default)]
-    pub monitors: Vec<String>,
-    /// The Ceph user, without `client.`.
-    #[serde(default = "default_user")]
-    pub user: String,
-    /// A keyring file with the user's key.
-    #[serde(default)]
-    pub keyring: Option<PathBuf>,
-    /// A file holding only the user's key (as `ceph auth get-key` prints it; a Secret's key).
-    #[serde(default)]
-    pub key_file: Option<PathBuf>,
-    /// A `ceph.conf` to read first.
-    #[serde(default)]
-    pub conf_file: Option<PathBuf>,
-    /// The pools to census.
-    pub pools: Vec<PoolConfig>,
-}
-
-fn default_user() -> String {
-    "leftovers".into()
-}
-
-/// One pool (one RADOS namespace of it).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PoolConfig {
-    /// The pool's name.
-    pub name: String,
-    /// The RADOS namespace (ceph-csi's `radosNamespace`); the default namespace when unset.
-    #[serde(default)]
-    pub rados_namespace: Option<String>,
-}
-
-impl CensusConfig {
-    /// Parses and checks the file's text.
-    pub fn parse(text: &str) -> Result<CensusConfig, String> {
-        let c: CensusConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        if c.clusters.is_empty() {
-            return Err("no clusters".into());
-        }
-        let mut seen = BTreeSet::new();
-        for cl in &c.clusters {
-            if cl.cluster_id.is_empty() {
-                return Err("a cluster without clusterID".into());
-            }
-            if cl.pools.is_empty() {
-                return Err(format!("cluster {}: no pools", cl.cluster_id));
-            }
-            if cl.monitors.is_empty() && cl.conf_file.is_none() {
-                return Err(format!(
-                    "cluster {}: neither monitors nor confFile",
-                    cl.cluster_id
-                ));
-            }
-            for p in &cl.pools {
-                if p.name.is_empty() {
-                    return Err(format!("cluster {}: a pool without a name", cl.cluster_id));
-                }
-                if !seen.insert(PoolKey::new(
-                    &cl.cluster_id,
-                    &p.name,
-                    p.rados_namespace.as_deref(),
-                )) {
-                    return Err(format!(
-                        "cluster {}: pool {} is listed twice",
-                        cl.cluster_id, p.name
-                    ));
-                }
-            }
-        }
-        Ok(c)
-    }
-
-    /// Every pool, keyed.
-    pub fn pools(&self) -> impl Iterator<Item = PoolKey> + '_ {
-        self.clusters.iter().flat_map(|c| {
-            c.pools
-                .iter()
-                .map(|p| PoolKey::new(&c.cluster_id, &p.name, p.rados_namespace.as_deref()))
-        })
-    }
-}
+use crate::model::finding::Finding;
+pub use crate::model::image::ImageFound;
 
 /// One censused pool (one namespace of it) of one cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -215,7 +95,7 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
             let handle = s
                 .volume_handle
                 .as_deref()
-                .and_then(|h| rbd::parse_volume_handle(h).ok());
+                .and_then(|h| crate::model::csi::parse_volume_handle(h).ok());
             let name =
                 nonempty(&s.image_name).or_else(|| handle.as_ref().map(|h| h.image_name()))?;
             let pool = nonempty(&s.pool);
@@ -281,79 +161,6 @@ pub struct Snapshot {
     pub unread: BTreeMap<String, String>,
 }
 
-impl Snapshot {
-    /// From the client's census.
-    pub fn of(c: rbd::PoolCensus, started: Time) -> Snapshot {
-        let unread = c
-            .images
-            .iter()
-            .filter_map(|i| match &i.detail {
-                rbd::Detail::Failed(e) => Some((i.name.name.clone(), e.to_string())),
-                _ => None,
-            })
-            .collect();
-        let images = c
-            .images
-            .into_iter()
-            .map(|i| {
-                let detail = match i.detail {
-                    rbd::Detail::Read(d) => Some(Box::new(SeenDetail {
-                        size: d.size,
-                        created: d.created,
-                        watchers: {
-                            let mut w: Vec<String> =
-                                d.watchers.iter().map(|w| w.address.clone()).collect();
-                            w.sort();
-                            w
-                        },
-                        owner: d.csi_owner().map(|o| ImageOwner {
-                            volume_name: o.pv_name,
-                            claim_namespace: o.pvc_namespace,
-                            claim_name: o.pvc_name,
-                            cluster_name: o.cluster_name,
-                        }),
-                    })),
-                    _ => None,
-                };
-                (
-                    i.name.name,
-                    Seen {
-                        id: i.name.id,
-                        detail,
-                    },
-                )
-            })
-            .collect();
-        Snapshot {
-            started,
-            pool_id: c.pool_id,
-            images,
-            trash: c.trash.into_iter().map(|t| t.name).collect(),
-            unread,
-        }
-    }
-}
-
-/// What the census says about a volume's image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ImageFound {
-    /// The volume's image is not in a censused pool (or the volume names no RBD image).
-    NotCensused,
-    /// Cannot be said now: the pool's census failed or has not run, or the image was missed
-    /// once and awaits the next census.
-    Unknown,
-    /// The image exists; this many watchers have it open.
-    Present {
-        /// Number of watchers.
-        watchers: usize,
-    },
-    /// Two censuses in a row did not list it, and the volume is older than both.
-    Missing {
-        /// It is in the pool's trash (deleted, restorable until purged).
-        in_trash: bool,
-    },
-}
-
 /// Which censused pool an image is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved<'a> {
@@ -403,11 +210,19 @@ pub struct Census {
 }
 
 impl Census {
-    /// No census yet: every configured pool answers Unknown.
-    pub fn new(config: &CensusConfig, image_grace: Duration) -> Census {
+    /// No census yet: every pool answers Unknown. `cluster_name` is this Kubernetes cluster's
+    /// name in the backend's ownership metadata.
+    pub fn new(
+        pools: impl IntoIterator<Item = PoolKey>,
+        cluster_name: Option<&str>,
+        image_grace: Duration,
+    ) -> Census {
         Census {
-            pools: config.pools().map(|k| (k, PoolState::default())).collect(),
-            cluster_name: config.cluster_name.clone().filter(|n| !n.is_empty()),
+            pools: pools
+                .into_iter()
+                .map(|k| (k, PoolState::default()))
+                .collect(),
+            cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
         }
     }
@@ -522,7 +337,7 @@ impl Census {
             .into_iter()
             .filter(|n| !referenced.contains(*n))
             // Snapshots' images belong to VolumeSnapshotContents, which are not watched.
-            .filter(|n| !n.starts_with(rbd::CSI_SNAPSHOT_PREFIX))
+            .filter(|n| !n.starts_with(crate::model::csi::CSI_SNAPSHOT_PREFIX))
             .filter_map(|n| {
                 let seen = &cur.images[n];
                 // Without its details (not read, or gone since the listing), its owner is

@@ -43,7 +43,7 @@ pub enum Found<T> {
     Stale,
 }
 
-pub use crate::decide::census::ImageFound;
+pub use crate::model::image::ImageFound;
 
 /// Read access to claims, StorageClasses and the storage backend's census.
 pub trait Lookup {

@@ -12,42 +12,18 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use crate::decide::census::ImageFound;
-use crate::decide::classify::{
-    Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, with_backend_note,
-};
+use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, with_backend_note};
 use crate::model::crd::{
     AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
     VolumeLeftoverStatus,
 };
+use crate::model::finding::{Finding, Verdict};
+use crate::model::image::ImageFound;
+use crate::model::labels::{
+    HINT_LABEL_PREFIX, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE, LABEL_STORAGE_CLASS,
+    MANAGED_BY, MANAGED_BY_VALUE, is_label_value, is_own_label,
+};
 use crate::model::leftover::{Leftover, digest};
-
-/// Field manager of every write.
-pub const FIELD_MANAGER: &str = "volume-leftovers";
-/// Label that marks the objects this operator owns; objects without it are never touched.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// Value of [`MANAGED_BY`].
-pub const MANAGED_BY_VALUE: &str = "volume-leftovers";
-/// Label with the finding's reason.
-pub const LABEL_REASON: &str = "leftovers.dev/reason";
-/// Label with the claim's namespace, when the claimRef names one.
-pub const LABEL_CLAIM_NAMESPACE: &str = "leftovers.dev/claim-namespace";
-/// Label with the StorageClass name, when there is one and it is a valid label value.
-pub const LABEL_STORAGE_CLASS: &str = "leftovers.dev/storage-class";
-/// Label with the state (Open, Acknowledged, Expired, Superseded).
-pub const LABEL_STATE: &str = "leftovers.dev/state";
-/// Prefix of one label per hint: `hint.leftovers.dev/ReclaimPolicyDelete: "true"`, so that
-/// `kubectl get vl -l hint.leftovers.dev/ReclaimPolicyDelete` lists the hung deletes.
-pub const HINT_LABEL_PREFIX: &str = "hint.leftovers.dev/";
-
-/// Whether a label is one this operator writes; any other label on a VolumeLeftover belongs to
-/// someone else and is never touched.
-pub fn is_own_label(key: &str) -> bool {
-    matches!(
-        key,
-        MANAGED_BY | LABEL_REASON | LABEL_CLAIM_NAMESPACE | LABEL_STORAGE_CLASS | LABEL_STATE
-    ) || key.starts_with(HINT_LABEL_PREFIX)
-}
 
 /// The decision for one name.
 #[derive(Clone, Debug)]
@@ -248,15 +224,6 @@ fn add(t: &Time, d: Duration) -> Time {
         t.0.checked_add(jiff::SignedDuration::from_secs(secs))
             .unwrap_or(t.0),
     )
-}
-
-/// Whether the object carries the operator's managed-by label.
-pub fn is_managed(o: &VolumeLeftover) -> bool {
-    o.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(MANAGED_BY))
-        .is_some_and(|v| v == MANAGED_BY_VALUE)
 }
 
 /// Decides what to write for one PV name.
@@ -534,19 +501,6 @@ fn labels(s: &VolumeLeftoverStatus) -> BTreeMap<String, String> {
         l.insert(format!("{HINT_LABEL_PREFIX}{}", h.as_str()), "true".into());
     }
     l
-}
-
-/// A non-empty label value: at most 63 characters, alphanumerics and `-_.` inside, alphanumeric
-/// at both ends. StorageClass names may be up to 253 characters: those get an empty label rather
-/// than a rejected write.
-pub fn is_label_value(v: &str) -> bool {
-    let b = v.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// The JSON merge patch that makes the parts of metadata and spec this operator owns say what

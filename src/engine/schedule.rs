@@ -94,7 +94,7 @@ pub struct Memo {
     pub logged: Option<String>,
     /// The tombstone of a volume whose delete was watched (built from its last object), until it
     /// is published or given up.
-    pub tombstone: Option<Box<crate::decide::classify::Finding>>,
+    pub tombstone: Option<Box<crate::model::finding::Finding>>,
 }
 
 impl Memo {

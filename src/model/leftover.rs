@@ -32,12 +32,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::Resource;
 use kube::runtime::reflector::Lookup;
 
-use crate::decide::classify::leaves_a_disk;
-use crate::decide::plan::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
 use crate::model::crd::{
     AcknowledgedFinding, Acknowledgement, Reason, State, Subject, VolumeLeftover,
     VolumeLeftoverSpec, VolumeLeftoverStatus,
 };
+use crate::model::finding::leaves_a_disk;
+use crate::model::labels::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
 
 /// What the lean form keeps beyond what decisions need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

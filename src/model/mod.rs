@@ -2,8 +2,12 @@
 //! forms of volumes, claims and VolumeLeftovers kept in the stores. No client, no clock, no I/O.
 
 pub mod crd;
+pub mod csi;
 pub mod exclude;
+pub mod finding;
+pub mod image;
 pub mod intern;
+pub mod labels;
 pub mod leftover;
 pub mod meta;
 pub mod quantity;

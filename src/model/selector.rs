@@ -136,7 +136,7 @@ fn key(k: &str) -> Result<String, String> {
 
 fn value(v: &str) -> Result<String, String> {
     let v = v.trim();
-    if crate::decide::plan::is_label_value(v) || v.is_empty() {
+    if crate::model::labels::is_label_value(v) || v.is_empty() {
         Ok(v.to_string())
     } else {
         Err(format!("{v:?} is not a label value"))

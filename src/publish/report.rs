@@ -10,8 +10,8 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use crate::decide::plan::{FIELD_MANAGER, is_managed};
 use crate::model::crd::{Reason, State, VolumeLeftover};
+use crate::model::labels::{FIELD_MANAGER, is_managed};
 use crate::watch::category::{Category, describe};
 
 /// Name of the report.

@@ -8,9 +8,10 @@ use std::time::Duration;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 
-use crate::decide::plan::{Action, FIELD_MANAGER};
+use crate::decide::plan::Action;
 use crate::engine::schedule::{Echo, WriteEnd};
 use crate::model::crd::VolumeLeftover;
+use crate::model::labels::FIELD_MANAGER;
 use crate::watch::category::{Category, describe};
 
 /// Errors of one write, with the step that failed.

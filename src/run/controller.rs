@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
 use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
-use crate::decide::classify::{Finding, ImageFound, Verdict, classify, volume_source};
+use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::plan::{self, Action, Gated, Graces};
 use crate::engine::backoff::seed;
@@ -38,6 +38,8 @@ use crate::engine::schedule::{
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::exclude::Exclusions;
+use crate::model::finding::{Finding, Verdict};
+use crate::model::image::ImageFound;
 use crate::model::leftover::{Keep, Leftover, LeftoverObject};
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::{Change, Events};
@@ -394,7 +396,7 @@ pub async fn run(
         writes: FuturesUnordered::new(),
         role: role_rx,
         census: settings.census.as_ref().map(|c| CensusState {
-            census: Census::new(&c.config, c.image_grace),
+            census: c.config.census(c.image_grace),
             orphans: Default::default(),
             held: Default::default(),
             failing: Default::default(),

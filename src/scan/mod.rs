@@ -18,12 +18,14 @@ use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
 use crate::census::ceph::CensusSettings;
-use crate::decide::census::{Census, ImageFound, PoolKey, image_ref};
-use crate::decide::classify::{Finding, Verdict, classify, volume_source};
+use crate::decide::census::{Census, PoolKey, image_ref};
+use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::engine::clock::wall_clock;
 use crate::model::crd::{Hint, Reason, Tristate};
 use crate::model::exclude::Exclusions;
+use crate::model::finding::{Finding, Verdict};
+use crate::model::image::ImageFound;
 use crate::model::volume::{Volume, VolumeObject};
 use crate::watch::category::{Category, describe};
 
@@ -133,7 +135,7 @@ impl Reader {
             // The server's answer does not say whose credentials it rejected.
             message.push_str(&format!(
                 " (the credentials of {} were rejected)",
-                crate::credentials()
+                crate::watch::client::credentials()
             ));
         }
         ScanError::Read {
@@ -304,10 +306,10 @@ pub async fn read(
         let vl_api: Api<crate::model::crd::VolumeLeftover> = Api::all(r.client.clone());
         let selector = format!(
             "{}={},{}={}",
-            crate::decide::plan::LABEL_REASON,
+            crate::model::labels::LABEL_REASON,
             Reason::VolumeDeleted.as_str(),
-            crate::decide::plan::MANAGED_BY,
-            crate::decide::plan::MANAGED_BY_VALUE
+            crate::model::labels::MANAGED_BY,
+            crate::model::labels::MANAGED_BY_VALUE
         );
         let listed = r
             .pages(
@@ -662,7 +664,7 @@ pub async fn run(
 ) -> Result<(Report, Outcome), ScanError> {
     let mut state = None;
     if let Some(cs) = census {
-        let mut c = Census::new(&cs.config, cs.image_grace);
+        let mut c = cs.config.census(cs.image_grace);
         for _ in 0..2 {
             crate::census::ceph::census_once(cs, &mut c, &HashMap::new()).await;
         }

@@ -9,13 +9,16 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
+use crate::census::ceph::config::CensusConfig;
+use crate::census::ceph::snapshot_of;
 use crate::decide::census::{
-    Census, CensusConfig, ImageFound, ImageRef, PoolKey, Resolved, Seen, SeenDetail, Snapshot,
-    image_ref, leftover_name,
+    Census, ImageRef, PoolKey, Resolved, Seen, SeenDetail, Snapshot, image_ref, leftover_name,
 };
-use crate::decide::classify::{Verdict, classify, volume_source};
+use crate::decide::classify::{classify, volume_source};
 use crate::decide::plan::{Graces, grace_of};
 use crate::model::crd::{Hint, ImageOwner, Reason, Subject, VolumeSourceInfo};
+use crate::model::finding::Verdict;
+use crate::model::image::ImageFound;
 use crate::model::volume::Volume;
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
@@ -41,7 +44,7 @@ fn key() -> PoolKey {
 }
 
 fn census() -> Census {
-    Census::new(&config(), Duration::from_secs(3600))
+    config().census(Duration::from_secs(3600))
 }
 
 /// An image with its details read: created `age` seconds before now, owned per `cluster`.
@@ -289,7 +292,7 @@ fn pools_not_censused_and_ambiguous_in_tree_volumes_are_not_censused() {
         "{CONFIG}\n  - clusterID: second\n    monitors: [m]\n    pools: [{{name: k8s-rbd}}]\n"
     ))
     .expect("config");
-    let c2 = Census::new(&two, Duration::ZERO);
+    let c2 = two.census(Duration::ZERO);
     assert_eq!(c2.resolve(&in_tree), Resolved::NotCensused);
     assert_eq!(c2.image(&in_tree, None), ImageFound::NotCensused);
 }
@@ -521,7 +524,7 @@ fn images_whose_details_could_not_be_read_are_listed_and_unread() {
         requests: Default::default(),
         timings: Default::default(),
     };
-    let s = Snapshot::of(c, now());
+    let s = snapshot_of(c, now());
     assert_eq!(s.images.len(), 4);
     assert!(s.images["a"].detail.is_some());
     assert!(s.images["b"].detail.is_none());

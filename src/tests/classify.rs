@@ -6,10 +6,11 @@ use super::fixtures::{
     FakeLookup, PvBuilder, StaleLookup, finding, lookup, mariadb_pv, now, now_plus, pv,
     released_at, verdict,
 };
-use crate::decide::classify::{Verdict, classify};
+use crate::decide::classify::classify;
 use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
+use crate::model::finding::Verdict;
 use crate::model::volume::Volume;
 
 /// A lookup where the claims the reason tests ask about are absent and class `standard` is

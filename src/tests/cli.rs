@@ -139,8 +139,12 @@ fn run_defaults() {
 /// run time (`Settings::default()` publishes no Events).
 #[test]
 fn run_without_flags_runs_with_the_library_defaults() {
-    let mut parsed = crate::settings(&run_args(&["volume-leftovers", "run"]));
-    assert_eq!(parsed.events, Some(crate::identity()), "Events are on");
+    let mut parsed = crate::run::settings(&run_args(&["volume-leftovers", "run"]));
+    assert_eq!(
+        parsed.events,
+        Some(crate::watch::client::identity()),
+        "Events are on"
+    );
     parsed.events = None;
     assert_eq!(
         format!("{parsed:#?}"),

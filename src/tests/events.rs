@@ -85,7 +85,7 @@ fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_noth
     use crate::tests::fixtures::{mariadb_finding, now};
 
     let f = mariadb_finding();
-    let create = |f: &crate::decide::classify::Finding| Action::Create {
+    let create = |f: &crate::model::finding::Finding| Action::Create {
         object: Box::new(desired(f, None, &now(), &now())),
     };
     let t = told(&create(&f), None).expect("a new finding about a PV tells it");

@@ -14,8 +14,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::decide::classify::{ClaimFacts, ClassFacts, Finding, Verdict, classify};
+use crate::decide::classify::{ClaimFacts, ClassFacts, classify};
 use crate::model::crd::VolumeLeftover;
+use crate::model::finding::{Finding, Verdict};
 use crate::model::volume::Volume;
 use crate::scan::Facts;
 

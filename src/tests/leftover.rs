@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::fixtures::{PvBuilder, VlBuilder, finding, lookup, mariadb_finding, now, pv};
-use crate::decide::plan::{HINT_LABEL_PREFIX, LABEL_REASON, MANAGED_BY, desired};
+use crate::decide::plan::desired;
 use crate::model::crd::{Acknowledgement, Reason, State, VolumeLeftover};
+use crate::model::labels::{HINT_LABEL_PREFIX, LABEL_REASON, MANAGED_BY};
 use crate::model::leftover::{Keep, Leftover, decode_labels, digest, encode_labels};
 use crate::publish::report::cluster_report;
 
@@ -33,7 +34,7 @@ fn own_labels_round_trip_and_nobody_elses_are_kept() {
     let all = o.metadata.labels.clone().unwrap();
     let own: BTreeMap<String, String> = all
         .iter()
-        .filter(|(k, _)| crate::decide::plan::is_own_label(k))
+        .filter(|(k, _)| crate::model::labels::is_own_label(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     assert!(own.len() >= 4, "{own:?}");

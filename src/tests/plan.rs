@@ -9,17 +9,18 @@ use super::fixtures::{
     PvBuilder, VlBuilder, finding, lean, lookup, mariadb_finding, mariadb_pv, now, now_plus, pv,
     released_at,
 };
-use crate::decide::census::ImageFound;
-use crate::decide::classify::{
-    Finding, NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, Verdict, classify,
-};
+use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, classify};
 use crate::decide::plan::{
-    Action, ClockStart, Gated, Graces, LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE,
-    LABEL_STORAGE_CLASS, MANAGED_BY, MANAGED_BY_VALUE, Observed, desired, gate, grace_of,
-    is_label_value, is_managed, next_change, plan,
+    Action, ClockStart, Gated, Graces, Observed, desired, gate, grace_of, next_change, plan,
 };
 use crate::model::crd::{Acknowledgement, State};
 use crate::model::crd::{Reason, VolumeLeftover};
+use crate::model::finding::{Finding, Verdict};
+use crate::model::image::ImageFound;
+use crate::model::labels::{
+    LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE, LABEL_STORAGE_CLASS, MANAGED_BY,
+    MANAGED_BY_VALUE, is_label_value, is_managed,
+};
 use crate::model::volume::Volume;
 
 const GRACES: Graces = Graces {
@@ -1321,9 +1322,10 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 
 // ---- Volumes that are gone: tombstones ----
 
-use crate::decide::classify::{leaves_a_disk, tombstone};
+use crate::decide::classify::tombstone;
 use crate::decide::plan::{gone, tombstone_expires};
 use crate::model::crd::Subject;
+use crate::model::finding::leaves_a_disk;
 
 /// The mariadb PV as the watch's Delete event shows it: deletion requested an hour before now.
 fn mariadb_deleted() -> Finding {

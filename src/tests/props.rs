@@ -8,11 +8,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::fixtures::{lean, now};
-use crate::decide::census::ImageFound;
-use crate::decide::classify::{Verdict, classify, tombstone_of};
+use crate::decide::classify::{classify, tombstone_of};
 use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
 use crate::decide::plan::{Action, desired, gone, plan};
 use crate::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use crate::model::finding::Verdict;
+use crate::model::image::ImageFound;
 use crate::model::leftover::{Keep, Leftover, digest, needs_record};
 use crate::model::volume::Volume;
 

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::PersistentVolume;
 
 use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
-use crate::decide::classify::{ClaimFacts, ClassFacts, Finding, Found, Lookup};
+use crate::decide::classify::{ClaimFacts, ClassFacts, Found, Lookup};
+use crate::model::finding::Finding;
 use crate::model::volume::Volume;
 use crate::scan::{Facts, Format, findings, seven_keys, write_json_line, write_report};
 

@@ -1,5 +1,6 @@
 //! Reading the API: the feeds (reflectors), the indexes over the stores, error categories.
 
 pub mod category;
+pub mod client;
 pub mod feed;
 pub mod index;

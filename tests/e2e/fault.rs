@@ -234,7 +234,7 @@ impl FaultProxy {
         let mut config = cp.config("operator").await;
         config.cluster_url = format!("http://{}", self.addr).parse().expect("url");
         config.root_cert = None;
-        volume_leftovers::tune(&mut config, watch_timeout);
+        volume_leftovers::watch::client::tune(&mut config, watch_timeout);
         Client::try_from(config).expect("client")
     }
 }

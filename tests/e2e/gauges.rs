@@ -12,8 +12,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
-use volume_leftovers::decide::plan::{MANAGED_BY, MANAGED_BY_VALUE};
 use volume_leftovers::model::crd::{Reason, State, VolumeLeftover};
+use volume_leftovers::model::labels::{MANAGED_BY, MANAGED_BY_VALUE};
 use volume_leftovers::telemetry::Metrics;
 
 use crate::support::*;

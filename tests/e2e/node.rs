@@ -317,7 +317,7 @@ async fn client_of(kubeconfig: &Path) -> Client {
     let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
         .expect("config");
-    volume_leftovers::tune(&mut config, Duration::from_secs(20));
+    volume_leftovers::watch::client::tune(&mut config, Duration::from_secs(20));
     Client::try_from(config).expect("client")
 }
 

@@ -8,8 +8,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use volume_leftovers::decide::plan::{LABEL_REASON, MANAGED_BY};
 use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::labels::{LABEL_REASON, MANAGED_BY};
 
 use crate::support::*;
 

@@ -180,7 +180,7 @@ impl ControlPlane {
     /// A client for `who`, with the operator's request bounds (no built-in retries, timeouts).
     pub async fn client(&self, who: &str) -> Client {
         let mut config = self.config(who).await;
-        volume_leftovers::tune(&mut config, Duration::from_secs(20));
+        volume_leftovers::watch::client::tune(&mut config, Duration::from_secs(20));
         Client::try_from(config).expect("client")
     }
 

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
-use volume_leftovers::decide::plan::LABEL_REASON;
 use volume_leftovers::model::crd::{Reason, State, Subject, Tristate, VolumeLeftover};
+use volume_leftovers::model::labels::LABEL_REASON;
 
 use crate::support::*;
 

@@ -17,8 +17,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
-use volume_leftovers::decide::plan::MANAGED_BY;
 use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
+use volume_leftovers::model::labels::MANAGED_BY;
 use volume_leftovers::run::controller::Settings;
 use volume_leftovers::telemetry::{Kind, StoreState};
 

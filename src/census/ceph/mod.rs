@@ -7,6 +7,7 @@
 //! comes is not started twice. A connection is kept between censuses and dropped after a
 //! failure that aborts a census (the next one reconnects).
 
+pub mod config;
 pub mod rbd;
 
 use std::collections::HashSet;
@@ -17,11 +18,14 @@ use std::time::{Duration, Instant};
 use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
+use crate::census::ceph::config::{CensusConfig, ClusterConfig};
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::decide::census::{CensusConfig, ClusterConfig, PoolKey, Snapshot, image_ref};
+use crate::decide::census::{PoolKey, Seen, SeenDetail, Snapshot, image_ref};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
+use crate::model::crd::ImageOwner;
 use crate::model::volume::Volume;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Tuning of the census.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -263,7 +267,7 @@ async fn census_cluster(
 async fn census_pool(
     c: Arc<Cluster>,
     key: &PoolKey,
-    pool: &crate::decide::census::PoolConfig,
+    pool: &crate::census::ceph::config::PoolConfig,
     deadline: Duration,
     detail: impl Fn(&str) -> bool + Send + 'static,
 ) -> (CensusReport, bool) {
@@ -277,7 +281,7 @@ async fn census_pool(
     let (result, requests, abort) = match tokio::time::timeout(deadline, job).await {
         Ok(Ok(Ok(census))) => {
             let requests = census.requests.total();
-            (Ok(Snapshot::of(census, at)), requests, false)
+            (Ok(snapshot_of(census, at)), requests, false)
         }
         Ok(Ok(Err(e))) => {
             let abort = e.aborts_census();
@@ -441,4 +445,55 @@ fn referenced(pvs: &Store<Volume>, key: &PoolKey, pool_id: Option<i64>) -> HashS
             (same_cluster && same_pool && r.namespace == key.namespace).then_some(r.name)
         })
         .collect()
+}
+
+/// The census of one pool as the decisions read it, from the client's listing.
+pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
+    let unread = c
+        .images
+        .iter()
+        .filter_map(|i| match &i.detail {
+            rbd::Detail::Failed(e) => Some((i.name.name.clone(), e.to_string())),
+            _ => None,
+        })
+        .collect();
+    let images = c
+        .images
+        .into_iter()
+        .map(|i| {
+            let detail = match i.detail {
+                rbd::Detail::Read(d) => Some(Box::new(SeenDetail {
+                    size: d.size,
+                    created: d.created,
+                    watchers: {
+                        let mut w: Vec<String> =
+                            d.watchers.iter().map(|w| w.address.clone()).collect();
+                        w.sort();
+                        w
+                    },
+                    owner: d.csi_owner().map(|o| ImageOwner {
+                        volume_name: o.pv_name,
+                        claim_namespace: o.pvc_namespace,
+                        claim_name: o.pvc_name,
+                        cluster_name: o.cluster_name,
+                    }),
+                })),
+                _ => None,
+            };
+            (
+                i.name.name,
+                Seen {
+                    id: i.name.id,
+                    detail,
+                },
+            )
+        })
+        .collect();
+    Snapshot {
+        started,
+        pool_id: c.pool_id,
+        images,
+        trash: c.trash.into_iter().map(|t| t.name).collect(),
+        unread,
+    }
 }

@@ -38,11 +38,12 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use decode::{
-    CSI_SNAPSHOT_PREFIX, CSI_VOLUME_PREFIX, Category, HandleError, META_CLUSTER_NAME, META_PV_NAME,
+pub use crate::model::csi::{
+    CSI_SNAPSHOT_PREFIX, CSI_VOLUME_PREFIX, HandleError, META_CLUSTER_NAME, META_PV_NAME,
     META_PVC_NAME, META_PVC_NAMESPACE, VolumeHandle, csi_volume_uuid, image_uuid, is_uuid,
     parse_volume_handle,
 };
+pub use decode::Category;
 pub use ffi::{DEFAULT_LIBRADOS, DEFAULT_LIBRBD, READ_ONLY, SYMBOLS};
 
 use decode::errno;

@@ -1,0 +1,51 @@
+//! A finding and the verdict on a volume: what the decisions produce and the rest of the
+//! house publishes.
+
+use crate::model::crd::VolumeLeftoverStatus;
+
+/// One finding: what to publish about a PersistentVolume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// `metadata.name` of the PersistentVolume.
+    pub volume_name: String,
+    /// `metadata.uid` of the PersistentVolume.
+    pub volume_uid: String,
+    /// The raw `spec.storageClassName` (the original tool prints `""` as it is).
+    pub storage_class_name: Option<String>,
+    /// The observation; `first_seen` is `now` (the planner decides the published one).
+    pub status: VolumeLeftoverStatus,
+    /// The VolumeLeftover's name when it is not the PersistentVolume's (a finding about an
+    /// image no volume references).
+    pub object_name: Option<String>,
+}
+
+impl Finding {
+    /// The VolumeLeftover's name.
+    pub fn name(&self) -> &str {
+        self.object_name.as_deref().unwrap_or(&self.volume_name)
+    }
+}
+
+/// The verdict on one PersistentVolume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not a finding (Available, Pending, healthy Bound).
+    Healthy,
+    /// A finding.
+    Leftover(Box<Finding>),
+    /// Cannot be decided now: a store it depends on is stale, or claims are forbidden for a
+    /// volume whose finding would depend on them. Whatever is published stays as it is.
+    Undecided(String),
+    /// The object is too odd to say anything sensible about; the string says why (for a log).
+    Skip(String),
+    /// Kept on purpose (the ignore label, an excluded class or selector): never a finding.
+    Ignored(crate::model::exclude::Exclusion),
+}
+
+/// Whether deleting this PersistentVolume left its disk behind: its reclaim policy was not
+/// Delete (Retain, or Recycle, which never deletes the disk), or its delete was known to have
+/// failed (phase Failed). A Delete-policy volume deleted otherwise is assumed deleted with it: the
+/// provisioner deletes the backend volume before the PV object.
+pub fn leaves_a_disk(reclaim_policy: &str, phase: &str) -> bool {
+    reclaim_policy != "Delete" || phase == "Failed"
+}
