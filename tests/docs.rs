@@ -104,3 +104,31 @@ fn every_figures_block_is_closed_and_in_exactly_one_file() {
         );
     }
 }
+
+/// Every path under `src/` that a page names exists: the layout the docs describe is the real one.
+#[test]
+fn every_source_path_the_docs_name_exists() {
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for page in pages() {
+        let text = read(&page);
+        for (i, _) in text.match_indices("src/") {
+            // Only paths of this repository: `src/...` at the start of a word (not
+            // `kube-runtime/src/...`).
+            if i > 0 && !text[..i].ends_with([' ', '`', '(', '|', '\n']) {
+                continue;
+            }
+            let path: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '.' | '-'))
+                .collect();
+            let path = path.trim_end_matches('.');
+            named += 1;
+            if !repo().join(path).exists() {
+                missing.push(format!("{}: {path}", page.display()));
+            }
+        }
+    }
+    assert!(named > 5, "the reader found only {named} paths");
+    assert!(missing.is_empty(), "paths the docs name that do not exist: {missing:#?}");
+}
