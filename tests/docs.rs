@@ -130,5 +130,8 @@ fn every_source_path_the_docs_name_exists() {
         }
     }
     assert!(named > 5, "the reader found only {named} paths");
-    assert!(missing.is_empty(), "paths the docs name that do not exist: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "paths the docs name that do not exist: {missing:#?}"
+    );
 }

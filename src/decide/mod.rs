@@ -5,3 +5,4 @@ pub mod census;
 pub mod classify;
 pub mod lookup;
 pub mod plan;
+pub mod report;

@@ -30,6 +30,7 @@ use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::plan::{self, Action, Gated, Graces};
+use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
 use crate::engine::schedule::{
@@ -44,7 +45,7 @@ use crate::model::leftover::{Keep, Leftover, LeftoverObject};
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::{Change, Events};
 use crate::publish::leader::{self, LeaderSettings, Role};
-use crate::publish::report::{Applied, ReportWriter, cluster_report};
+use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::watch::category::Category;

@@ -7,10 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::fixtures::{PvBuilder, VlBuilder, finding, lookup, mariadb_finding, now, pv};
 use crate::decide::plan::desired;
+use crate::decide::report::cluster_report;
 use crate::model::crd::{Acknowledgement, Reason, State, VolumeLeftover};
 use crate::model::labels::{HINT_LABEL_PREFIX, LABEL_REASON, MANAGED_BY};
 use crate::model::leftover::{Keep, Leftover, decode_labels, digest, encode_labels};
-use crate::publish::report::cluster_report;
 
 fn published(pv_name: &str) -> VolumeLeftover {
     let f = finding(

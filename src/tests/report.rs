@@ -3,9 +3,9 @@
 use super::fixtures::PvBuilder;
 use super::fixtures::{VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, pv};
 use crate::decide::plan::desired;
+use crate::decide::report::{cluster_report, owned, severity};
 use crate::model::crd::{Acknowledgement, State, VolumeLeftover};
 use crate::model::labels::MANAGED_BY;
-use crate::publish::report::{cluster_report, owned, severity};
 
 fn published(pv_name: &str) -> VolumeLeftover {
     let f = finding(

@@ -523,9 +523,9 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
         || async {
             let there = report().await?;
             let listed = leftovers.list(&Default::default()).await.ok()?;
-            let expected = volume_leftovers::publish::report::cluster_report(&listed.items);
-            (volume_leftovers::publish::report::owned(&there)
-                == volume_leftovers::publish::report::owned(&expected))
+            let expected = volume_leftovers::decide::report::cluster_report(&listed.items);
+            (volume_leftovers::decide::report::owned(&there)
+                == volume_leftovers::decide::report::owned(&expected))
             .then_some(there)
         },
     )
@@ -566,8 +566,8 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
     assert_eq!(reads(), read + 1, "one read at start, then none");
     let rep = report().await.expect("the report");
     assert_eq!(
-        volume_leftovers::publish::report::owned(&rep),
-        volume_leftovers::publish::report::owned(&agreed)
+        volume_leftovers::decide::report::owned(&rep),
+        volume_leftovers::decide::report::owned(&agreed)
     );
     assert_eq!(
         result_of(&rep, &r.pv).unwrap()["properties"]["ticket"],

@@ -1,0 +1,144 @@
+//! The findings as one OpenReports `ClusterReport` (`openreports.io/v1alpha1`), for
+//! policy-reporter and the dashboards that read it. Pure: the same findings give the same bytes,
+//! in the findings' name order; [`crate::publish::report`] writes it.
+
+use serde_json::{Value, json};
+
+use crate::model::crd::{Reason, State, VolumeLeftover};
+use crate::model::labels::is_managed;
+
+/// Name of the report.
+pub const REPORT_NAME: &str = "volume-leftovers";
+
+/// The severity of a finding's reason, for policy-reporter's views.
+pub fn severity(r: Reason) -> &'static str {
+    match r {
+        // A Bound volume whose claim is gone, or a failed reclaim: data may be at risk now.
+        Reason::BoundClaimMissing | Reason::ReclaimFailed => "high",
+        // The disk may still bill and hold data, and the record is the last one of it.
+        Reason::VolumeDeleted | Reason::ImageWithoutVolume => "medium",
+        // The PV's data is gone (a Bound one: data loss).
+        Reason::VolumeWithoutImage => "high",
+        Reason::ClaimDeleted
+        | Reason::ClaimRecreated
+        | Reason::ClaimRefInvalid
+        | Reason::ReleasedWithoutClaim
+        | Reason::PreboundClaimMissing => "medium",
+        Reason::ClaimStillPresent | Reason::ClaimUnknown => "low",
+    }
+}
+
+/// The ClusterReport for these VolumeLeftovers (the operator's own; others are left out),
+/// deterministic: results in the order of the findings' names (a PV's finding is named after it;
+/// an image finding has no PV), timestamps from `firstSeen`, summary counts exact.
+pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover>) -> Value {
+    let mut items: Vec<&VolumeLeftover> = leftovers
+        .into_iter()
+        .filter(|o| is_managed(o) && o.status.is_some())
+        .collect();
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let (mut fail, mut skip) = (0u64, 0u64);
+    let results: Vec<Value> = items
+        .iter()
+        .filter_map(|o| {
+            let s = o.status.as_ref()?;
+            let acknowledged = s.state == State::Acknowledged;
+            if acknowledged {
+                skip += 1;
+            } else {
+                fail += 1;
+            }
+            let mut properties = serde_json::Map::new();
+            let mut put = |k: &str, v: Option<String>| {
+                if let Some(v) = v.filter(|v| !v.is_empty()) {
+                    properties.insert(k.into(), Value::String(v));
+                }
+            };
+            put("state", Some(s.state.as_str().into()));
+            put(
+                "storageClass",
+                s.storage_class.as_ref().map(|c| c.name.clone()),
+            );
+            put("capacity", s.capacity.clone());
+            put("claim", s.claim.as_ref().map(|c| c.reference.clone()));
+            put(
+                "firstSeen",
+                Some(s.first_seen.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            );
+            put(
+                "ticket",
+                o.spec
+                    .acknowledgement
+                    .as_ref()
+                    .and_then(|a| a.ticket.clone()),
+            );
+            put("volumeHandle", s.source.volume_handle.clone());
+            put(
+                "image",
+                s.image
+                    .as_ref()
+                    .map(|i| format!("{}/{}", i.pool, i.name))
+                    .or_else(|| {
+                        let src = &s.source;
+                        Some(format!(
+                            "{}/{}",
+                            src.pool.as_ref()?,
+                            src.image_name.as_ref()?
+                        ))
+                    }),
+            );
+            // The resource a result is about: the PV (gone, for a tombstone: its name and uid
+            // are what the ticket needs), or, for an image no PV names, the finding itself.
+            let resource = if o.spec.volume_name.is_empty() {
+                json!({
+                    "apiVersion": "leftovers.dev/v1alpha1",
+                    "kind": "VolumeLeftover",
+                    "name": o.metadata.name,
+                    "uid": o.metadata.uid,
+                })
+            } else {
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "name": o.spec.volume_name,
+                    "uid": o.spec.volume_uid,
+                })
+            };
+            Some(json!({
+                "policy": s.reason.as_str(),
+                "result": if acknowledged { "skip" } else { "fail" },
+                "severity": severity(s.reason),
+                "category": "Storage",
+                "source": "volume-leftovers",
+                "message": s.message,
+                "scored": true,
+                "timestamp": {"seconds": s.first_seen.0.as_second(), "nanos": 0},
+                "resources": [resource],
+                "properties": properties,
+            }))
+        })
+        .collect();
+    json!({
+        "apiVersion": "openreports.io/v1alpha1",
+        "kind": "ClusterReport",
+        "metadata": {
+            "name": REPORT_NAME,
+            "labels": {"app.kubernetes.io/managed-by": "volume-leftovers"},
+        },
+        "source": "volume-leftovers",
+        "summary": {"pass": 0, "fail": fail, "warn": 0, "error": 0, "skip": skip},
+        "results": results,
+    })
+}
+
+/// What of a ClusterReport this operator owns and [`cluster_report`] sets: its label, source,
+/// summary and results. The rest (metadata the API server keeps, managedFields, fields or labels
+/// others set) is not compared.
+pub fn owned(report: &Value) -> Value {
+    json!({
+        "managedBy": report["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "source": report["source"],
+        "summary": report["summary"],
+        "results": report["results"],
+    })
+}
