@@ -470,7 +470,7 @@ pub async fn run(
         // process exits.
         t.abort();
         let _ = t.await;
-        crate::census::ceph::settle(l.settings.shutdown_grace).await;
+        crate::census::ceph::connections_released(l.settings.shutdown_grace).await;
     }
     // Let writes in flight finish, within a bound; new ones are not started.
     let pending = l.writes.len();

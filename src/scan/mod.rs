@@ -103,7 +103,7 @@ impl Lookup for Facts {
 
 /// What a scan found.
 #[derive(Clone, Debug, Default)]
-pub struct Report {
+pub struct ScanResult {
     /// Findings, sorted by PV name.
     pub findings: Vec<Finding>,
     /// Permissions that were missing (`list persistentvolumeclaims`, ...): the census is
@@ -205,7 +205,7 @@ pub async fn read(
     timeout: Duration,
     exclusions: &Exclusions,
     census: Option<std::sync::Arc<Census>>,
-) -> Result<Report, ScanError> {
+) -> Result<ScanResult, ScanError> {
     let r = Reader {
         client,
         server: server.to_string(),
@@ -380,7 +380,7 @@ pub async fn read(
         findings.push(claim_unknown(finding, &failed));
     }
     findings.sort_by(|a, b| a.volume_name.cmp(&b.volume_name));
-    Ok(Report {
+    Ok(ScanResult {
         findings,
         missing,
         unknown_claims,
@@ -661,7 +661,7 @@ pub async fn run(
     census: Option<&CensusSettings>,
     format: Format,
     out: &mut impl Write,
-) -> Result<(Report, Outcome), ScanError> {
+) -> Result<(ScanResult, Outcome), ScanError> {
     let mut state = None;
     if let Some(cs) = census {
         let mut c = cs.config.census(cs.image_grace);

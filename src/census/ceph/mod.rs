@@ -150,7 +150,7 @@ impl Drop for Releasing {
 /// process must not exit while librados shuts a connection down: its C++ globals are torn down
 /// at exit, and the exception that throws in the shutting-down thread aborts the process
 /// ("Rust cannot catch foreign exceptions").
-pub async fn settle(bound: Duration) -> bool {
+pub async fn connections_released(bound: Duration) -> bool {
     let until = tokio::time::Instant::now() + bound;
     while RELEASING.load(Ordering::SeqCst) > 0 {
         if tokio::time::Instant::now() >= until {
@@ -358,7 +358,7 @@ pub async fn census_once(
             reports.push(report);
         }
     }
-    settle(settings.deadline).await;
+    connections_released(settings.deadline).await;
     reports
 }
 
