@@ -7,7 +7,21 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::run::settings::{
+    DEFAULT_CONCURRENCY, DEFAULT_DELETE_GRACE, DEFAULT_GRACE, DEFAULT_PAGE_SIZE,
+    DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESYNC, DEFAULT_WATCH_TIMEOUT,
+};
 use crate::scan::Format;
+
+/// A default duration as the help shows it and clap parses it (`5m`, from
+/// [`crate::run::settings`]). Clap keeps defaults as `&'static str`; like its own
+/// `default_value_t`, each is written once, on first use.
+macro_rules! shown {
+    ($default:expr) => {{
+        static SHOWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        SHOWN.get_or_init(|| human($default)).as_str()
+    }};
+}
 
 /// Reports PersistentVolumes that survived, lost or outlived their claims, as VolumeLeftover
 /// objects. Reports, never decides: it never writes to PVs, claims or StorageClasses.
@@ -52,34 +66,34 @@ pub struct RunArgs {
     /// finding is two requests in sequence; what each setting gives, from event to
     /// VolumeLeftover at 20 and 100 finding changes/s, is measured by the project's benchmark
     /// (docs/benchmarks.md, the latency block).
-    #[arg(long, env = "VL_CONCURRENCY", default_value_t = crate::run::controller::DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, env = "VL_CONCURRENCY", default_value_t = DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
-    #[arg(long, env = "VL_RESYNC", default_value = "5m", value_parser = resync)]
+    #[arg(long, env = "VL_RESYNC", default_value = shown!(DEFAULT_RESYNC), value_parser = resync)]
     pub resync: Duration,
     /// How long a state that is normally only passing through must last before it is published:
     /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing.
-    #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = "2m", value_parser = wait)]
+    #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = shown!(DEFAULT_GRACE), value_parser = wait)]
     pub grace: Duration,
     /// How long a volume with reclaim policy Delete whose claim is gone (Released, Failed, or
     /// still Bound) must stay so before it is published (the PV controller and the provisioner
     /// are normally deleting it).
-    #[arg(long, env = "VL_DELETE_GRACE", default_value = "10m", value_parser = wait)]
+    #[arg(long, env = "VL_DELETE_GRACE", default_value = shown!(DEFAULT_DELETE_GRACE), value_parser = wait)]
     pub delete_grace: Duration,
     /// A store whose watch has been failing for longer than this is stale: nothing is concluded
     /// from it, and /readyz turns 503.
     #[arg(long, env = "VL_STALE_AFTER", default_value = "15s", value_parser = wait)]
     pub stale_after: Duration,
     /// Each write request is abandoned (and retried with backoff) after this long (1s to 10m).
-    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
+    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
     pub request_timeout: Duration,
     /// Server-side timeout of each watch request (10s to 1h). A watch silent for this long plus
     /// 5 s is taken as dead and resumed (kube-runtime's idle bound): a watch that hangs without
     /// an error is noticed that late, so it must be shorter than `--grace`.
-    #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = "30s", value_parser = watch_timeout)]
+    #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = shown!(DEFAULT_WATCH_TIMEOUT), value_parser = watch_timeout)]
     pub watch_timeout: Duration,
     /// Page size of the lists.
-    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = crate::run::controller::DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, env = "VL_PAGE_SIZE", default_value_t = DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub page_size: u32,
     /// Run with several replicas: only the holder of a Lease decides and writes; the others keep
     /// their caches warm and take over at once when it releases the Lease on shutdown.
@@ -198,7 +212,7 @@ pub struct ScanArgs {
     #[arg(short = 'o', long, env = "VL_OUTPUT", value_enum, default_value_t = Format::Json)]
     pub output: Format,
     /// Each list request is abandoned after this long (1s to 10m).
-    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = "30s", value_parser = request_timeout)]
+    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
     pub request_timeout: Duration,
     /// What is kept out of the report.
     #[command(flatten)]

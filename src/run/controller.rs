@@ -29,7 +29,7 @@ use crate::census::ceph::CensusReport;
 use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
-use crate::decide::plan::{self, Action, Gated, Graces};
+use crate::decide::plan::{self, Action, Gated};
 use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
@@ -38,93 +38,20 @@ use crate::engine::schedule::{
 };
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::exclude::Exclusions;
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::leftover::{Keep, Leftover, LeftoverObject};
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::{Change, Events};
-use crate::publish::leader::{self, LeaderSettings, Role};
+use crate::publish::leader::{self, Role};
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
+use crate::run::settings::Settings;
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::watch::category::Category;
-use crate::watch::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
+use crate::watch::feed::{Convert, FeedItem, Stored, feed, strip};
 use crate::watch::index::RefIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-/// Tuning of the loop.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Writes in flight at most.
-    pub concurrency: usize,
-    /// Period of the full sweep that re-evaluates every PV and VolumeLeftover.
-    pub resync: Duration,
-    /// Grace periods of states that are normally only passing through.
-    pub graces: Graces,
-    /// Page size of the lists.
-    pub page_size: u32,
-    /// Server-side timeout of each watch request, in seconds.
-    pub watch_timeout: u32,
-    /// Each write request is abandoned after this long.
-    pub request_timeout: Duration,
-    /// Retry and list-page bounds of the feeds.
-    pub feed: FeedTiming,
-    /// How long the operator's own write may take to come back through its watch before the
-    /// name is decided on whatever the store shows.
-    pub echo_wait: Duration,
-    /// How long a shutdown waits for writes in flight before abandoning them.
-    pub shutdown_grace: Duration,
-    /// How often a problem that lasts (a store not synced, writes blocked) is logged again.
-    pub reminder: Duration,
-    /// Leader election: only the holder of the Lease decides and writes. `None`: this process
-    /// is the only writer.
-    pub leader: Option<LeaderSettings>,
-    /// Volumes kept out of the report on purpose (besides the `leftovers.dev/ignore` label).
-    pub exclusions: Exclusions,
-    /// Publish Kubernetes Events on the PersistentVolumes, as this replica (identity).
-    pub events: Option<String>,
-    /// Mirror the findings into an OpenReports ClusterReport (when its CRD is installed).
-    pub openreports: bool,
-    /// How long a tombstone (`VolumeDeleted`) is kept after its volume's delete. `None`: until
-    /// it is acknowledged or the storage backend's census shows its image gone.
-    pub tombstone_ttl: Option<Duration>,
-    /// The storage backend's census (opt-in).
-    pub census: Option<crate::census::ceph::CensusSettings>,
-}
-
-/// The default of `--concurrency` and [`Settings::concurrency`].
-pub const DEFAULT_CONCURRENCY: u16 = 16;
-/// The default of `--page-size` and [`Settings::page_size`].
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
-
-/// The operator's defaults: what `run` without flags runs with (a cli test parses no flags and
-/// compares), and what the e2e tests start from.
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            concurrency: usize::from(DEFAULT_CONCURRENCY),
-            resync: Duration::from_secs(300),
-            graces: Graces {
-                grace: Duration::from_secs(120),
-                delete_grace: Duration::from_secs(600),
-            },
-            page_size: DEFAULT_PAGE_SIZE,
-            watch_timeout: 30,
-            request_timeout: Duration::from_secs(30),
-            feed: FeedTiming::default(),
-            echo_wait: Duration::from_secs(5),
-            shutdown_grace: Duration::from_secs(5),
-            reminder: Duration::from_secs(300),
-            leader: None,
-            exclusions: Exclusions::default(),
-            events: None,
-            openreports: false,
-            tombstone_ttl: None,
-            census: None,
-        }
-    }
-}
 
 /// What the claim feed reads of a claim: its lean metadata (see [`crate::decide::lookup::ClaimObject`]).
 pub type ClaimMeta = crate::decide::lookup::ClaimObject;

@@ -3,10 +3,12 @@
 
 pub mod cli;
 pub mod controller;
+pub mod settings;
 
 use std::sync::Arc;
 
 use crate::run::cli::RunArgs;
+use crate::run::settings::{Settings, watch_timeout_secs};
 use crate::telemetry::{Health, Metrics};
 use crate::watch::client::{client, identity};
 
@@ -45,8 +47,8 @@ pub enum FatalError {
 }
 
 /// The loop's settings from the flags of `run`.
-pub fn settings(args: &RunArgs) -> crate::run::controller::Settings {
-    crate::run::controller::Settings {
+pub fn settings(args: &RunArgs) -> Settings {
+    Settings {
         concurrency: usize::from(args.concurrency),
         resync: args.resync,
         graces: crate::decide::plan::Graces {
@@ -54,7 +56,7 @@ pub fn settings(args: &RunArgs) -> crate::run::controller::Settings {
             delete_grace: args.delete_grace,
         },
         page_size: args.page_size,
-        watch_timeout: u32::try_from(args.watch_timeout.as_secs()).unwrap_or(30),
+        watch_timeout: watch_timeout_secs(args.watch_timeout),
         request_timeout: args.request_timeout,
         leader: args
             .leader_elect
@@ -69,7 +71,7 @@ pub fn settings(args: &RunArgs) -> crate::run::controller::Settings {
         events: args.events.then(identity),
         openreports: args.openreports,
         tombstone_ttl: args.tombstone_ttl,
-        ..crate::run::controller::Settings::default()
+        ..Settings::default()
     }
 }
 

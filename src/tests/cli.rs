@@ -148,7 +148,7 @@ fn run_without_flags_runs_with_the_library_defaults() {
     parsed.events = None;
     assert_eq!(
         format!("{parsed:#?}"),
-        format!("{:#?}", crate::run::controller::Settings::default())
+        format!("{:#?}", crate::run::settings::Settings::default())
     );
 }
 

@@ -25,7 +25,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 use volume_leftovers::decide::plan::Graces;
 use volume_leftovers::model::crd::VolumeLeftover;
-use volume_leftovers::run::controller::{self, Settings};
+use volume_leftovers::run::controller;
+use volume_leftovers::run::settings::Settings;
 use volume_leftovers::telemetry::{Health, Kind, Metrics, StoreState};
 use volume_leftovers::watch::feed::FeedTiming;
 

@@ -19,7 +19,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use volume_leftovers::model::crd::{Hint, Reason, Tristate, VolumeLeftover};
 use volume_leftovers::model::labels::MANAGED_BY;
-use volume_leftovers::run::controller::Settings;
+use volume_leftovers::run::settings::Settings;
 use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::fault::{Fault, FaultProxy, Rule};
@@ -862,7 +862,7 @@ async fn shutdown_never_waits_on_a_hung_write_past_its_bound() {
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     proxy.add(Rule::new(Some("create"), "/volumeleftovers", Fault::Hang));
-    let settings = volume_leftovers::run::controller::Settings {
+    let settings = volume_leftovers::run::settings::Settings {
         // Longer than the shutdown bound: only the bound can end the wait.
         request_timeout: Duration::from_secs(60),
         ..test_settings()
