@@ -45,7 +45,8 @@ use volume_leftovers::model::exclude::Exclusions;
 use volume_leftovers::model::finding::Verdict;
 use volume_leftovers::model::leftover::{Keep, Leftover, LeftoverObject};
 use volume_leftovers::model::volume::{Volume, VolumeObject};
-use volume_leftovers::run::controller::{ClaimMeta, StoreLookup, View, lean_leftover, strip_class};
+use volume_leftovers::run::controller::{StoreLookup, View};
+use volume_leftovers::run::wiring::{ClaimMeta, lean_leftover, strip_class};
 use volume_leftovers::watch::index::RefIndex;
 
 /// How the operator stripped a VolumeLeftover when its store kept the whole object (before the

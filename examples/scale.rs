@@ -26,7 +26,8 @@ use volume_leftovers::decide::plan::{Action, desired, plan};
 use volume_leftovers::model::finding::Verdict;
 use volume_leftovers::model::leftover::{Keep, Leftover};
 use volume_leftovers::model::volume::{Volume, VolumeObject};
-use volume_leftovers::run::controller::{ClaimMeta, StoreLookup, View, strip_class};
+use volume_leftovers::run::controller::{StoreLookup, View};
+use volume_leftovers::run::wiring::{ClaimMeta, strip_class};
 use volume_leftovers::watch::index::RefIndex;
 
 struct Counting;

@@ -17,12 +17,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::stream::{FuturesUnordered, SelectAll};
-use futures::{Stream, StreamExt};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher;
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
@@ -40,21 +39,19 @@ use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
-use crate::model::leftover::{Keep, Leftover, LeftoverObject};
-use crate::model::volume::{Volume, VolumeObject};
+use crate::model::leftover::Leftover;
+use crate::model::volume::Volume;
 use crate::publish::events::{Change, Events};
-use crate::publish::leader::{self, Role};
+use crate::publish::leader::Role;
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
 use crate::run::settings::Settings;
+use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
 use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
 use crate::watch::category::Category;
-use crate::watch::feed::{Convert, FeedItem, Stored, feed, strip};
+use crate::watch::feed::{FeedItem, Stored};
 use crate::watch::index::RefIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
-/// What the claim feed reads of a claim: its lean metadata (see [`crate::decide::lookup::ClaimObject`]).
-pub type ClaimMeta = crate::decide::lookup::ClaimObject;
 
 /// A store as a lookup sees it.
 pub enum View<'a, K: Stored> {
@@ -118,16 +115,6 @@ impl Lookup for StoreLookup<'_> {
     }
 }
 
-/// One item of the merged feeds (boxed: a PV is a few hundred bytes to kilobytes).
-enum Input {
-    Pv(Box<FeedItem<Volume>>),
-    Pvc(Box<FeedItem<Claim>>),
-    Sc(Box<FeedItem<StorageClass>>),
-    Vl(Box<FeedItem<Leftover>>),
-    Census(Box<CensusReport>),
-}
-
-type InputStream = Pin<Box<dyn Stream<Item = Input> + Send>>;
 /// A write in flight: the name, what it did, and the change to tell people about once it landed.
 type WriteFuture =
     Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>, Option<Told>)> + Send>>;
@@ -141,13 +128,6 @@ pub struct Told {
     pub uid: String,
     /// What changed.
     pub change: Change,
-}
-
-struct Stores {
-    pv: Store<Volume>,
-    pvc: Store<Claim>,
-    sc: Store<StorageClass>,
-    vl: Store<Leftover>,
 }
 
 /// How the loop ended.
@@ -214,215 +194,150 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) -> Ended {
-    let cfg = watcher::Config::default()
-        .page_size(settings.page_size)
-        .timeout(settings.watch_timeout);
-    let (pv_store, pv_w) = reflector::store();
-    let (pvc_store, pvc_w) = reflector::store();
-    let (sc_store, sc_w) = reflector::store();
-    let (vl_store, vl_w) = reflector::store();
-    let timing = settings.feed;
-
-    let mut inputs: SelectAll<InputStream> = SelectAll::new();
-    let pv_api: Api<VolumeObject> = Api::all(client.clone());
-    let exclusions = Arc::new(settings.exclusions.clone());
-    let pv_strip: Convert<VolumeObject, Volume> = Arc::new(move |pv| Volume::read(pv, &exclusions));
-    inputs.push(Box::pin(
-        feed(pv_api, cfg.clone(), pv_strip, pv_w, timing, seed("pv"))
-            .map(|i| Input::Pv(Box::new(i))),
-    ));
-    let pvc_api: Api<ClaimMeta> = Api::all(client.clone());
-    let pvc_strip: Convert<ClaimMeta, Claim> = Arc::new(|c| Claim::of(&c.metadata));
-    inputs.push(Box::pin(
-        feed(pvc_api, cfg.clone(), pvc_strip, pvc_w, timing, seed("pvc"))
-            .map(|i| Input::Pvc(Box::new(i))),
-    ));
-    let sc_api: Api<StorageClass> = Api::all(client.clone());
-    let sc_strip = strip(strip_class);
-    inputs.push(Box::pin(
-        feed(sc_api, cfg.clone(), sc_strip, sc_w, timing, seed("sc"))
-            .map(|i| Input::Sc(Box::new(i))),
-    ));
-    let vl_api: Api<LeftoverObject> = Api::all(client.clone());
-    // Only what deciding and comparing need; the facts of every finding when the mirror shows
-    // them.
-    let vl_lean = lean_leftover(
-        Keep {
-            report: settings.openreports,
-            volume_seen: false,
-        },
-        Some(pv_store.clone()),
-    );
-    inputs.push(Box::pin(
-        feed(vl_api, cfg, vl_lean, vl_w, timing, seed("vl")).map(|i| Input::Vl(Box::new(i))),
-    ));
-
-    let census_task = settings.census.clone().map(|c| {
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        for k in c.config.pools() {
-            metrics.census_pending(&k.to_string());
-        }
-        inputs.push(Box::pin(
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
-                .map(|r| Input::Census(Box::new(r))),
-        ));
-        tokio::spawn(crate::census::ceph::run(c, pv_store.clone(), tx))
-    });
-    metrics.init_reasons();
-    // The election runs beside the loop; without it this process leads for ever.
-    let (role_tx, role_rx) = tokio::sync::watch::channel(match &settings.leader {
-        Some(_) => Role::Standby,
-        None => Role::Leading {
-            until: Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600),
-        },
-    });
-    if settings.leader.is_none() {
-        // The role never changes, so `on_role` never says so: this replica leads from the start.
-        metrics.leader(true);
-    }
-    let (stop_election, election_stop_rx) = tokio::sync::watch::channel(false);
-    let election = settings.leader.clone().map(|s| {
-        health.set_leader(Some(format!(
-            "standby (lease {}/{})",
-            s.namespace, s.lease_name
-        )));
-        tokio::spawn(leader::run(client.clone(), s, role_tx, election_stop_rx))
-    });
-    let limits = Limits {
-        concurrency: settings.concurrency,
-        ..Limits::default()
-    };
-    let mut l = Loop {
-        heap_used: false,
-        stores: Stores {
-            pv: pv_store,
-            pvc: pvc_store,
-            sc: sc_store,
-            vl: vl_store,
-        },
-        events: settings.events.clone().map(|instance| {
-            Events::new(
-                client.clone(),
-                instance,
-                settings.request_timeout,
-                metrics.clone(),
-            )
-        }),
-        report: settings.openreports.then(|| Report {
-            writer: ReportWriter::new(client.clone(), settings.request_timeout),
-            dirty: true,
-            last: None,
-            in_flight: FuturesUnordered::new(),
-            not_before: Instant::now(),
-            missing_logged: false,
-        }),
-        writer: Writer::new(Api::all(client), settings.request_timeout),
-        health,
-        metrics,
-        index: RefIndex::default(),
-        scheduler: Scheduler::new(limits, seed("scheduler")),
-        writes: FuturesUnordered::new(),
-        role: role_rx,
-        census: settings.census.as_ref().map(|c| CensusState {
-            census: c.config.census(c.image_grace),
-            orphans: Default::default(),
-            held: Default::default(),
-            failing: Default::default(),
-            unread: Default::default(),
-        }),
-        settings,
-    };
-    let mut resync = tokio::time::interval(l.settings.resync);
-    resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    resync.tick().await;
-    let mut report_tick = tokio::time::interval(Duration::from_secs(5));
-    report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut ages = tokio::time::interval(Duration::from_secs(15));
-    ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut reminder = tokio::time::interval(l.settings.reminder);
-    reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    reminder.tick().await;
-    tokio::pin!(shutdown);
-
-    let mut ended = Ended::Stopped;
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            Ok(()) = l.role.changed() => {
-                if l.on_role() == Some(Ended::LostLease) {
-                    ended = Ended::LostLease;
-                    break;
-                }
-            }
-            Some(input) = inputs.next() => {
-                l.heap_used = true;
-                l.on_input(input);
-            }
-            _ = l.scheduler.next_wake() => {}
-            Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
-                l.heap_used = true;
-                l.on_written(&name, result, told);
-            }
-            _ = resync.tick() => {
-                if l.scheduler.is_active() {
-                    tracing::debug!("periodic sweep");
-                    l.sweep();
-                }
-            }
-            _ = reminder.tick() => l.remind(),
-            _ = ages.tick() => {
-                l.refresh_ages();
-                if let Some(e) = &l.events {
-                    e.tidy();
-                }
-                if std::mem::take(&mut l.heap_used) {
-                    crate::engine::heap::release();
-                }
-            }
-            _ = report_tick.tick() => l.report(),
-            Some((content, applied)) = async {
-                match l.report.as_mut() {
-                    Some(r) if !r.in_flight.is_empty() => r.in_flight.next().await,
-                    _ => std::future::pending().await,
-                }
-            } => l.reported(content, applied),
-        }
-        l.dispatch();
-    }
+    let Wired {
+        mut inputs,
+        parts,
+        mut tasks,
+    } = wiring::wire(client, &settings, &health, &metrics);
+    let mut l = Loop::new(parts, settings, health, metrics);
+    let ended = l.serve(&mut inputs, shutdown).await;
     l.health.shutting_down();
     drop(inputs);
-    if let Some(t) = census_task {
-        // A census in a blocking call finishes on its own (bounded by its timeouts); the
-        // connections the task kept are let go when it is dropped, and shut down before the
-        // process exits.
-        t.abort();
-        let _ = t.await;
-        crate::census::ceph::connections_released(l.settings.shutdown_grace).await;
-    }
-    // Let writes in flight finish, within a bound; new ones are not started.
-    let pending = l.writes.len();
-    let drained = tokio::time::timeout(l.settings.shutdown_grace, async {
-        while let Some((name, result, told)) = l.writes.next().await {
-            l.on_written(&name, result, told);
-        }
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(
-            abandoned = l.writes.len(),
-            of = pending,
-            "writes still in flight after the shutdown grace period were abandoned"
-        );
-    }
-    // Only now, with no write of ours in flight, may another replica take over: release the
-    // Lease (within a bound) so that it does so at once.
-    drop(l.writes);
-    let _ = stop_election.send(true);
-    if let Some(task) = election {
-        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
-    }
+    tasks.stop_census(l.settings.shutdown_grace).await;
+    l.drain().await;
+    // Only now, with no write of ours in flight, may another replica take over.
+    tasks.stop_election().await;
     tracing::info!("controller stopped");
     ended
+}
+
+impl Loop {
+    fn new(parts: Parts, settings: Settings, health: Arc<Health>, metrics: Arc<Metrics>) -> Loop {
+        let Parts {
+            stores,
+            role,
+            writer,
+            events,
+            report,
+        } = parts;
+        let limits = Limits {
+            concurrency: settings.concurrency,
+            ..Limits::default()
+        };
+        Loop {
+            heap_used: false,
+            stores,
+            events,
+            report: report.map(|writer| Report {
+                writer,
+                dirty: true,
+                last: None,
+                in_flight: FuturesUnordered::new(),
+                not_before: Instant::now(),
+                missing_logged: false,
+            }),
+            writer,
+            health,
+            metrics,
+            index: RefIndex::default(),
+            scheduler: Scheduler::new(limits, seed("scheduler")),
+            writes: FuturesUnordered::new(),
+            role,
+            census: settings.census.as_ref().map(|c| CensusState {
+                census: c.config.census(c.image_grace),
+                orphans: Default::default(),
+                held: Default::default(),
+                failing: Default::default(),
+                unread: Default::default(),
+            }),
+            settings,
+        }
+    }
+
+    /// Reads the inputs, the role, the written and the timers until `shutdown` resolves or this
+    /// replica loses the Lease.
+    async fn serve(
+        &mut self,
+        inputs: &mut SelectAll<InputStream>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Ended {
+        let mut resync = tokio::time::interval(self.settings.resync);
+        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        resync.tick().await;
+        let mut report_tick = tokio::time::interval(Duration::from_secs(5));
+        report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ages = tokio::time::interval(Duration::from_secs(15));
+        ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reminder = tokio::time::interval(self.settings.reminder);
+        reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        reminder.tick().await;
+        tokio::pin!(shutdown);
+
+        let l = self;
+        loop {
+            tokio::select! {
+                () = &mut shutdown => return Ended::Stopped,
+                Ok(()) = l.role.changed() => {
+                    if l.on_role() == Some(Ended::LostLease) {
+                        return Ended::LostLease;
+                    }
+                }
+                Some(input) = inputs.next() => {
+                    l.heap_used = true;
+                    l.on_input(input);
+                }
+                _ = l.scheduler.next_wake() => {}
+                Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
+                    l.heap_used = true;
+                    l.on_written(&name, result, told);
+                }
+                _ = resync.tick() => {
+                    if l.scheduler.is_active() {
+                        tracing::debug!("periodic sweep");
+                        l.sweep();
+                    }
+                }
+                _ = reminder.tick() => l.remind(),
+                _ = ages.tick() => {
+                    l.refresh_ages();
+                    if let Some(e) = &l.events {
+                        e.tidy();
+                    }
+                    if std::mem::take(&mut l.heap_used) {
+                        crate::engine::heap::release();
+                    }
+                }
+                _ = report_tick.tick() => l.report(),
+                Some((content, applied)) = async {
+                    match l.report.as_mut() {
+                        Some(r) if !r.in_flight.is_empty() => r.in_flight.next().await,
+                        _ => std::future::pending().await,
+                    }
+                } => l.reported(content, applied),
+            }
+            l.dispatch();
+        }
+    }
+
+    /// Lets writes in flight finish, within a bound; new ones are not started. What is still
+    /// in flight then is abandoned.
+    async fn drain(&mut self) {
+        let pending = self.writes.len();
+        let drained = tokio::time::timeout(self.settings.shutdown_grace, async {
+            while let Some((name, result, told)) = self.writes.next().await {
+                self.on_written(&name, result, told);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                abandoned = self.writes.len(),
+                of = pending,
+                "writes still in flight after the shutdown grace period were abandoned"
+            );
+        }
+        drop(std::mem::take(&mut self.writes));
+    }
 }
 
 impl Loop {
@@ -1535,43 +1450,4 @@ fn at_least(have: &str, want: &str) -> bool {
         (Ok(h), Ok(w)) => h >= w,
         _ => have == want,
     }
-}
-
-/// Keeps a class's name and reclaim policy.
-pub fn strip_class(c: &mut StorageClass) {
-    c.metadata.managed_fields = None;
-    c.metadata.annotations = None;
-    c.metadata.labels = None;
-    c.parameters = None;
-    c.allowed_topologies = None;
-    c.mount_options = None;
-}
-
-/// What the VolumeLeftover store keeps of each object: its lean form ([`Leftover`]). (It kept the
-/// whole object, stripped of managedFields, before; `examples/memory.rs` compares the two.)
-///
-/// With `volumes`, a finding whose volume (same name and uid) is in that store does not keep the
-/// facts it would need to become a tombstone ([`Keep::volume_seen`]).
-pub fn lean_leftover(
-    keep: Keep,
-    volumes: Option<Store<Volume>>,
-) -> Convert<LeftoverObject, Leftover> {
-    Arc::new(move |o| {
-        let volume_seen = volumes
-            .as_ref()
-            .is_some_and(|pvs| volume_present(pvs, &o.spec.volume_name, &o.spec.volume_uid));
-        Leftover::new(
-            o.into(),
-            Keep {
-                volume_seen,
-                ..keep
-            },
-        )
-    })
-}
-
-/// Whether the PV store holds the volume of this name and uid.
-fn volume_present(pvs: &Store<Volume>, name: &str, uid: &str) -> bool {
-    pvs.get(&ObjectRef::new(name))
-        .is_some_and(|v| v.metadata.uid.as_ref().is_some_and(|u| *u == *uid))
 }

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod controller;
 pub mod settings;
+pub mod wiring;
 
 use std::sync::Arc;
 
