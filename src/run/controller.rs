@@ -185,6 +185,16 @@ struct Report {
     missing_logged: bool,
 }
 
+/// What a feed says about its store, its failures set apart (see `Loop::on_feed`).
+enum Changed<K> {
+    /// An object was added or changed (already in the store).
+    Applied(K),
+    /// An object was deleted (already gone from the store).
+    Deleted(K),
+    /// A list completed; `gone`: what the store held that the list did not return.
+    Listed { gone: Vec<Arc<K>> },
+}
+
 /// Runs the controller until `shutdown` resolves. Returns only then: every error on the way
 /// (API outage, missing CRD, 403) is logged once per change, counted and retried with backoff.
 pub async fn run(
@@ -371,118 +381,131 @@ impl Loop {
     fn on_input(&mut self, input: Input) {
         match input {
             Input::Census(report) => self.on_census(*report),
-            Input::Pv(item) => match *item {
-                FeedItem::Applied(pv) => {
-                    self.index.apply(&pv);
-                    let name = pv.name().to_string();
-                    self.shed_record(&name);
-                    self.image_referenced(&pv);
-                    // The name is a live volume's again (a tombstone not yet written is
-                    // superseded by it).
-                    self.scheduler.memo(&name).tombstone = None;
-                    self.scheduler.mark(&name);
+            Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume),
+            Input::Pvc(item) => self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim),
+            Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class),
+            Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover),
+        }
+    }
+
+    /// What every store's feed shares: a failure changes only the store's health, and a
+    /// completed list, once the store's own handling (`on_change`) has taken it, makes the store
+    /// synced.
+    fn on_feed<K>(&mut self, kind: Kind, item: FeedItem<K>, on_change: fn(&mut Self, Changed<K>)) {
+        match item {
+            FeedItem::Applied(o) => on_change(self, Changed::Applied(o)),
+            FeedItem::Deleted(o) => on_change(self, Changed::Deleted(o)),
+            FeedItem::Listed { gone } => {
+                on_change(self, Changed::Listed { gone });
+                self.listed(kind);
+            }
+            FeedItem::Failed {
+                category,
+                error,
+                retry_in,
+            } => self.failed(kind, category, error, retry_in),
+        }
+    }
+
+    fn on_volume(&mut self, change: Changed<Volume>) {
+        match change {
+            Changed::Applied(pv) => {
+                self.index.apply(&pv);
+                let name = pv.name().to_string();
+                self.shed_record(&name);
+                self.image_referenced(&pv);
+                // The name is a live volume's again (a tombstone not yet written is
+                // superseded by it).
+                self.scheduler.memo(&name).tombstone = None;
+                self.scheduler.mark(&name);
+            }
+            Changed::Deleted(pv) => {
+                let name = pv.name().to_string();
+                self.index.delete(&name);
+                self.stash_tombstone(&name, &pv, true);
+                self.scheduler.mark(&name);
+            }
+            Changed::Listed { gone } => {
+                let state = self.stores.pv.state();
+                self.index.reset(state.iter().map(|p| p.as_ref()));
+                drop(state);
+                if !gone.is_empty() {
+                    tracing::info!(
+                        count = gone.len(),
+                        "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
+                    );
                 }
-                FeedItem::Deleted(pv) => {
-                    let name = pv.name().to_string();
-                    self.index.delete(&name);
-                    self.stash_tombstone(&name, &pv, true);
-                    self.scheduler.mark(&name);
+                // Their delete was not watched: what the store last had of each says
+                // whether it left its disk behind, as a watched delete's last object does.
+                for pv in &gone {
+                    self.stash_tombstone(pv.name(), pv, false);
+                    // Neither store names it any more: the sweep would not.
+                    self.scheduler.mark(pv.name());
                 }
-                FeedItem::Listed { gone } => {
-                    let state = self.stores.pv.state();
-                    self.index.reset(state.iter().map(|p| p.as_ref()));
-                    drop(state);
-                    if !gone.is_empty() {
-                        tracing::info!(
-                            count = gone.len(),
-                            "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
-                        );
-                    }
-                    // Their delete was not watched: what the store last had of each says
-                    // whether it left its disk behind, as a watched delete's last object does.
-                    for pv in &gone {
-                        self.stash_tombstone(pv.name(), pv, false);
-                        // Neither store names it any more: the sweep would not.
+                drop(gone);
+                self.shed_records();
+            }
+        }
+    }
+
+    fn on_claim(&mut self, change: Changed<Claim>) {
+        match change {
+            Changed::Applied(c) | Changed::Deleted(c) => {
+                let pvs: Vec<Arc<str>> = self
+                    .index
+                    .pvs_for_claim(&c.namespace, &c.name)
+                    .map(Arc::from)
+                    .collect();
+                pvs.iter().for_each(|n| self.scheduler.mark(n));
+            }
+            Changed::Listed { .. } => {}
+        }
+    }
+
+    fn on_class(&mut self, change: Changed<StorageClass>) {
+        match change {
+            Changed::Applied(c) | Changed::Deleted(c) => {
+                // Rare: the store is scanned rather than indexed (`crate::watch::index`).
+                let class = c.name_any();
+                for pv in self.stores.pv.state() {
+                    let names = pv
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.storage_class_name.as_deref())
+                        .is_some_and(|n| n == class);
+                    if names {
                         self.scheduler.mark(pv.name());
                     }
-                    drop(gone);
-                    self.shed_records();
-                    self.listed(Kind::persistentvolumes);
                 }
-                FeedItem::Failed {
-                    category,
-                    error,
-                    retry_in,
-                } => self.failed(Kind::persistentvolumes, category, error, retry_in),
-            },
-            Input::Pvc(item) => match *item {
-                FeedItem::Applied(c) | FeedItem::Deleted(c) => {
-                    let pvs: Vec<Arc<str>> = self
-                        .index
-                        .pvs_for_claim(&c.namespace, &c.name)
-                        .map(Arc::from)
-                        .collect();
-                    pvs.iter().for_each(|n| self.scheduler.mark(n));
+            }
+            Changed::Listed { .. } => {}
+        }
+    }
+
+    fn on_leftover(&mut self, change: Changed<Leftover>) {
+        match change {
+            // Our own writes come back here and compare equal; hand edits do not.
+            Changed::Applied(o) => {
+                let name = o.name.to_string();
+                if is_tombstone_of(&o, self.scheduler.memo(&name).tombstone.as_deref()) {
+                    // Published (by this replica or the leader before it).
+                    self.scheduler.memo(&name).tombstone = None;
                 }
-                FeedItem::Listed { .. } => self.listed(Kind::persistentvolumeclaims),
-                FeedItem::Failed {
-                    category,
-                    error,
-                    retry_in,
-                } => self.failed(Kind::persistentvolumeclaims, category, error, retry_in),
-            },
-            Input::Sc(item) => match *item {
-                FeedItem::Applied(c) | FeedItem::Deleted(c) => {
-                    // Rare: the store is scanned rather than indexed (`crate::watch::index`).
-                    let class = c.name_any();
-                    for pv in self.stores.pv.state() {
-                        let names = pv
-                            .spec
-                            .as_ref()
-                            .and_then(|s| s.storage_class_name.as_deref())
-                            .is_some_and(|n| n == class);
-                        if names {
-                            self.scheduler.mark(pv.name());
-                        }
-                    }
-                }
-                FeedItem::Listed { .. } => self.listed(Kind::storageclasses),
-                FeedItem::Failed {
-                    category,
-                    error,
-                    retry_in,
-                } => self.failed(Kind::storageclasses, category, error, retry_in),
-            },
-            Input::Vl(item) => match *item {
-                // Our own writes come back here and compare equal; hand edits do not.
-                FeedItem::Applied(o) => {
-                    let name = o.name.to_string();
-                    if is_tombstone_of(&o, self.scheduler.memo(&name).tombstone.as_deref()) {
-                        // Published (by this replica or the leader before it).
-                        self.scheduler.memo(&name).tombstone = None;
-                    }
-                    self.set_published(&name, published(&o));
-                    self.scheduler.mark(&name);
-                    self.report_changed();
-                }
-                FeedItem::Deleted(o) => {
-                    let name = o.name.to_string();
-                    self.set_published(&name, None);
-                    self.scheduler.mark(&name);
-                    self.report_changed();
-                }
-                FeedItem::Listed { .. } => {
-                    self.shed_records();
-                    self.report_changed();
-                    self.recount_published();
-                    self.listed(Kind::volumeleftovers);
-                }
-                FeedItem::Failed {
-                    category,
-                    error,
-                    retry_in,
-                } => self.failed(Kind::volumeleftovers, category, error, retry_in),
-            },
+                self.set_published(&name, published(&o));
+                self.scheduler.mark(&name);
+                self.report_changed();
+            }
+            Changed::Deleted(o) => {
+                let name = o.name.to_string();
+                self.set_published(&name, None);
+                self.scheduler.mark(&name);
+                self.report_changed();
+            }
+            Changed::Listed { .. } => {
+                self.shed_records();
+                self.report_changed();
+                self.recount_published();
+            }
         }
     }
 
