@@ -222,6 +222,7 @@ pub async fn run(
 }
 
 impl Loop {
+    /// The loop over what [`wiring::wire`] built; it decides nothing before the stores list.
     fn new(parts: Parts, settings: Settings, health: Arc<Health>, metrics: Arc<Metrics>) -> Loop {
         let Parts {
             stores,
@@ -407,6 +408,8 @@ impl Loop {
         }
     }
 
+    /// A PV's change is its own name's, and the index's; a relist also finds the PVs deleted
+    /// unwatched.
     fn on_volume(&mut self, change: Changed<Volume>) {
         match change {
             Changed::Applied(pv) => {
@@ -448,6 +451,7 @@ impl Loop {
         }
     }
 
+    /// A claim's change is decided again for the PVs that name it (the index says which).
     fn on_claim(&mut self, change: Changed<Claim>) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
@@ -462,6 +466,7 @@ impl Loop {
         }
     }
 
+    /// A class's change is decided again for the PVs of that class.
     fn on_class(&mut self, change: Changed<StorageClass>) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
@@ -482,6 +487,8 @@ impl Loop {
         }
     }
 
+    /// A VolumeLeftover's change is what is published: its name is decided again, and the
+    /// gauges and the mirror follow.
     fn on_leftover(&mut self, change: Changed<Leftover>) {
         match change {
             // Our own writes come back here and compare equal; hand edits do not.
