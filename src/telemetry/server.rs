@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::telemetry::Metrics;
 use crate::telemetry::health::Health;
+use crate::telemetry::metrics::Metrics;
 
 #[derive(Clone)]
 struct Shared {
