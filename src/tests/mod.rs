@@ -11,6 +11,7 @@ mod health;
 mod index;
 mod leader;
 mod leftover;
+mod metrics;
 mod plan;
 mod props;
 mod quantity;

@@ -1,0 +1,263 @@
+//! Readiness: what the operator knows about each watched store, whether writes are blocked, and
+//! what `/readyz` says about it. Written by the controller loop; no I/O.
+
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelValue;
+use tokio::time::Instant;
+
+use crate::watch::category::Category;
+
+/// The four watched kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Kind {
+    /// PersistentVolumes.
+    persistentvolumes,
+    /// PersistentVolumeClaims (only their metadata is kept).
+    persistentvolumeclaims,
+    /// StorageClasses.
+    storageclasses,
+    /// VolumeLeftovers.
+    volumeleftovers,
+}
+
+impl Kind {
+    /// All kinds, in display order.
+    pub const ALL: [Kind; 4] = [
+        Kind::persistentvolumes,
+        Kind::persistentvolumeclaims,
+        Kind::storageclasses,
+        Kind::volumeleftovers,
+    ];
+
+    /// Resource name, as RBAC and the API spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::persistentvolumes => "persistentvolumes",
+            Kind::persistentvolumeclaims => "persistentvolumeclaims",
+            Kind::storageclasses => "storageclasses",
+            Kind::volumeleftovers => "volumeleftovers",
+        }
+    }
+
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// What the operator knows about one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StoreState {
+    /// The first list has not completed.
+    Pending = 0,
+    /// Listed, and the watch is healthy.
+    Synced = 1,
+    /// The API answered 403: objects of this kind cannot be read.
+    Forbidden = 2,
+    /// Listed once, but the watch or a relist is failing: the store may be out of date.
+    Degraded = 3,
+}
+
+/// How far a store's answers may be trusted now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trust {
+    /// Current (synced, or degraded for less than the bound).
+    Current,
+    /// Never listed yet.
+    Pending,
+    /// Forbidden: answers are Unknown.
+    Forbidden,
+    /// Degraded for longer than the bound: nothing may be concluded from it.
+    Stale,
+}
+
+/// The health of one store.
+#[derive(Clone, Debug)]
+pub struct StoreHealth {
+    /// State.
+    pub state: StoreState,
+    /// Since when it has been degraded (or pending with errors, or forbidden).
+    pub since: Option<Instant>,
+    /// The last error, while not synced.
+    pub error: Option<String>,
+    /// Its category.
+    pub category: Option<Category>,
+}
+
+impl Default for StoreHealth {
+    fn default() -> Self {
+        StoreHealth {
+            state: StoreState::Pending,
+            since: None,
+            error: None,
+            category: None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    stores: [StoreHealth; 4],
+    writes_blocked: Option<String>,
+    shutting_down: bool,
+    leader: Option<String>,
+}
+
+/// Shared readiness state, written by the controller loop, read by `/readyz` and `/metrics`.
+#[derive(Debug)]
+pub struct Health {
+    inner: Mutex<Inner>,
+    stale_after: Duration,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health::new(Duration::from_secs(15))
+    }
+}
+
+/// The fix for the most common start-up problem.
+pub const CRD_FIX: &str = "the VolumeLeftover CRD is not installed: kubectl apply -f crds/volumeleftovers.yaml (or install the chart)";
+
+impl Health {
+    /// A store degraded for longer than `stale_after` is stale: its answers are not used.
+    pub fn new(stale_after: Duration) -> Health {
+        Health {
+            inner: Mutex::new(Inner::default()),
+            stale_after,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent (plain assignments).
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The health of a store.
+    pub fn store(&self, kind: Kind) -> StoreHealth {
+        self.lock().stores[kind.idx()].clone()
+    }
+
+    /// The state of a store.
+    pub fn get(&self, kind: Kind) -> StoreState {
+        self.lock().stores[kind.idx()].state
+    }
+
+    /// Records a store's health.
+    pub fn set_store(&self, kind: Kind, health: StoreHealth) {
+        self.lock().stores[kind.idx()] = health;
+    }
+
+    /// How far the answers of a store may be trusted at `now`.
+    pub fn trust(&self, kind: Kind, now: Instant) -> Trust {
+        let s = &self.lock().stores[kind.idx()];
+        match s.state {
+            StoreState::Synced => Trust::Current,
+            StoreState::Pending => Trust::Pending,
+            StoreState::Forbidden => Trust::Forbidden,
+            StoreState::Degraded => {
+                let since = s.since.unwrap_or(now);
+                if now.saturating_duration_since(since) > self.stale_after {
+                    Trust::Stale
+                } else {
+                    Trust::Current
+                }
+            }
+        }
+    }
+
+    /// The bound after which a degraded store is stale.
+    pub fn stale_after(&self) -> Duration {
+        self.stale_after
+    }
+
+    /// Records whether writes are blocked as a whole, and why.
+    pub fn set_writes_blocked(&self, why: Option<String>) {
+        self.lock().writes_blocked = why;
+    }
+
+    /// Records this replica's role in the election (`None`: no election).
+    pub fn set_leader(&self, role: Option<String>) {
+        self.lock().leader = role;
+    }
+
+    /// Marks the process as stopping (readiness goes false).
+    pub fn shutting_down(&self) {
+        self.lock().shutting_down = true;
+    }
+
+    /// Ready when every store is synced (or degraded for less than the bound) and writes are not
+    /// blocked. A forbidden claim or class store keeps the operator unready on purpose: findings
+    /// are still published, with `claim.missing: Unknown`, but the Deployment shows that
+    /// something is wrong.
+    pub fn report(&self) -> (bool, String) {
+        let now = Instant::now();
+        let inner = self.lock();
+        let mut ok = !inner.shutting_down;
+        let mut body = String::new();
+        if inner.shutting_down {
+            body.push_str("shutting down\n");
+        }
+        for k in Kind::ALL {
+            let (store_ok, line) = self.store_line(k, &inner.stores[k.idx()], now);
+            ok &= store_ok;
+            body.push_str(&line);
+        }
+        if let Some(role) = &inner.leader {
+            // A standby with synced caches is ready: a rolling update must not stall on it.
+            let _ = writeln!(body, "leader: {role}");
+        }
+        match &inner.writes_blocked {
+            Some(why) => {
+                ok = false;
+                let _ = writeln!(body, "writes: blocked ({why})");
+            }
+            None => body.push_str("writes: ok\n"),
+        }
+        (ok, body)
+    }
+
+    /// One store's line of the report, and whether it lets the operator be ready.
+    fn store_line(&self, k: Kind, s: &StoreHealth, now: Instant) -> (bool, String) {
+        let age = |since: Option<Instant>| {
+            since.map_or(String::new(), |t| {
+                format!(" for {}s", now.saturating_duration_since(t).as_secs())
+            })
+        };
+        let mut ok = matches!(s.state, StoreState::Synced | StoreState::Degraded);
+        let state = match s.state {
+            StoreState::Synced => "Synced".to_string(),
+            StoreState::Pending => format!("Pending{}", age(s.since)),
+            StoreState::Forbidden => format!("Forbidden{}", age(s.since)),
+            StoreState::Degraded => {
+                let stale = s
+                    .since
+                    .is_some_and(|t| now.saturating_duration_since(t) > self.stale_after);
+                if stale {
+                    ok = false;
+                    format!("Degraded{} (stale: its answers are not used)", age(s.since))
+                } else {
+                    format!("Degraded{}", age(s.since))
+                }
+            }
+        };
+        let mut line = format!("{}: {state}", k.as_str());
+        if s.state != StoreState::Synced
+            && let Some(e) = s.error.as_deref()
+        {
+            let _ = write!(line, " ({e})");
+        }
+        if k == Kind::volumeleftovers
+            && s.state != StoreState::Synced
+            && s.category == Some(Category::NotFound)
+        {
+            let _ = write!(line, "; {CRD_FIX}");
+        }
+        line.push('\n');
+        (ok, line)
+    }
+}

@@ -1,0 +1,50 @@
+//! Metrics of this replica: whether it is ready, and whether it leads.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::common::registered;
+
+#[derive(Debug)]
+pub(super) struct ReplicaMetrics {
+    ready: Gauge,
+    leader: Gauge,
+    leader_transitions: Counter,
+}
+
+impl ReplicaMetrics {
+    pub(super) fn new(registry: &mut Registry) -> Self {
+        ReplicaMetrics {
+            ready: registered(
+                registry,
+                "ready",
+                "1 when /readyz answers 200",
+                Gauge::default(),
+            ),
+            leader: registered(
+                registry,
+                "leader",
+                "1 while this replica holds the Lease and decides (always 1 without leader election)",
+                Gauge::default(),
+            ),
+            leader_transitions: registered(
+                registry,
+                "leader_transitions",
+                "Times this replica became the leader",
+                Counter::default(),
+            ),
+        }
+    }
+
+    pub(super) fn ready(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
+    }
+
+    pub(super) fn leader(&self, leading: bool) {
+        if leading && self.leader.get() == 0 {
+            self.leader_transitions.inc();
+        }
+        self.leader.set(i64::from(leading));
+    }
+}
