@@ -1,7 +1,7 @@
-//! A finding and the verdict on a volume: what the decisions produce and the rest of the
-//! house publishes.
+//! A finding, the verdict on a volume and the change a write makes to a finding: what the
+//! decisions produce and the rest of the house publishes.
 
-use crate::model::crd::VolumeLeftoverStatus;
+use crate::model::crd::{Reason, VolumeLeftoverStatus};
 
 /// One finding: what to publish about a PersistentVolume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,4 +48,30 @@ pub enum Verdict {
 /// provisioner deletes the backend volume before the PV object.
 pub fn leaves_a_disk(reclaim_policy: &str, phase: &str) -> bool {
     reclaim_policy != "Delete" || phase == "Failed"
+}
+
+/// What changed about a finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A finding was published.
+    Found {
+        /// Its reason.
+        reason: Reason,
+        /// Its message.
+        message: String,
+    },
+    /// A published finding changed reason.
+    ReasonChanged {
+        /// Before.
+        from: Reason,
+        /// Now.
+        to: Reason,
+        /// The new message.
+        message: String,
+    },
+    /// A published finding cleared (the volume is healthy, gone, or kept on purpose).
+    Cleared {
+        /// The reason it had.
+        reason: Reason,
+    },
 }

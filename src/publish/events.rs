@@ -14,34 +14,9 @@ use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use tokio::sync::Semaphore;
 
-use crate::model::crd::Reason;
 use crate::telemetry::Metrics;
 
-/// What changed about a finding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// A finding was published.
-    Found {
-        /// Its reason.
-        reason: Reason,
-        /// Its message.
-        message: String,
-    },
-    /// A published finding changed reason.
-    ReasonChanged {
-        /// Before.
-        from: Reason,
-        /// Now.
-        to: Reason,
-        /// The new message.
-        message: String,
-    },
-    /// A published finding cleared (the volume is healthy, gone, or kept on purpose).
-    Cleared {
-        /// The reason it had.
-        reason: Reason,
-    },
-}
+pub use crate::model::finding::Change;
 
 impl Change {
     fn event(&self) -> Event {
