@@ -1,8 +1,10 @@
 //! Pure decisions: which finding a volume is (lookup, classify), what to write about it (plan),
-//! what the census concludes. Times are arguments; effects are returned, never performed.
+//! what the census concludes, and the whole decision about one name (name). Times are
+//! arguments; effects are returned, never performed.
 
 pub mod census;
 pub mod classify;
 pub mod lookup;
+pub mod name;
 pub mod plan;
 pub mod report;

@@ -26,9 +26,8 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::time::{DelayQueue, delay_queue};
 
-use crate::decide::plan::Observed;
+pub use crate::decide::name::{Decision, Echo, Held, Memo, Published};
 use crate::engine::backoff::Backoff;
-use crate::model::crd::Reason;
 use crate::watch::category::Category;
 
 /// The farthest ahead a wake-up is set. Wake-ups come from data the operator does not control
@@ -38,70 +37,6 @@ use crate::watch::category::Category;
 /// farther away than this is set here instead; the name is then decided again, finds its change
 /// still ahead, and waits another horizon.
 pub const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// What the operator's own VolumeLeftover store will show once the watch delivers a write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Echo {
-    /// The object at this resourceVersion (or a later one).
-    Version(String),
-    /// No object.
-    Gone,
-    /// Some object of this name (a create answered "already exists": the store has not shown
-    /// it yet, and it may be someone else's).
-    Exists,
-}
-
-/// Why a name is not published although its volume was evaluated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Held {
-    /// A finding waiting for its grace period.
-    Pending(Reason),
-    /// A store the decision depends on is stale or forbidden.
-    Undecided,
-    /// The volume is too odd to judge.
-    Skipped,
-    /// The volume is kept out of the report on purpose.
-    Ignored,
-}
-
-/// What a published finding counts for in the metrics.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Published {
-    /// Its reason.
-    pub reason: Reason,
-    /// Its StorageClass (empty when none).
-    pub storage_class: String,
-    /// Its state.
-    pub state: crate::model::crd::State,
-    /// Its capacity in bytes (0 when unknown).
-    pub capacity_bytes: i64,
-    /// Its firstSeen, in seconds since the epoch.
-    pub first_seen: i64,
-}
-
-/// What the controller remembers about a name between decisions.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Memo {
-    /// A write whose watch event has not arrived yet, and until when to wait for it.
-    pub echo: Option<(Echo, Instant)>,
-    /// The grace clock of a held state.
-    pub observed: Option<Observed>,
-    /// What the managed VolumeLeftover the store shows for this name publishes.
-    pub published: Option<Published>,
-    /// Why the volume is not published, when it is held.
-    pub held: Option<Held>,
-    /// The last line logged about this name (a skip or a foreign object), to log once per change.
-    pub logged: Option<String>,
-    /// The tombstone of a volume whose delete was watched (built from its last object), until it
-    /// is published or given up.
-    pub tombstone: Option<Box<crate::model::finding::Finding>>,
-}
-
-impl Memo {
-    fn is_empty(&self) -> bool {
-        *self == Memo::default()
-    }
-}
 
 /// Everything about one name.
 #[derive(Debug, Default)]
@@ -140,17 +75,6 @@ impl NameState {
     pub fn failures(&self) -> u32 {
         self.failures
     }
-}
-
-/// What the caller decided for a name.
-#[derive(Debug)]
-pub enum Decision<W> {
-    /// Nothing to write; decide again when something changes.
-    Idle,
-    /// Nothing to write now; decide again after this long (grace period, echo wait).
-    WaitFor(Duration),
-    /// Start this write.
-    Write(W),
 }
 
 /// How a write ended.

@@ -26,22 +26,23 @@ use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
 use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
-use crate::decide::classify::{classify, volume_source};
+use crate::decide::classify::volume_source;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
-use crate::decide::plan::{self, Action, Gated};
+use crate::decide::name::{self, is_tombstone_of, published};
+use crate::decide::plan::Action;
 use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
 use crate::engine::schedule::{
-    Condition, Decision, Echo, Held, Limits, Memo, Published, Scheduler, WriteEnd,
+    Condition, Decision, Held, Limits, Memo, Published, Scheduler, WriteEnd,
 };
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::finding::{Finding, Verdict};
+use crate::model::finding::Finding;
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
-use crate::publish::events::{Change, Events};
+use crate::publish::events::Events;
 use crate::publish::leader::Role;
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
@@ -119,16 +120,7 @@ impl Lookup for StoreLookup<'_> {
 type WriteFuture =
     Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>, Option<Told>)> + Send>>;
 
-/// An Event to publish about a PV once the write that made its change landed.
-#[derive(Clone, Debug)]
-pub struct Told {
-    /// The PV's name.
-    pub pv: String,
-    /// The PV's uid.
-    pub uid: String,
-    /// What changed.
-    pub change: Change,
-}
+pub use crate::decide::name::Told;
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1067,7 +1059,7 @@ impl Loop {
                 self.metrics.write(w.op, result, w.requests);
                 if let Some(echo) = w.echo {
                     self.scheduler.memo(name).echo =
-                        Some((echo, Instant::now() + self.settings.echo_wait));
+                        Some((echo, (Instant::now() + self.settings.echo_wait).into_std()));
                 }
                 tracing::debug!(%name, op = w.op, result, "written");
                 w.end
@@ -1122,362 +1114,77 @@ struct Ctx<'a> {
     census: Option<&'a CensusState>,
 }
 
+/// The stores as [`name::Stores`] reads them, with the trust of the PV and VolumeLeftover
+/// stores read once per decision.
+struct Reading<'a> {
+    stores: &'a Stores,
+    current: bool,
+}
+
+impl name::Stores for Reading<'_> {
+    fn current(&self) -> bool {
+        self.current
+    }
+    fn volume(&self, name: &str) -> Option<Arc<Volume>> {
+        self.stores.pv.get(&ObjectRef::new(name))
+    }
+    fn leftover(&self, name: &str) -> Option<Arc<Leftover>> {
+        self.stores.vl.get(&ObjectRef::new(name))
+    }
+}
+
 impl Ctx<'_> {
+    /// Gathers what [`name::Inputs::decide`] reads, and performs its effects: gauges and logs.
     fn decide(&self, name: &str, memo: &mut Memo) -> Decision<(Action, Option<Told>)> {
         self.metrics.decided();
         let now_i = Instant::now();
-        // The subject and the operator's own objects must be current, or nothing is decided;
-        // the sweep after their next list brings every name back.
-        for kind in [Kind::persistentvolumes, Kind::volumeleftovers] {
-            if self.health.trust(kind, now_i) != Trust::Current {
-                self.hold(memo, Some(Held::Undecided));
-                return Decision::Idle;
-            }
-        }
-        let existing = self.stores.vl.get(&ObjectRef::new(name));
-        if let Some((echo, deadline)) = &memo.echo {
-            if caught_up(echo, existing.as_deref()) || now_i >= *deadline {
-                memo.echo = None;
-            } else {
-                // The watch event of our own write will mark the name again; the wake-up
-                // covers an echo that never comes.
-                return Decision::WaitFor(deadline.saturating_duration_since(now_i));
-            }
-        }
-        let now = wall_clock();
+        let trust = |kind| self.health.trust(kind, now_i);
+        let reading = Reading {
+            stores: self.stores,
+            current: [Kind::persistentvolumes, Kind::volumeleftovers]
+                .into_iter()
+                .all(|k| trust(k) == Trust::Current),
+        };
         let lookup = StoreLookup {
-            claims: View::new(
-                &self.stores.pvc,
-                self.health.trust(Kind::persistentvolumeclaims, now_i),
-            ),
-            classes: View::new(
-                &self.stores.sc,
-                self.health.trust(Kind::storageclasses, now_i),
-            ),
+            claims: View::new(&self.stores.pvc, trust(Kind::persistentvolumeclaims)),
+            classes: View::new(&self.stores.sc, trust(Kind::storageclasses)),
             census: self.census.map(|c| &c.census),
         };
-        let pv = self.stores.pv.get(&ObjectRef::new(name));
-        if let Some(pv) = pv.as_deref()
-            && let Some(e) = existing.as_deref()
-            && published_reason(e) == Some(Reason::VolumeWithoutImage)
-            && let Some(spec) = pv.spec.as_ref()
-            && lookup.image(
-                &volume_source(spec),
-                pv.metadata.creation_timestamp.as_ref(),
-            ) == ImageFound::Unknown
-        {
-            // The census cannot say now (Ceph is down): a missing image is not found again by
-            // an outage, nor is its finding cleared.
-            self.hold(memo, Some(Held::Undecided));
-            return Decision::Idle;
-        }
-        if pv.is_none()
-            && let Some(action) = self.decide_image(name, existing.as_deref(), &now)
-        {
-            self.hold(memo, None);
-            return match action {
-                Action::Nothing | Action::Foreign { .. } => Decision::Idle,
-                write => {
-                    let told = told(&write, existing.as_deref());
-                    Decision::Write((write, told))
-                }
-            };
-        }
-        let verdict = pv.as_deref().map(|pv| classify(pv, &lookup, now.clone()));
-        let (action, held) = match verdict {
-            None => {
-                memo.observed = None;
-                if is_tombstone_of_any(existing.as_deref(), memo.tombstone.as_deref()) {
-                    memo.tombstone = None;
-                }
-                let image = self.tombstone_image(memo.tombstone.as_deref(), existing.as_deref());
-                let action = plan::gone(
-                    name,
-                    memo.tombstone.as_deref(),
-                    existing.as_deref(),
-                    &now,
-                    self.settings.tombstone_ttl,
-                    &image,
-                );
-                if matches!(
-                    action,
-                    Action::Nothing | Action::Delete { .. } | Action::Foreign { .. }
-                ) {
-                    memo.tombstone = None;
-                }
-                (action, None)
-            }
-            Some(v) => {
-                let held = match &v {
-                    Verdict::Skip(why) => {
-                        self.log_once(memo, name, why, true);
-                        Some(Held::Skipped)
-                    }
-                    Verdict::Undecided(why) => {
-                        tracing::debug!(pv = %name, "undecided: {why}");
-                        Some(Held::Undecided)
-                    }
-                    Verdict::Ignored(_) => Some(Held::Ignored),
-                    Verdict::Healthy | Verdict::Leftover(_) => None,
-                };
-                let reason = match &v {
-                    Verdict::Leftover(f) => Some(f.status.reason),
-                    _ => None,
-                };
-                let graces = self.settings.graces;
-                match plan::gate(v, existing.as_deref(), &mut memo.observed, &now, graces) {
-                    Gated::Later(wait) => {
-                        self.hold(memo, reason.map(Held::Pending));
-                        tracing::debug!(pv = %name, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends");
-                        return Decision::WaitFor(wait);
-                    }
-                    Gated::Now {
-                        verdict,
-                        first_seen,
-                    } => (
-                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen, &now),
-                        held,
-                    ),
-                }
-            }
-        };
-        self.hold(memo, held);
-        match action {
-            Action::Nothing => {
-                if held != Some(Held::Skipped) {
-                    memo.logged = None;
-                }
-                // An acknowledgement that expires, or a tombstone's TTL, changes the state by
-                // the clock alone.
-                let ttl = self.settings.tombstone_ttl;
-                match [
-                    plan::next_change(existing.as_deref(), &now),
-                    plan::tombstone_expires(existing.as_deref(), &now, ttl),
-                ]
-                .into_iter()
-                .flatten()
-                .min()
-                {
-                    Some(wait) => Decision::WaitFor(wait.saturating_add(Duration::from_secs(1))),
-                    None => Decision::Idle,
-                }
-            }
-            Action::Foreign { name: n } => {
-                self.log_once(
-                    memo,
-                    &n,
-                    "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published",
-                    true,
-                );
-                Decision::Idle
-            }
-            write => {
-                let told = told(&write, existing.as_deref());
-                Decision::Write((write, told))
-            }
-        }
-    }
-
-    /// For a name that is no PV's: the finding about an image nothing references, while the
-    /// census says so (`None`: not an image's name).
-    fn decide_image(&self, name: &str, existing: Option<&Leftover>, now: &Time) -> Option<Action> {
-        let managed = existing.filter(|o| o.managed);
-        let published_image = managed
-            .and_then(|o| o.status.as_ref())
-            .filter(|s| s.reason == Reason::ImageWithoutVolume);
-        let cs = match self.census {
-            Some(cs) => cs,
-            // The census was turned off: nobody vouches for these any more.
-            None => return published_image.map(|_| plan::plan(name, None, existing, now, now)),
-        };
-        if let Some((_, f)) = cs.orphans.get(name) {
-            return Some(plan::plan(
-                name,
-                Some(&Verdict::Leftover(Box::new(f.clone()))),
-                existing,
-                now,
-                now,
-            ));
-        }
-        let s = published_image?;
-        if cs.held.contains_key(name) {
-            // Its details could not be read: whether it is still nobody's is not known.
-            return Some(Action::Nothing);
-        }
-        // Images without a volume keep their facts (`leftover::needs_record`).
-        let key = s
-            .record()
-            .and_then(|r| r.image)
-            .map(|i| PoolKey::new(&i.cluster_id, &i.pool, i.rados_namespace.as_deref()));
-        let vouched = key
-            .as_ref()
-            .is_none_or(|k| !cs.census.pools.contains_key(k) || cs.census.is_trusted(k));
-        Some(if vouched {
-            // The pool's census no longer finds it unreferenced (or the pool is no longer
-            // censused).
-            plan::plan(name, None, existing, now, now)
-        } else {
-            // The census cannot say now: what is published stays.
-            Action::Nothing
-        })
-    }
-
-    /// What the census says of a tombstone's image (`NotCensused` without the census, or for a
-    /// name that is no tombstone).
-    fn tombstone_image(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> ImageFound {
-        let Some(cs) = self.census else {
-            return ImageFound::NotCensused;
-        };
-        // Tombstones keep their facts (`leftover::needs_record`).
-        let record;
-        let source = match (fresh, existing.and_then(|e| e.status.as_ref())) {
-            (Some(f), _) => &f.status.source,
-            (None, Some(s)) if s.reason == Reason::VolumeDeleted => match s.record() {
-                Some(r) => {
-                    record = r;
-                    &record.source
-                }
-                None => return ImageFound::NotCensused,
+        let inputs = name::Inputs {
+            stores: &reading,
+            lookup: &lookup,
+            images: self.census.map(|c| name::Images {
+                census: &c.census,
+                orphans: &c.orphans,
+                held: &c.held,
+            }),
+            rules: name::Rules {
+                graces: self.settings.graces,
+                tombstone_ttl: self.settings.tombstone_ttl,
             },
-            _ => return ImageFound::NotCensused,
         };
-        let Some(r) = image_ref(source) else {
-            return ImageFound::NotCensused;
-        };
-        // The volume existed before any census of this process.
-        let long_ago = Time(jiff::Timestamp::UNIX_EPOCH);
-        cs.census.image(&r, Some(&long_ago))
-    }
-
-    /// Records why a name is held, keeping the gauges current.
-    fn hold(&self, memo: &mut Memo, held: Option<Held>) {
-        let before = std::mem::replace(&mut memo.held, held);
-        if before == held {
-            return;
-        }
-        for (h, delta) in [(before, -1), (held, 1)] {
-            match h {
-                Some(Held::Pending(r)) => self.metrics.pending(r, delta),
-                Some(Held::Undecided) => self.metrics.undecided(delta),
-                Some(Held::Skipped) => self.metrics.skipped(delta),
-                Some(Held::Ignored) => self.metrics.ignored(delta),
-                None => {}
+        let out = inputs.decide(name, memo, now_i.into_std(), &wall_clock());
+        if let Some(change) = out.held {
+            for (h, delta) in [(change.from, -1), (change.to, 1)] {
+                match h {
+                    Some(Held::Pending(r)) => self.metrics.pending(r, delta),
+                    Some(Held::Undecided) => self.metrics.undecided(delta),
+                    Some(Held::Skipped) => self.metrics.skipped(delta),
+                    Some(Held::Ignored) => self.metrics.ignored(delta),
+                    None => {}
+                }
             }
         }
-    }
-
-    /// Logs `line` about `name` once per change.
-    fn log_once(&self, memo: &mut Memo, name: &str, line: &str, warn: bool) {
-        if memo.logged.as_deref() == Some(line) {
-            return;
+        for log in out.logs {
+            match log {
+                name::Log::Skipped { pv, why } => tracing::warn!(%pv, "{why}"),
+                name::Log::Undecided { pv, why } => tracing::debug!(%pv, "undecided: {why}"),
+                name::Log::Holding { pv, reason, wait } => {
+                    tracing::debug!(%pv, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends")
+                }
+                name::Log::Foreign { name: pv } => tracing::warn!(%pv, "{}", name::FOREIGN),
+            }
         }
-        if warn {
-            tracing::warn!(pv = %name, "{line}");
-        } else {
-            tracing::info!(pv = %name, "{line}");
-        }
-        memo.logged = Some(line.to_string());
-    }
-}
-
-/// The change a write makes, for the Event on the PV. A finding that names no PV (an image
-/// no volume references) has no Event: there is no object to attach it to.
-pub(crate) fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
-    let before = existing.and_then(published_reason);
-    let (pv, uid, change) = match action {
-        Action::Create { object } | Action::Apply { object, .. } => {
-            let s = object.status.as_ref()?;
-            let change = match before {
-                None => Change::Found {
-                    reason: s.reason,
-                    message: s.message.clone(),
-                },
-                Some(from) if from != s.reason => Change::ReasonChanged {
-                    from,
-                    to: s.reason,
-                    message: s.message.clone(),
-                },
-                Some(_) => return None,
-            };
-            (
-                object.spec.volume_name.clone(),
-                object.spec.volume_uid.clone(),
-                change,
-            )
-        }
-        Action::Delete { .. } => {
-            let e = existing?;
-            (
-                e.volume_name().to_string(),
-                e.volume_uid.to_string(),
-                Change::Cleared { reason: before? },
-            )
-        }
-        Action::Nothing | Action::Foreign { .. } => return None,
-    };
-    if pv.is_empty() {
-        return None;
-    }
-    Some(Told { pv, uid, change })
-}
-
-/// Whether `o` is the operator's published tombstone of the volume `t` is about.
-fn is_tombstone_of(o: &Leftover, t: Option<&Finding>) -> bool {
-    t.is_some_and(|t| {
-        o.managed
-            && *o.volume_uid == *t.volume_uid
-            && o.status
-                .as_ref()
-                .is_some_and(|s| s.reason == Reason::VolumeDeleted)
-    })
-}
-
-fn is_tombstone_of_any(o: Option<&Leftover>, t: Option<&Finding>) -> bool {
-    o.is_some_and(|o| is_tombstone_of(o, t))
-}
-
-/// What a managed VolumeLeftover publishes, for the metrics.
-fn published(o: &Leftover) -> Option<Published> {
-    if !o.managed {
-        return None;
-    }
-    let s = o.status.as_ref()?;
-    Some(Published {
-        reason: s.reason,
-        storage_class: s
-            .storage_class
-            .as_deref()
-            .map(String::from)
-            .unwrap_or_default(),
-        state: s.state,
-        capacity_bytes: s.capacity_bytes.unwrap_or(0),
-        first_seen: s.first_seen.0.as_second(),
-    })
-}
-
-/// The reason a managed VolumeLeftover publishes.
-fn published_reason(o: &Leftover) -> Option<Reason> {
-    o.managed
-        .then_some(o.status.as_ref().map(|s| s.reason))
-        .flatten()
-}
-
-/// Whether the store shows what the operator's write left behind.
-fn caught_up(echo: &Echo, existing: Option<&Leftover>) -> bool {
-    match echo {
-        Echo::Version(rv) => existing
-            .and_then(|o| o.resource_version.as_deref())
-            .is_some_and(|have| at_least(have, rv)),
-        Echo::Gone => existing.is_none(),
-        Echo::Exists => existing.is_some(),
-    }
-}
-
-/// `have` is `want` or later. resourceVersions are etcd revisions in practice; when they do not
-/// parse as numbers, only equality counts.
-fn at_least(have: &str, want: &str) -> bool {
-    match (have.parse::<u64>(), want.parse::<u64>()) {
-        (Ok(h), Ok(w)) => h >= w,
-        _ => have == want,
+        out.decision
     }
 }

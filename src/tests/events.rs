@@ -80,8 +80,8 @@ async fn a_burst_of_events_is_spread_over_recorders_of_bounded_cache() {
 /// (an Event needs an object: the API server refuses one about a PV named "").
 #[test]
 fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_nothing() {
+    use crate::decide::name::told;
     use crate::decide::plan::{Action, desired};
-    use crate::run::controller::told;
     use crate::tests::fixtures::{mariadb_finding, now};
 
     let f = mariadb_finding();

@@ -1,0 +1,587 @@
+//! The decision about one name (a PV's, or an unreferenced image's VolumeLeftover): whether it
+//! may be decided now, what to write, what to tell, and when to look again. Pure: the stores are
+//! read through [`Stores`] and a [`Lookup`], the monotonic and the wall time are arguments, and
+//! the effects (the write, the Event, the held state for the gauges, the lines to log, the next
+//! wake-up) are returned as an [`Outcome`] for `run/` to perform.
+//!
+//! What [`Inputs::decide`] guarantees, in order:
+//! - **Stale gating.** With the PV store or the VolumeLeftover store not current, nothing is
+//!   decided (the name is held as undecided); the sweep after their next list brings it back.
+//! - **Echo wait.** After a write, the name waits until the VolumeLeftover store shows what it
+//!   left (or the wait ends): a decision on the older view would write again.
+//! - **Nothing concluded from an outage.** A published `VolumeWithoutImage` stays while the census
+//!   answers Unknown; a finding about an unreferenced image stays while its pool's census is not
+//!   trusted or its details could not be read.
+//! - **Tombstones.** A watched delete of a volume that leaves its disk keeps its finding
+//!   ([`Memo::tombstone`]) until it is published; the census and the TTL end it ([`plan::gone`]).
+//! - **Grace.** A state normally passing through is published only once it lasted its grace
+//!   ([`plan::gate`]); one already published stays so across a restart.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::decide::census::{Census, PoolKey, image_ref};
+use crate::decide::classify::{classify, volume_source};
+use crate::decide::lookup::Lookup;
+use crate::decide::plan::{self, Action, Gated, Graces, Observed};
+use crate::model::crd::{Reason, State};
+use crate::model::finding::{Change, Finding, Verdict};
+use crate::model::image::ImageFound;
+use crate::model::leftover::Leftover;
+use crate::model::volume::Volume;
+
+/// What the operator's own VolumeLeftover store will show once the watch delivers a write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Echo {
+    /// The object at this resourceVersion (or a later one).
+    Version(String),
+    /// No object.
+    Gone,
+    /// Some object of this name (a create answered "already exists": the store has not shown
+    /// it yet, and it may be someone else's).
+    Exists,
+}
+
+/// Why a name is not published although its volume was evaluated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Held {
+    /// A finding waiting for its grace period.
+    Pending(Reason),
+    /// A store the decision depends on is stale or forbidden.
+    Undecided,
+    /// The volume is too odd to judge.
+    Skipped,
+    /// The volume is kept out of the report on purpose.
+    Ignored,
+}
+
+/// What a published finding counts for in the metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// Its reason.
+    pub reason: Reason,
+    /// Its StorageClass (empty when none).
+    pub storage_class: String,
+    /// Its state.
+    pub state: State,
+    /// Its capacity in bytes (0 when unknown).
+    pub capacity_bytes: i64,
+    /// Its firstSeen, in seconds since the epoch.
+    pub first_seen: i64,
+}
+
+/// What the controller remembers about a name between decisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Memo {
+    /// A write whose watch event has not arrived yet, and until when (monotonic) to wait for it.
+    pub echo: Option<(Echo, Instant)>,
+    /// The grace clock of a held state.
+    pub observed: Option<Observed>,
+    /// What the managed VolumeLeftover the store shows for this name publishes.
+    pub published: Option<Published>,
+    /// Why the volume is not published, when it is held.
+    pub held: Option<Held>,
+    /// The last line logged about this name (a skip or a foreign object), to log once per change.
+    pub logged: Option<String>,
+    /// The tombstone of a volume whose delete was watched (built from its last object), until it
+    /// is published or given up.
+    pub tombstone: Option<Box<Finding>>,
+}
+
+impl Memo {
+    /// Whether nothing is remembered (the scheduler then drops it).
+    pub fn is_empty(&self) -> bool {
+        *self == Memo::default()
+    }
+}
+
+/// What the caller decided for a name.
+#[derive(Debug)]
+pub enum Decision<W> {
+    /// Nothing to write; decide again when something changes.
+    Idle,
+    /// Nothing to write now; decide again after this long (grace period, echo wait).
+    WaitFor(Duration),
+    /// Start this write.
+    Write(W),
+}
+
+/// An Event to publish about a PV once the write that made its change landed.
+#[derive(Clone, Debug)]
+pub struct Told {
+    /// The PV's name.
+    pub pv: String,
+    /// The PV's uid.
+    pub uid: String,
+    /// What changed.
+    pub change: Change,
+}
+
+/// What a decision reads of the operator's stores (the controller implements it over its
+/// reflector stores).
+pub trait Stores {
+    /// Whether the PersistentVolume store and the VolumeLeftover store are both current.
+    fn current(&self) -> bool;
+    /// The PersistentVolume of this name.
+    fn volume(&self, name: &str) -> Option<Arc<Volume>>;
+    /// The VolumeLeftover of this name.
+    fn leftover(&self, name: &str) -> Option<Arc<Leftover>>;
+}
+
+/// The census as the decisions read it: each pool's state, the findings about images nothing
+/// references by VolumeLeftover name, and those whose details the last census could not read.
+#[derive(Clone, Copy, Debug)]
+pub struct Images<'a> {
+    /// Each pool's state.
+    pub census: &'a Census,
+    /// Findings about unreferenced images, by VolumeLeftover name.
+    pub orphans: &'a BTreeMap<String, (PoolKey, Finding)>,
+    /// Unreferenced images whose details could not be read: what is published about them stays.
+    pub held: &'a BTreeMap<String, PoolKey>,
+}
+
+/// The settings a decision follows.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    /// Grace periods of states normally passing through.
+    pub graces: Graces,
+    /// How long a tombstone stays after its delete (`None`: until acknowledged or gone).
+    pub tombstone_ttl: Option<Duration>,
+}
+
+/// A line to log about a name, for the shell to turn into a `tracing` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Log {
+    /// The volume is too odd to judge (a warning, logged once per change of `why`).
+    Skipped {
+        /// The PV's name.
+        pv: String,
+        /// Why.
+        why: String,
+    },
+    /// The verdict depends on a store that is stale or forbidden (debug).
+    Undecided {
+        /// The PV's name.
+        pv: String,
+        /// Why.
+        why: String,
+    },
+    /// A state normally passing through is held until its grace ends (debug).
+    Holding {
+        /// The PV's name.
+        pv: String,
+        /// The finding's reason, when it is one.
+        reason: Option<Reason>,
+        /// How long until its grace ends.
+        wait: Duration,
+    },
+    /// A VolumeLeftover of the finding's name exists that the operator does not manage (a
+    /// warning, logged once per change): [`FOREIGN`].
+    Foreign {
+        /// The VolumeLeftover's name.
+        name: String,
+    },
+}
+
+/// What is logged about a VolumeLeftover of a finding's name the operator does not manage.
+pub const FOREIGN: &str = "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published";
+
+/// A change of a name's held state, for the gauges: one less `from`, one more `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldChange {
+    /// What it was held as.
+    pub from: Option<Held>,
+    /// What it is held as now.
+    pub to: Option<Held>,
+}
+
+/// The effects of one decision.
+#[derive(Debug)]
+pub struct Outcome {
+    /// What to do: nothing, look again later, or write (with the Event to tell once it landed).
+    pub decision: Decision<(Action, Option<Told>)>,
+    /// The held state changed.
+    pub held: Option<HeldChange>,
+    /// Lines to log, de-duplicated where the warning would repeat.
+    pub logs: Vec<Log>,
+}
+
+/// Everything a decision reads besides the name's memo and the time.
+pub struct Inputs<'a, S: Stores, L: Lookup> {
+    /// The PV and VolumeLeftover stores.
+    pub stores: &'a S,
+    /// Claims, classes and the census as the classifier reads them.
+    pub lookup: &'a L,
+    /// The census's images, when the census is on.
+    pub images: Option<Images<'a>>,
+    /// The settings.
+    pub rules: Rules,
+}
+
+/// An [`Outcome`] being built.
+struct Effects {
+    held: Option<HeldChange>,
+    logs: Vec<Log>,
+}
+
+impl Effects {
+    /// Records why a name is held; a change is reported for the gauges.
+    fn hold(&mut self, memo: &mut Memo, held: Option<Held>) {
+        let before = std::mem::replace(&mut memo.held, held);
+        if before != held {
+            self.held = Some(HeldChange {
+                from: before,
+                to: held,
+            });
+        }
+    }
+
+    /// Logs `log` unless `line` is what was last logged about this name.
+    fn log_once(&mut self, memo: &mut Memo, line: &str, log: Log) {
+        if memo.logged.as_deref() == Some(line) {
+            return;
+        }
+        self.logs.push(log);
+        memo.logged = Some(line.to_string());
+    }
+
+    fn done(self, decision: Decision<(Action, Option<Told>)>) -> Outcome {
+        Outcome {
+            decision,
+            held: self.held,
+            logs: self.logs,
+        }
+    }
+}
+
+impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
+    /// Decides `name` at the monotonic time `now_i` and the wall time `now`, reading and updating
+    /// its `memo`.
+    pub fn decide(&self, name: &str, memo: &mut Memo, now_i: Instant, now: &Time) -> Outcome {
+        let mut fx = Effects {
+            held: None,
+            logs: Vec::new(),
+        };
+        // The subject and the operator's own objects must be current, or nothing is decided;
+        // the sweep after their next list brings every name back.
+        if !self.stores.current() {
+            fx.hold(memo, Some(Held::Undecided));
+            return fx.done(Decision::Idle);
+        }
+        let existing = self.stores.leftover(name);
+        if let Some((echo, deadline)) = &memo.echo {
+            if caught_up(echo, existing.as_deref()) || now_i >= *deadline {
+                memo.echo = None;
+            } else {
+                // The watch event of our own write will mark the name again; the wake-up
+                // covers an echo that never comes.
+                return fx.done(Decision::WaitFor(deadline.saturating_duration_since(now_i)));
+            }
+        }
+        let pv = self.stores.volume(name);
+        if let Some(pv) = pv.as_deref()
+            && let Some(e) = existing.as_deref()
+            && published_reason(e) == Some(Reason::VolumeWithoutImage)
+            && let Some(spec) = pv.spec.as_ref()
+            && self.lookup.image(
+                &volume_source(spec),
+                pv.metadata.creation_timestamp.as_ref(),
+            ) == ImageFound::Unknown
+        {
+            // The census cannot say now (Ceph is down): a missing image is not found again by
+            // an outage, nor is its finding cleared.
+            fx.hold(memo, Some(Held::Undecided));
+            return fx.done(Decision::Idle);
+        }
+        if pv.is_none()
+            && let Some(action) = self.decide_image(name, existing.as_deref(), now)
+        {
+            fx.hold(memo, None);
+            return fx.done(match action {
+                Action::Nothing | Action::Foreign { .. } => Decision::Idle,
+                write => {
+                    let told = told(&write, existing.as_deref());
+                    Decision::Write((write, told))
+                }
+            });
+        }
+        let verdict = pv
+            .as_deref()
+            .map(|pv| classify(pv, self.lookup, now.clone()));
+        let (action, held) = match verdict {
+            None => {
+                memo.observed = None;
+                if is_tombstone_of_any(existing.as_deref(), memo.tombstone.as_deref()) {
+                    memo.tombstone = None;
+                }
+                let image = self.tombstone_image(memo.tombstone.as_deref(), existing.as_deref());
+                let action = plan::gone(
+                    name,
+                    memo.tombstone.as_deref(),
+                    existing.as_deref(),
+                    now,
+                    self.rules.tombstone_ttl,
+                    &image,
+                );
+                if matches!(
+                    action,
+                    Action::Nothing | Action::Delete { .. } | Action::Foreign { .. }
+                ) {
+                    memo.tombstone = None;
+                }
+                (action, None)
+            }
+            Some(v) => {
+                let held = match &v {
+                    Verdict::Skip(why) => {
+                        let log = Log::Skipped {
+                            pv: name.to_string(),
+                            why: why.clone(),
+                        };
+                        fx.log_once(memo, why, log);
+                        Some(Held::Skipped)
+                    }
+                    Verdict::Undecided(why) => {
+                        fx.logs.push(Log::Undecided {
+                            pv: name.to_string(),
+                            why: why.clone(),
+                        });
+                        Some(Held::Undecided)
+                    }
+                    Verdict::Ignored(_) => Some(Held::Ignored),
+                    Verdict::Healthy | Verdict::Leftover(_) => None,
+                };
+                let reason = match &v {
+                    Verdict::Leftover(f) => Some(f.status.reason),
+                    _ => None,
+                };
+                let graces = self.rules.graces;
+                match plan::gate(v, existing.as_deref(), &mut memo.observed, now, graces) {
+                    Gated::Later(wait) => {
+                        fx.hold(memo, reason.map(Held::Pending));
+                        fx.logs.push(Log::Holding {
+                            pv: name.to_string(),
+                            reason,
+                            wait,
+                        });
+                        return fx.done(Decision::WaitFor(wait));
+                    }
+                    Gated::Now {
+                        verdict,
+                        first_seen,
+                    } => (
+                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen, now),
+                        held,
+                    ),
+                }
+            }
+        };
+        fx.hold(memo, held);
+        let decision = match action {
+            Action::Nothing => {
+                if held != Some(Held::Skipped) {
+                    memo.logged = None;
+                }
+                // An acknowledgement that expires, or a tombstone's TTL, changes the state by
+                // the clock alone.
+                let ttl = self.rules.tombstone_ttl;
+                match [
+                    plan::next_change(existing.as_deref(), now),
+                    plan::tombstone_expires(existing.as_deref(), now, ttl),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                {
+                    Some(wait) => Decision::WaitFor(wait.saturating_add(Duration::from_secs(1))),
+                    None => Decision::Idle,
+                }
+            }
+            Action::Foreign { name: n } => {
+                fx.log_once(memo, FOREIGN, Log::Foreign { name: n });
+                Decision::Idle
+            }
+            write => {
+                let told = told(&write, existing.as_deref());
+                Decision::Write((write, told))
+            }
+        };
+        fx.done(decision)
+    }
+
+    /// For a name that is no PV's: the finding about an image nothing references, while the
+    /// census says so (`None`: not an image's name).
+    fn decide_image(&self, name: &str, existing: Option<&Leftover>, now: &Time) -> Option<Action> {
+        let managed = existing.filter(|o| o.managed);
+        let published_image = managed
+            .and_then(|o| o.status.as_ref())
+            .filter(|s| s.reason == Reason::ImageWithoutVolume);
+        let cs = match &self.images {
+            Some(cs) => cs,
+            // The census was turned off: nobody vouches for these any more.
+            None => return published_image.map(|_| plan::plan(name, None, existing, now, now)),
+        };
+        if let Some((_, f)) = cs.orphans.get(name) {
+            return Some(plan::plan(
+                name,
+                Some(&Verdict::Leftover(Box::new(f.clone()))),
+                existing,
+                now,
+                now,
+            ));
+        }
+        let s = published_image?;
+        if cs.held.contains_key(name) {
+            // Its details could not be read: whether it is still nobody's is not known.
+            return Some(Action::Nothing);
+        }
+        // Images without a volume keep their facts (`leftover::needs_record`).
+        let key = s
+            .record()
+            .and_then(|r| r.image)
+            .map(|i| PoolKey::new(&i.cluster_id, &i.pool, i.rados_namespace.as_deref()));
+        let vouched = key
+            .as_ref()
+            .is_none_or(|k| !cs.census.pools.contains_key(k) || cs.census.is_trusted(k));
+        Some(if vouched {
+            // The pool's census no longer finds it unreferenced (or the pool is no longer
+            // censused).
+            plan::plan(name, None, existing, now, now)
+        } else {
+            // The census cannot say now: what is published stays.
+            Action::Nothing
+        })
+    }
+
+    /// What the census says of a tombstone's image (`NotCensused` without the census, or for a
+    /// name that is no tombstone).
+    fn tombstone_image(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> ImageFound {
+        let Some(cs) = &self.images else {
+            return ImageFound::NotCensused;
+        };
+        // Tombstones keep their facts (`leftover::needs_record`).
+        let record;
+        let source = match (fresh, existing.and_then(|e| e.status.as_ref())) {
+            (Some(f), _) => &f.status.source,
+            (None, Some(s)) if s.reason == Reason::VolumeDeleted => match s.record() {
+                Some(r) => {
+                    record = r;
+                    &record.source
+                }
+                None => return ImageFound::NotCensused,
+            },
+            _ => return ImageFound::NotCensused,
+        };
+        let Some(r) = image_ref(source) else {
+            return ImageFound::NotCensused;
+        };
+        // The volume existed before any census of this process.
+        let long_ago = Time(jiff::Timestamp::UNIX_EPOCH);
+        cs.census.image(&r, Some(&long_ago))
+    }
+}
+
+/// The change a write makes, for the Event on the PV. A finding that names no PV (an image
+/// no volume references) has no Event: there is no object to attach it to.
+pub fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
+    let before = existing.and_then(published_reason);
+    let (pv, uid, change) = match action {
+        Action::Create { object } | Action::Apply { object, .. } => {
+            let s = object.status.as_ref()?;
+            let change = match before {
+                None => Change::Found {
+                    reason: s.reason,
+                    message: s.message.clone(),
+                },
+                Some(from) if from != s.reason => Change::ReasonChanged {
+                    from,
+                    to: s.reason,
+                    message: s.message.clone(),
+                },
+                Some(_) => return None,
+            };
+            (
+                object.spec.volume_name.clone(),
+                object.spec.volume_uid.clone(),
+                change,
+            )
+        }
+        Action::Delete { .. } => {
+            let e = existing?;
+            (
+                e.volume_name().to_string(),
+                e.volume_uid.to_string(),
+                Change::Cleared { reason: before? },
+            )
+        }
+        Action::Nothing | Action::Foreign { .. } => return None,
+    };
+    if pv.is_empty() {
+        return None;
+    }
+    Some(Told { pv, uid, change })
+}
+
+/// Whether `o` is the operator's published tombstone of the volume `t` is about.
+pub fn is_tombstone_of(o: &Leftover, t: Option<&Finding>) -> bool {
+    t.is_some_and(|t| {
+        o.managed
+            && *o.volume_uid == *t.volume_uid
+            && o.status
+                .as_ref()
+                .is_some_and(|s| s.reason == Reason::VolumeDeleted)
+    })
+}
+
+fn is_tombstone_of_any(o: Option<&Leftover>, t: Option<&Finding>) -> bool {
+    o.is_some_and(|o| is_tombstone_of(o, t))
+}
+
+/// What a managed VolumeLeftover publishes, for the metrics.
+pub fn published(o: &Leftover) -> Option<Published> {
+    if !o.managed {
+        return None;
+    }
+    let s = o.status.as_ref()?;
+    Some(Published {
+        reason: s.reason,
+        storage_class: s
+            .storage_class
+            .as_deref()
+            .map(String::from)
+            .unwrap_or_default(),
+        state: s.state,
+        capacity_bytes: s.capacity_bytes.unwrap_or(0),
+        first_seen: s.first_seen.0.as_second(),
+    })
+}
+
+/// The reason a managed VolumeLeftover publishes.
+fn published_reason(o: &Leftover) -> Option<Reason> {
+    o.managed
+        .then_some(o.status.as_ref().map(|s| s.reason))
+        .flatten()
+}
+
+/// Whether the store shows what the operator's write left behind.
+pub fn caught_up(echo: &Echo, existing: Option<&Leftover>) -> bool {
+    match echo {
+        Echo::Version(rv) => existing
+            .and_then(|o| o.resource_version.as_deref())
+            .is_some_and(|have| at_least(have, rv)),
+        Echo::Gone => existing.is_none(),
+        Echo::Exists => existing.is_some(),
+    }
+}
+
+/// `have` is `want` or later. resourceVersions are etcd revisions in practice; when they do not
+/// parse as numbers, only equality counts.
+fn at_least(have: &str, want: &str) -> bool {
+    match (have.parse::<u64>(), want.parse::<u64>()) {
+        (Ok(h), Ok(w)) => h >= w,
+        _ => have == want,
+    }
+}
