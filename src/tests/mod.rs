@@ -12,6 +12,7 @@ mod index;
 mod leader;
 mod leftover;
 mod metrics;
+mod name;
 mod plan;
 mod props;
 mod quantity;
