@@ -472,6 +472,36 @@ fn a_watched_delete_becomes_a_tombstone_until_its_ttl() {
     assert_eq!(what(&out), "idle");
 }
 
+/// Once the store shows the tombstone this process published, the published one is what
+/// stays: the memo's copy (the PV's last object, without what the census said since) lets go
+/// and does not overwrite it while the census cannot say.
+#[test]
+fn the_published_tombstone_replaces_the_memos() {
+    let t0 = Instant::now();
+    let mut memo = Memo {
+        tombstone: Some(Box::new(rbd_tombstone(now_plus(-60)))),
+        ..Memo::default()
+    };
+    let out =
+        world()
+            .census(listed_twice(&["csi-vol-data"]))
+            .decide("data-pv", &mut memo, t0, &now());
+    let Decision::Write((Action::Create { object }, _)) = out.decision else {
+        panic!("{:?}", out.decision)
+    };
+    assert_ne!(
+        object.status.as_ref().map(|s| &s.message),
+        memo.tombstone.as_ref().map(|t| &t.status.message),
+        "the census's note is published"
+    );
+    let w = world()
+        .census(failing(&["csi-vol-data"]))
+        .vl(object.stored_as("vl-uid-1"));
+    let out = w.decide("data-pv", &mut memo, t0, &now_plus(10));
+    assert_eq!(what(&out), "idle", "{:?}", out.decision);
+    assert_eq!(memo.tombstone, None);
+}
+
 /// A finding whose PV vanished becomes its tombstone when deleting it left its disk (Retain),
 /// and is deleted otherwise.
 #[test]
