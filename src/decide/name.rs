@@ -486,7 +486,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
 
 /// The change a write makes, for the Event on the PV. A finding that names no PV (an image
 /// no volume references) has no Event: there is no object to attach it to.
-pub fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
+pub(crate) fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
     let before = existing.and_then(published_reason);
     let (pv, uid, change) = match action {
         Action::Create { object } | Action::Apply { object, .. } => {
@@ -526,7 +526,7 @@ pub fn told(action: &Action, existing: Option<&Leftover>) -> Option<Told> {
 }
 
 /// Whether `o` is the operator's published tombstone of the volume `t` is about.
-pub fn is_tombstone_of(o: &Leftover, t: Option<&Finding>) -> bool {
+pub(crate) fn is_tombstone_of(o: &Leftover, t: Option<&Finding>) -> bool {
     t.is_some_and(|t| {
         o.managed
             && *o.volume_uid == *t.volume_uid
@@ -541,7 +541,7 @@ fn is_tombstone_of_any(o: Option<&Leftover>, t: Option<&Finding>) -> bool {
 }
 
 /// What a managed VolumeLeftover publishes, for the metrics.
-pub fn published(o: &Leftover) -> Option<Published> {
+pub(crate) fn published(o: &Leftover) -> Option<Published> {
     if !o.managed {
         return None;
     }
@@ -567,7 +567,7 @@ fn published_reason(o: &Leftover) -> Option<Reason> {
 }
 
 /// Whether the store shows what the operator's write left behind.
-pub fn caught_up(echo: &Echo, existing: Option<&Leftover>) -> bool {
+fn caught_up(echo: &Echo, existing: Option<&Leftover>) -> bool {
     match echo {
         Echo::Version(rv) => existing
             .and_then(|o| o.resource_version.as_deref())

@@ -601,6 +601,29 @@ fn a_passing_state_waits_its_grace_and_a_restart_keeps_what_is_published() {
     assert_eq!(memo.held, None);
 }
 
+/// A state the phase dates (a Delete-policy volume Released, on its way out) counts its grace
+/// from the phase's time: a process started during it (an empty memo) waits only the rest.
+#[test]
+fn a_grace_dated_by_the_phase_is_not_restarted_by_a_restart() {
+    let t0 = Instant::now();
+    // How long ago it was Released, and how long it still waits (`None`: published now).
+    for (released_ago, waits) in [(500, Some(100)), (600, None), (700, None)] {
+        let w = World {
+            lookup: lookup(),
+            ..world()
+        }
+        .pv(mariadb_pv().delete().since(now_plus(-released_ago)));
+        let out = w.decide("mariadb-pv", &mut Memo::default(), t0, &now());
+        match (&out.decision, waits) {
+            (Decision::WaitFor(d), Some(s)) => {
+                assert_eq!(*d, Duration::from_secs(s), "released {released_ago}s ago")
+            }
+            (Decision::Write((Action::Create { .. }, _)), None) => {}
+            (d, _) => panic!("released {released_ago}s ago: {d:?}, expected {waits:?}"),
+        }
+    }
+}
+
 // ---- Logs once ----
 
 /// A volume too odd to judge and a VolumeLeftover someone else owns are warned about once per
