@@ -247,14 +247,6 @@ impl Effects {
         self.logs.push(log);
         memo.logged = Some(line.to_string());
     }
-
-    fn done(self, decision: Decision<(Action, Option<Told>)>) -> Outcome {
-        Outcome {
-            decision,
-            held: self.held,
-            logs: self.logs,
-        }
-    }
 }
 
 impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
@@ -265,122 +257,62 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             held: None,
             logs: Vec::new(),
         };
+        let decision = self.decide_with(name, memo, now_i, now, &mut fx);
+        Outcome {
+            decision,
+            held: fx.held,
+            logs: fx.logs,
+        }
+    }
+
+    fn decide_with(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        now_i: Instant,
+        now: &Time,
+        fx: &mut Effects,
+    ) -> Decision<(Action, Option<Told>)> {
         // The subject and the operator's own objects must be current, or nothing is decided;
         // the sweep after their next list brings every name back.
         if !self.stores.current() {
             fx.hold(memo, Some(Held::Undecided));
-            return fx.done(Decision::Idle);
+            return Decision::Idle;
         }
         let existing = self.stores.leftover(name);
-        if let Some((echo, deadline)) = &memo.echo {
-            if caught_up(echo, existing.as_deref()) || now_i >= *deadline {
-                memo.echo = None;
-            } else {
-                // The watch event of our own write will mark the name again; the wake-up
-                // covers an echo that never comes.
-                return fx.done(Decision::WaitFor(deadline.saturating_duration_since(now_i)));
-            }
+        let existing = existing.as_deref();
+        if let Some(wait) = echo_wait(memo, existing, now_i) {
+            return Decision::WaitFor(wait);
         }
         let pv = self.stores.volume(name);
-        if let Some(pv) = pv.as_deref()
-            && let Some(e) = existing.as_deref()
-            && published_reason(e) == Some(Reason::VolumeWithoutImage)
-            && let Some(spec) = pv.spec.as_ref()
-            && self.lookup.image(
-                &volume_source(spec),
-                pv.metadata.creation_timestamp.as_ref(),
-            ) == ImageFound::Unknown
-        {
+        let pv = pv.as_deref();
+        if self.census_cannot_say(pv, existing) {
             // The census cannot say now (Ceph is down): a missing image is not found again by
             // an outage, nor is its finding cleared.
             fx.hold(memo, Some(Held::Undecided));
-            return fx.done(Decision::Idle);
+            return Decision::Idle;
         }
         if pv.is_none()
-            && let Some(action) = self.decide_image(name, existing.as_deref(), now)
+            && let Some(action) = self.decide_image(name, existing, now)
         {
             fx.hold(memo, None);
-            return fx.done(match action {
+            return match action {
                 Action::Nothing | Action::Foreign { .. } => Decision::Idle,
                 write => {
-                    let told = told(&write, existing.as_deref());
+                    let told = told(&write, existing);
                     Decision::Write((write, told))
                 }
-            });
+            };
         }
-        let verdict = pv
-            .as_deref()
-            .map(|pv| classify(pv, self.lookup, now.clone()));
-        let (action, held) = match verdict {
-            None => {
-                memo.observed = None;
-                if is_tombstone_of_any(existing.as_deref(), memo.tombstone.as_deref()) {
-                    memo.tombstone = None;
-                }
-                let image = self.tombstone_image(memo.tombstone.as_deref(), existing.as_deref());
-                let action = plan::gone(
-                    name,
-                    memo.tombstone.as_deref(),
-                    existing.as_deref(),
-                    now,
-                    self.rules.tombstone_ttl,
-                    &image,
-                );
-                if matches!(
-                    action,
-                    Action::Nothing | Action::Delete { .. } | Action::Foreign { .. }
-                ) {
-                    memo.tombstone = None;
-                }
-                (action, None)
-            }
-            Some(v) => {
-                let held = match &v {
-                    Verdict::Skip(why) => {
-                        let log = Log::Skipped {
-                            pv: name.to_string(),
-                            why: why.clone(),
-                        };
-                        fx.log_once(memo, why, log);
-                        Some(Held::Skipped)
-                    }
-                    Verdict::Undecided(why) => {
-                        fx.logs.push(Log::Undecided {
-                            pv: name.to_string(),
-                            why: why.clone(),
-                        });
-                        Some(Held::Undecided)
-                    }
-                    Verdict::Ignored(_) => Some(Held::Ignored),
-                    Verdict::Healthy | Verdict::Leftover(_) => None,
-                };
-                let reason = match &v {
-                    Verdict::Leftover(f) => Some(f.status.reason),
-                    _ => None,
-                };
-                let graces = self.rules.graces;
-                match plan::gate(v, existing.as_deref(), &mut memo.observed, now, graces) {
-                    Gated::Later(wait) => {
-                        fx.hold(memo, reason.map(Held::Pending));
-                        fx.logs.push(Log::Holding {
-                            pv: name.to_string(),
-                            reason,
-                            wait,
-                        });
-                        return fx.done(Decision::WaitFor(wait));
-                    }
-                    Gated::Now {
-                        verdict,
-                        first_seen,
-                    } => (
-                        plan::plan(name, Some(&verdict), existing.as_deref(), &first_seen, now),
-                        held,
-                    ),
-                }
-            }
+        let (action, held) = match pv {
+            None => (self.gone(name, memo, existing, now), None),
+            Some(pv) => match self.evaluate(name, pv, memo, existing, now, fx) {
+                Ok(planned) => planned,
+                Err(wait) => return Decision::WaitFor(wait),
+            },
         };
         fx.hold(memo, held);
-        let decision = match action {
+        match action {
             Action::Nothing => {
                 if held != Some(Held::Skipped) {
                     memo.logged = None;
@@ -389,8 +321,8 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                 // the clock alone.
                 let ttl = self.rules.tombstone_ttl;
                 match [
-                    plan::next_change(existing.as_deref(), now),
-                    plan::tombstone_expires(existing.as_deref(), now, ttl),
+                    plan::next_change(existing, now),
+                    plan::tombstone_expires(existing, now, ttl),
                 ]
                 .into_iter()
                 .flatten()
@@ -405,11 +337,105 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                 Decision::Idle
             }
             write => {
-                let told = told(&write, existing.as_deref());
+                let told = told(&write, existing);
                 Decision::Write((write, told))
             }
+        }
+    }
+
+    /// Whether the volume's published `VolumeWithoutImage` finding waits because the census
+    /// answers Unknown for its image.
+    fn census_cannot_say(&self, pv: Option<&Volume>, existing: Option<&Leftover>) -> bool {
+        let (Some(pv), Some(e)) = (pv, existing) else {
+            return false;
         };
-        fx.done(decision)
+        published_reason(e) == Some(Reason::VolumeWithoutImage)
+            && pv.spec.as_ref().is_some_and(|spec| {
+                self.lookup.image(
+                    &volume_source(spec),
+                    pv.metadata.creation_timestamp.as_ref(),
+                ) == ImageFound::Unknown
+            })
+    }
+
+    /// What to write for a name whose PV is gone: its tombstone (from the memo, or made of the
+    /// published finding) while it lasts, else nothing of it.
+    fn gone(&self, name: &str, memo: &mut Memo, existing: Option<&Leftover>, now: &Time) -> Action {
+        memo.observed = None;
+        if is_tombstone_of_any(existing, memo.tombstone.as_deref()) {
+            memo.tombstone = None;
+        }
+        let image = self.tombstone_image(memo.tombstone.as_deref(), existing);
+        let action = plan::gone(
+            name,
+            memo.tombstone.as_deref(),
+            existing,
+            now,
+            self.rules.tombstone_ttl,
+            &image,
+        );
+        if matches!(
+            action,
+            Action::Nothing | Action::Delete { .. } | Action::Foreign { .. }
+        ) {
+            memo.tombstone = None;
+        }
+        action
+    }
+
+    /// What to write for a volume, and why it is held (`Err`: not yet, a state passing through
+    /// waits this long for its grace).
+    fn evaluate(
+        &self,
+        name: &str,
+        pv: &Volume,
+        memo: &mut Memo,
+        existing: Option<&Leftover>,
+        now: &Time,
+        fx: &mut Effects,
+    ) -> Result<(Action, Option<Held>), Duration> {
+        let v = classify(pv, self.lookup, now.clone());
+        let held = match &v {
+            Verdict::Skip(why) => {
+                let log = Log::Skipped {
+                    pv: name.to_string(),
+                    why: why.clone(),
+                };
+                fx.log_once(memo, why, log);
+                Some(Held::Skipped)
+            }
+            Verdict::Undecided(why) => {
+                fx.logs.push(Log::Undecided {
+                    pv: name.to_string(),
+                    why: why.clone(),
+                });
+                Some(Held::Undecided)
+            }
+            Verdict::Ignored(_) => Some(Held::Ignored),
+            Verdict::Healthy | Verdict::Leftover(_) => None,
+        };
+        let reason = match &v {
+            Verdict::Leftover(f) => Some(f.status.reason),
+            _ => None,
+        };
+        match plan::gate(v, existing, &mut memo.observed, now, self.rules.graces) {
+            Gated::Later(wait) => {
+                fx.hold(memo, reason.map(Held::Pending));
+                fx.logs.push(Log::Holding {
+                    pv: name.to_string(),
+                    reason,
+                    wait,
+                });
+                Err(wait)
+            }
+            Gated::Now {
+                verdict,
+                first_seen,
+            } => Ok((
+                plan::plan(name, Some(&verdict), existing, &first_seen, now),
+                held,
+            )),
+        }
     }
 
     /// For a name that is no PV's: the finding about an image nothing references, while the
@@ -564,6 +590,18 @@ fn published_reason(o: &Leftover) -> Option<Reason> {
     o.managed
         .then_some(o.status.as_ref().map(|s| s.reason))
         .flatten()
+}
+
+/// How long the name still waits for the echo of its last write (`None`: it arrived, or the
+/// wait is over). The watch event of that write marks the name again; the wake-up covers an
+/// echo that never comes.
+fn echo_wait(memo: &mut Memo, existing: Option<&Leftover>, now_i: Instant) -> Option<Duration> {
+    let (echo, deadline) = memo.echo.as_ref()?;
+    if caught_up(echo, existing) || now_i >= *deadline {
+        memo.echo = None;
+        return None;
+    }
+    Some(deadline.saturating_duration_since(now_i))
 }
 
 /// Whether the store shows what the operator's write left behind.
