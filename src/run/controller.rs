@@ -42,12 +42,14 @@ use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::publish::events::{Change, Events};
-use crate::publish::leader::Role;
+use crate::publish::leader::{Role, Standing};
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
 use crate::run::settings::Settings;
 use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
-use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
+use crate::telemetry::{
+    CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust, WritesBlocked,
+};
 use crate::watch::category::Category;
 use crate::watch::feed::{FeedItem, Stored};
 use crate::watch::index::RefIndex;
@@ -356,10 +358,10 @@ impl Loop {
     fn on_role(&mut self) -> Option<Ended> {
         let role = *self.role.borrow_and_update();
         match role {
-            Role::Leading { .. } => {
+            Role::Leading { .. } | Role::Unelected => {
                 if !self.scheduler.is_active() {
                     self.metrics.leader(true);
-                    self.health.set_leader(Some("leading".into()));
+                    self.health.set_leader(Standing::Leading);
                     self.maybe_start();
                     if self.scheduler.is_active() {
                         self.sweep();
@@ -370,7 +372,7 @@ impl Loop {
             Role::Standby => None,
             Role::Lost => {
                 self.metrics.leader(false);
-                self.health.set_leader(Some("lost the lease".into()));
+                self.health.set_leader(Standing::Lost);
                 tracing::error!(
                     "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
                 );
@@ -644,7 +646,7 @@ impl Loop {
     /// PVs and VolumeLeftovers must have listed; claims and classes listed or be forbidden
     /// (then their answers are Unknown, never Absent).
     fn maybe_start(&mut self) {
-        if self.scheduler.is_active() || !matches!(*self.role.borrow(), Role::Leading { .. }) {
+        if self.scheduler.is_active() || !self.role.borrow().leads() {
             return;
         }
         let h = &self.health;
@@ -1089,18 +1091,14 @@ impl Loop {
         };
         match self.scheduler.end_write(name, end) {
             Some(Condition::Blocked { category, error }) => {
-                let fix = if category == Category::NotFound {
-                    format!("; {CRD_FIX}")
-                } else {
-                    String::new()
-                };
+                let why = WritesBlocked::new(category, error);
                 tracing::error!(
                     category = category.as_str(),
-                    %error,
-                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{fix}"
+                    error = %why.error(),
+                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{}",
+                    why.fix()
                 );
-                self.health
-                    .set_writes_blocked(Some(format!("{}: {error}{fix}", category.as_str())));
+                self.health.set_writes_blocked(Some(why));
                 self.metrics.writes_blocked(true);
             }
             Some(Condition::Unblocked) => {
