@@ -44,7 +44,7 @@ use crate::model::volume::Volume;
 use crate::publish::events::{Change, Events};
 use crate::publish::leader::{Role, Standing};
 use crate::publish::report::{Applied, ReportWriter};
-use crate::publish::writer::{WriteError, Writer, Written};
+use crate::publish::writer::{Outcome, WriteError, Writer, Written};
 use crate::run::settings::Settings;
 use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
 use crate::telemetry::{
@@ -1047,7 +1047,7 @@ impl Loop {
                     Ok(w) => w.op,
                     Err(e) => e.op(),
                 };
-                metrics.write_duration(op, start.elapsed());
+                metrics.write_duration(op.as_str(), start.elapsed());
                 (name, r, told)
             }));
         }
@@ -1058,24 +1058,21 @@ impl Loop {
     fn on_written(&mut self, name: &str, result: Result<Written, WriteError>, told: Option<Told>) {
         let end = match result {
             Ok(w) => {
-                if let (WriteEnd::Done, Some(t), Some(events)) = (&w.end, &told, &self.events) {
+                if let (Outcome::Done, Some(t), Some(events)) = (w.outcome, &told, &self.events) {
                     events.emit(&t.pv, &t.uid, &t.change);
                 }
-                let result = if w.end == WriteEnd::Done {
-                    "ok"
-                } else {
-                    "outdated"
-                };
-                self.metrics.write(w.op, result, w.requests);
+                let result = w.outcome.as_str();
+                self.metrics.write(w.op.as_str(), result, w.requests);
                 if let Some(echo) = w.echo {
                     self.scheduler.memo(name).echo =
                         Some((echo, Instant::now() + self.settings.echo_wait));
                 }
-                tracing::debug!(%name, op = w.op, result, "written");
-                w.end
+                tracing::debug!(%name, op = w.op.as_str(), result, "written");
+                w.outcome.into()
             }
             Err(e) => {
-                self.metrics.write(e.op(), e.category().as_str(), 1);
+                self.metrics
+                    .write(e.op().as_str(), e.category().as_str(), 1);
                 let first = self.scheduler.get(name).is_none_or(|s| s.failures() == 0);
                 if first && self.scheduler.blocked().is_none() {
                     tracing::warn!(error = %e, "write failed; retrying with backoff");

@@ -20,3 +20,4 @@ mod scan;
 mod schedule;
 mod selector;
 mod volume;
+mod writer;
