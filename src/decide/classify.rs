@@ -17,38 +17,10 @@ use crate::model::crd::{
 };
 pub use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
+use crate::model::phase::{Phase, ReclaimPolicy};
 use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
 
-const RELEASED: &str = "Released";
-const BOUND: &str = "Bound";
-const FAILED: &str = "Failed";
-const AVAILABLE: &str = "Available";
-const PENDING: &str = "Pending";
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
-
-/// The phase, as far as classification cares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Released,
-    Bound,
-    Failed,
-    /// Available or Pending: waiting to be bound.
-    Unbound,
-    /// Missing, or a value Kubernetes does not define.
-    Other,
-}
-
-impl Phase {
-    fn of(s: &str) -> Phase {
-        match s {
-            RELEASED => Phase::Released,
-            BOUND => Phase::Bound,
-            FAILED => Phase::Failed,
-            AVAILABLE | PENDING => Phase::Unbound,
-            _ => Phase::Other,
-        }
-    }
-}
 
 /// Classifies one PersistentVolume: what its phase and claim say, and, where the storage
 /// backend's census covers its image, whether the image is gone (`VolumeWithoutImage` wins over
@@ -239,7 +211,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     if in_trash {
         hints.insert(Hint::ImageInTrash);
     }
-    if reclaim_policy == "Delete" && matches!(phase, Phase::Released | Phase::Failed) {
+    if ReclaimPolicy::of(&reclaim_policy) == ReclaimPolicy::Delete
+        && matches!(phase, Phase::Released | Phase::Failed)
+    {
         hints.insert(Hint::ReclaimPolicyDelete);
     }
     if let Some(sc) = &storage_class {
@@ -539,7 +513,7 @@ fn message(f: &MessageFacts<'_>) -> String {
             } else {
                 ""
             },
-            if f.phase == BOUND {
+            if Phase::of(f.phase) == Phase::Bound {
                 " A Bound volume without its image: its data is lost unless the image is restored."
             } else {
                 ""
@@ -594,7 +568,7 @@ fn message(f: &MessageFacts<'_>) -> String {
 
 /// Why deleting a volume with this reclaim policy left its disk, in words.
 fn why_kept(reclaim: &str) -> String {
-    if reclaim == "Delete" {
+    if ReclaimPolicy::of(reclaim) == ReclaimPolicy::Delete {
         "its reclaim policy was Delete but its phase was Failed (its delete had failed), so Kubernetes may not have deleted".into()
     } else {
         format!("its reclaim policy was {reclaim}, so Kubernetes did not delete")
@@ -641,7 +615,7 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
         .persistent_volume_reclaim_policy
         .as_deref()
         .unwrap_or("Retain");
-    if !leaves_a_disk(policy, phase_str) {
+    if !leaves_a_disk(ReclaimPolicy::of(policy), Phase::of(phase_str)) {
         return None;
     }
     let deleted_at = pv
@@ -731,7 +705,10 @@ pub fn tombstone_of(
     if published.reason == Reason::VolumeDeleted || published.subject != Subject::Volume {
         return None;
     }
-    if !leaves_a_disk(&published.reclaim_policy, &published.phase) {
+    if !leaves_a_disk(
+        ReclaimPolicy::of(&published.reclaim_policy),
+        Phase::of(&published.phase),
+    ) {
         return None;
     }
     let mut status = published.clone();

@@ -24,6 +24,7 @@ use crate::model::labels::{
     MANAGED_BY, MANAGED_BY_VALUE, is_label_value, is_own_label,
 };
 use crate::model::leftover::{Leftover, digest};
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// The decision for one name.
 #[derive(Clone, Debug)]
@@ -111,16 +112,17 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
     // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
     // pipeline waits the delete grace.
+    let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
         Reason::VolumeDeleted | Reason::ImageWithoutVolume => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
         Reason::VolumeWithoutImage => {
-            s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed")
+            policy == ReclaimPolicy::Delete && matches!(phase, Phase::Released | Phase::Failed)
         }
         _ => {
-            s.reclaim_policy == "Delete"
-                && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound")
+            policy == ReclaimPolicy::Delete
+                && matches!(phase, Phase::Released | Phase::Failed | Phase::Bound)
         }
     };
     let grace = if deleting {

@@ -2,6 +2,7 @@
 //! house publishes.
 
 use crate::model::crd::VolumeLeftoverStatus;
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// One finding: what to publish about a PersistentVolume.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +47,6 @@ pub enum Verdict {
 /// Delete (Retain, or Recycle, which never deletes the disk), or its delete was known to have
 /// failed (phase Failed). A Delete-policy volume deleted otherwise is assumed deleted with it: the
 /// provisioner deletes the backend volume before the PV object.
-pub fn leaves_a_disk(reclaim_policy: &str, phase: &str) -> bool {
-    reclaim_policy != "Delete" || phase == "Failed"
+pub fn leaves_a_disk(reclaim_policy: ReclaimPolicy, phase: Phase) -> bool {
+    reclaim_policy != ReclaimPolicy::Delete || phase == Phase::Failed
 }

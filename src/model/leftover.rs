@@ -38,6 +38,7 @@ use crate::model::crd::{
 };
 use crate::model::finding::leaves_a_disk;
 use crate::model::labels::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// What the lean form keeps beyond what decisions need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -190,7 +191,7 @@ pub fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
 fn may_become_tombstone(s: &VolumeLeftoverStatus) -> bool {
     s.subject == Subject::Volume
         && s.reason != Reason::VolumeDeleted
-        && leaves_a_disk(&s.reclaim_policy, &s.phase)
+        && leaves_a_disk(ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase))
 }
 
 /// The facts of a status as JSON, which can be dropped while the object is shared by the store

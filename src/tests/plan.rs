@@ -1326,6 +1326,7 @@ use crate::decide::classify::tombstone;
 use crate::decide::plan::{gone, tombstone_expires};
 use crate::model::crd::Subject;
 use crate::model::finding::leaves_a_disk;
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// The mariadb PV as the watch's Delete event shows it: deletion requested an hour before now.
 fn mariadb_deleted() -> Finding {
@@ -1354,18 +1355,21 @@ fn stored(action: Action) -> VolumeLeftover {
 
 #[test]
 fn only_a_delete_that_leaves_the_disk_makes_a_tombstone() {
-    assert!(leaves_a_disk("Retain", "Released"));
-    assert!(leaves_a_disk("Retain", "Available"));
+    let leaves =
+        |policy: &str, phase: &str| leaves_a_disk(ReclaimPolicy::of(policy), Phase::of(phase));
+    assert!(leaves("Retain", "Released"));
+    assert!(leaves("Retain", "Available"));
     assert!(
-        leaves_a_disk("Recycle", "Released"),
+        leaves("Recycle", "Released"),
         "recycling scrubs, never deletes"
     );
-    assert!(leaves_a_disk("Delete", "Failed"), "its delete had failed");
-    assert!(
-        !leaves_a_disk("Delete", "Released"),
-        "a normal dynamic delete"
-    );
-    assert!(!leaves_a_disk("Delete", "Bound"));
+    assert!(leaves("Delete", "Failed"), "its delete had failed");
+    assert!(!leaves("Delete", "Released"), "a normal dynamic delete");
+    assert!(!leaves("Delete", "Bound"));
+    // What Kubernetes does not define deletes nothing.
+    assert!(leaves("Archive", "Released"));
+    assert!(leaves("", "Released"));
+    assert!(!leaves("Delete", ""));
     let deleting = pv("d").delete().released().terminating(now(), []);
     assert_eq!(tombstone(&Volume::from(&deleting), &lookup(), now()), None);
 }
