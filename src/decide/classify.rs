@@ -15,6 +15,7 @@ use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
+use crate::model::finding::Undecided;
 pub use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
 use crate::model::phase::{Phase, ReclaimPolicy};
@@ -86,9 +87,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
 
     let claim = spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup));
     if claim.as_ref().is_some_and(|c| c.stale) {
-        return Verdict::Undecided(format!(
-            "the claim store is stale; PersistentVolume {name} waits until it has resynced"
-        ));
+        return Verdict::Undecided(Undecided::ClaimStoreStale {
+            volume: name.into(),
+        });
     }
 
     let reason = match (phase, &claim) {
@@ -116,9 +117,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             Found::Yes(_) | Found::Absent => Reason::BoundClaimMissing,
             // A 403 never makes a finding of a Bound volume, nor clears one.
             Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(format!(
-                    "claims cannot be read; whether the claim of Bound PersistentVolume {name} exists is unknown"
-                ));
+                return Verdict::Undecided(Undecided::BoundClaimUnknown {
+                    volume: name.into(),
+                });
             }
         },
         (Phase::Unbound | Phase::Other, Some(c)) if !c.incomplete => match &c.found {
@@ -130,9 +131,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
                 ));
             }
             Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(format!(
-                    "claims cannot be read; whether the claim PersistentVolume {name} is pre-bound to exists is unknown"
-                ));
+                return Verdict::Undecided(Undecided::PreboundClaimUnknown {
+                    volume: name.into(),
+                });
             }
         },
         (Phase::Unbound, _) => return Verdict::Healthy,
@@ -199,9 +200,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     let class_name = spec.storage_class_name.as_deref().filter(|c| !c.is_empty());
     let storage_class = match class_name.map(|c| observe_class(c, lookup)) {
         Some(None) => {
-            return Verdict::Undecided(format!(
-                "the StorageClass store is stale; PersistentVolume {name} waits until it has resynced"
-            ));
+            return Verdict::Undecided(Undecided::ClassStoreStale {
+                volume: name.into(),
+            });
         }
         Some(Some(c)) => Some(c),
         None => None,

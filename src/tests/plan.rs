@@ -15,7 +15,7 @@ use crate::decide::plan::{
 };
 use crate::model::crd::{Acknowledgement, State};
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::finding::{Finding, Verdict};
+use crate::model::finding::{Finding, Undecided, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::labels::{
     LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE, LABEL_STORAGE_CLASS, MANAGED_BY,
@@ -389,7 +389,7 @@ fn gate_passes_healthy_undecided_and_skip_through_and_stops_the_clock() {
     for v in [
         Verdict::Healthy,
         Verdict::Skip("odd".into()),
-        Verdict::Undecided("stale".into()),
+        Verdict::Undecided(Undecided::ClaimStoreStale { volume: "a".into() }),
     ] {
         let mut clock = seen(&bound_claim_missing(), 30);
         match gate(v.clone(), None, &mut clock, &now(), GRACES) {
@@ -886,7 +886,7 @@ fn skip_keeps_what_was_published() {
     let existing = published(&mariadb_finding());
     for v in [
         Verdict::Skip("odd".into()),
-        Verdict::Undecided("stale".into()),
+        Verdict::Undecided(Undecided::ClaimStoreStale { volume: "a".into() }),
     ] {
         expect_nothing(plan(
             "mariadb-pv",
