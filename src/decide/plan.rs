@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 
 use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, with_backend_note};
 use crate::model::crd::{
-    AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
-    VolumeLeftoverStatus,
+    AcknowledgedFinding, Condition, ConditionStatus, Reason, State, VolumeLeftover,
+    VolumeLeftoverSpec, VolumeLeftoverStatus,
 };
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
@@ -419,11 +419,14 @@ fn hand_off(
         .and_then(|a| a.ticket.as_deref())
         .map_or(String::new(), |t| format!(" (ticket {t})"));
     let (ack_status, ack_message) = match state {
-        State::Acknowledged => ("True", format!("Acknowledged{ticket}.")),
-        State::Open => ("False", "Not acknowledged.".to_string()),
-        State::Expired => ("False", format!("The acknowledgement{ticket} has expired.")),
+        State::Acknowledged => (ConditionStatus::True, format!("Acknowledged{ticket}.")),
+        State::Open => (ConditionStatus::False, "Not acknowledged.".to_string()),
+        State::Expired => (
+            ConditionStatus::False,
+            format!("The acknowledgement{ticket} has expired."),
+        ),
         State::Superseded => (
-            "False",
+            ConditionStatus::False,
             format!(
                 "The acknowledgement{ticket} covered {}; the finding has changed since.",
                 status
@@ -442,7 +445,7 @@ fn hand_off(
         ),
         (
             "Open",
-            if state.is_open() { "True" } else { "False" },
+            ConditionStatus::from(state.is_open()),
             f.status.reason.as_str().to_string(),
             f.status.message.clone(),
         ),
@@ -459,7 +462,7 @@ fn hand_off(
                 .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
             Condition {
                 type_: type_.into(),
-                status: st.into(),
+                status: st,
                 reason,
                 message,
                 last_transition_time,

@@ -13,7 +13,7 @@ use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, class
 use crate::decide::plan::{
     Action, ClockStart, Gated, Graces, Observed, desired, gate, grace_of, next_change, plan,
 };
-use crate::model::crd::{Acknowledgement, State};
+use crate::model::crd::{Acknowledgement, ConditionStatus, State};
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::finding::{Finding, Undecided, Verdict};
 use crate::model::image::ImageFound;
@@ -1244,7 +1244,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
     assert!(
         s.conditions
             .iter()
-            .any(|c| c.type_ == "Open" && c.status == "True")
+            .any(|c| c.type_ == "Open" && c.status == ConditionStatus::True)
     );
 }
 
