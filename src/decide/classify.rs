@@ -15,40 +15,13 @@ use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
+use crate::model::finding::Undecided;
 pub use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
+use crate::model::phase::{Phase, ReclaimPolicy};
 use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
 
-const RELEASED: &str = "Released";
-const BOUND: &str = "Bound";
-const FAILED: &str = "Failed";
-const AVAILABLE: &str = "Available";
-const PENDING: &str = "Pending";
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
-
-/// The phase, as far as classification cares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Released,
-    Bound,
-    Failed,
-    /// Available or Pending: waiting to be bound.
-    Unbound,
-    /// Missing, or a value Kubernetes does not define.
-    Other,
-}
-
-impl Phase {
-    fn of(s: &str) -> Phase {
-        match s {
-            RELEASED => Phase::Released,
-            BOUND => Phase::Bound,
-            FAILED => Phase::Failed,
-            AVAILABLE | PENDING => Phase::Unbound,
-            _ => Phase::Other,
-        }
-    }
-}
 
 /// Classifies one PersistentVolume: what its phase and claim say, and, where the storage
 /// backend's census covers its image, whether the image is gone (`VolumeWithoutImage` wins over
@@ -114,9 +87,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
 
     let claim = spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup));
     if claim.as_ref().is_some_and(|c| c.stale) {
-        return Verdict::Undecided(format!(
-            "the claim store is stale; PersistentVolume {name} waits until it has resynced"
-        ));
+        return Verdict::Undecided(Undecided::ClaimStoreStale {
+            volume: name.into(),
+        });
     }
 
     let reason = match (phase, &claim) {
@@ -144,9 +117,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             Found::Yes(_) | Found::Absent => Reason::BoundClaimMissing,
             // A 403 never makes a finding of a Bound volume, nor clears one.
             Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(format!(
-                    "claims cannot be read; whether the claim of Bound PersistentVolume {name} exists is unknown"
-                ));
+                return Verdict::Undecided(Undecided::BoundClaimUnknown {
+                    volume: name.into(),
+                });
             }
         },
         (Phase::Unbound | Phase::Other, Some(c)) if !c.incomplete => match &c.found {
@@ -158,9 +131,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
                 ));
             }
             Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(format!(
-                    "claims cannot be read; whether the claim PersistentVolume {name} is pre-bound to exists is unknown"
-                ));
+                return Verdict::Undecided(Undecided::PreboundClaimUnknown {
+                    volume: name.into(),
+                });
             }
         },
         (Phase::Unbound, _) => return Verdict::Healthy,
@@ -227,9 +200,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     let class_name = spec.storage_class_name.as_deref().filter(|c| !c.is_empty());
     let storage_class = match class_name.map(|c| observe_class(c, lookup)) {
         Some(None) => {
-            return Verdict::Undecided(format!(
-                "the StorageClass store is stale; PersistentVolume {name} waits until it has resynced"
-            ));
+            return Verdict::Undecided(Undecided::ClassStoreStale {
+                volume: name.into(),
+            });
         }
         Some(Some(c)) => Some(c),
         None => None,
@@ -239,7 +212,9 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
     if in_trash {
         hints.insert(Hint::ImageInTrash);
     }
-    if reclaim_policy == "Delete" && matches!(phase, Phase::Released | Phase::Failed) {
+    if ReclaimPolicy::of(&reclaim_policy) == ReclaimPolicy::Delete
+        && matches!(phase, Phase::Released | Phase::Failed)
+    {
         hints.insert(Hint::ReclaimPolicyDelete);
     }
     if let Some(sc) = &storage_class {
@@ -539,7 +514,7 @@ fn message(f: &MessageFacts<'_>) -> String {
             } else {
                 ""
             },
-            if f.phase == BOUND {
+            if Phase::of(f.phase) == Phase::Bound {
                 " A Bound volume without its image: its data is lost unless the image is restored."
             } else {
                 ""
@@ -594,7 +569,7 @@ fn message(f: &MessageFacts<'_>) -> String {
 
 /// Why deleting a volume with this reclaim policy left its disk, in words.
 fn why_kept(reclaim: &str) -> String {
-    if reclaim == "Delete" {
+    if ReclaimPolicy::of(reclaim) == ReclaimPolicy::Delete {
         "its reclaim policy was Delete but its phase was Failed (its delete had failed), so Kubernetes may not have deleted".into()
     } else {
         format!("its reclaim policy was {reclaim}, so Kubernetes did not delete")
@@ -641,7 +616,7 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
         .persistent_volume_reclaim_policy
         .as_deref()
         .unwrap_or("Retain");
-    if !leaves_a_disk(policy, phase_str) {
+    if !leaves_a_disk(ReclaimPolicy::of(policy), Phase::of(phase_str)) {
         return None;
     }
     let deleted_at = pv
@@ -731,7 +706,10 @@ pub fn tombstone_of(
     if published.reason == Reason::VolumeDeleted || published.subject != Subject::Volume {
         return None;
     }
-    if !leaves_a_disk(&published.reclaim_policy, &published.phase) {
+    if !leaves_a_disk(
+        ReclaimPolicy::of(&published.reclaim_policy),
+        Phase::of(&published.phase),
+    ) {
         return None;
     }
     let mut status = published.clone();

@@ -167,7 +167,7 @@ pub enum Log {
         /// The PV's name.
         pv: String,
         /// Why.
-        why: String,
+        why: crate::model::finding::Undecided,
     },
     /// A state normally passing through is held until its grace ends (debug).
     Holding {

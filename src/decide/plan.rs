@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 
 use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, with_backend_note};
 use crate::model::crd::{
-    AcknowledgedFinding, Condition, Reason, State, VolumeLeftover, VolumeLeftoverSpec,
-    VolumeLeftoverStatus,
+    AcknowledgedFinding, Condition, ConditionStatus, Reason, State, VolumeLeftover,
+    VolumeLeftoverSpec, VolumeLeftoverStatus,
 };
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
@@ -24,6 +24,7 @@ use crate::model::labels::{
     MANAGED_BY, MANAGED_BY_VALUE, is_label_value, is_own_label,
 };
 use crate::model::leftover::{Leftover, digest};
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// The decision for one name.
 #[derive(Clone, Debug)]
@@ -111,16 +112,17 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
     // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
     // pipeline waits the delete grace.
+    let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
         Reason::VolumeDeleted | Reason::ImageWithoutVolume => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
         Reason::VolumeWithoutImage => {
-            s.reclaim_policy == "Delete" && matches!(s.phase.as_str(), "Released" | "Failed")
+            policy == ReclaimPolicy::Delete && matches!(phase, Phase::Released | Phase::Failed)
         }
         _ => {
-            s.reclaim_policy == "Delete"
-                && matches!(s.phase.as_str(), "Released" | "Failed" | "Bound")
+            policy == ReclaimPolicy::Delete
+                && matches!(phase, Phase::Released | Phase::Failed | Phase::Bound)
         }
     };
     let grace = if deleting {
@@ -417,11 +419,14 @@ fn hand_off(
         .and_then(|a| a.ticket.as_deref())
         .map_or(String::new(), |t| format!(" (ticket {t})"));
     let (ack_status, ack_message) = match state {
-        State::Acknowledged => ("True", format!("Acknowledged{ticket}.")),
-        State::Open => ("False", "Not acknowledged.".to_string()),
-        State::Expired => ("False", format!("The acknowledgement{ticket} has expired.")),
+        State::Acknowledged => (ConditionStatus::True, format!("Acknowledged{ticket}.")),
+        State::Open => (ConditionStatus::False, "Not acknowledged.".to_string()),
+        State::Expired => (
+            ConditionStatus::False,
+            format!("The acknowledgement{ticket} has expired."),
+        ),
         State::Superseded => (
-            "False",
+            ConditionStatus::False,
             format!(
                 "The acknowledgement{ticket} covered {}; the finding has changed since.",
                 status
@@ -440,7 +445,7 @@ fn hand_off(
         ),
         (
             "Open",
-            if state.is_open() { "True" } else { "False" },
+            ConditionStatus::from(state.is_open()),
             f.status.reason.as_str().to_string(),
             f.status.message.clone(),
         ),
@@ -457,7 +462,7 @@ fn hand_off(
                 .map_or_else(|| now.clone(), |c| c.last_transition_time.clone());
             Condition {
                 type_: type_.into(),
-                status: st.into(),
+                status: st,
                 reason,
                 message,
                 last_transition_time,

@@ -193,8 +193,7 @@ pub struct Condition {
     #[serde(rename = "type")]
     pub type_: String,
     /// `True`, `False` or `Unknown`.
-    #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
-    pub status: String,
+    pub status: ConditionStatus,
     /// A CamelCase word: the finding's reason for `Open`, the state for `Acknowledged`.
     pub reason: String,
     /// One sentence for people.
@@ -204,6 +203,38 @@ pub struct Condition {
     /// The `metadata.generation` the condition was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A condition's status, spelled as the Kubernetes API conventions spell it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ConditionStatus {
+    /// The condition holds.
+    True,
+    /// It does not.
+    False,
+    /// It cannot be determined.
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// The status as written in the object.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionStatus::True => "True",
+            ConditionStatus::False => "False",
+            ConditionStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+impl From<bool> for ConditionStatus {
+    fn from(holds: bool) -> Self {
+        if holds {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        }
+    }
 }
 
 /// What an acknowledgement covered when the operator first saw it: the finding as it was then.

@@ -33,11 +33,12 @@ use kube::Resource;
 use kube::runtime::reflector::Lookup;
 
 use crate::model::crd::{
-    AcknowledgedFinding, Acknowledgement, Reason, State, Subject, VolumeLeftover,
+    AcknowledgedFinding, Acknowledgement, ConditionStatus, Reason, State, Subject, VolumeLeftover,
     VolumeLeftoverSpec, VolumeLeftoverStatus,
 };
 use crate::model::finding::leaves_a_disk;
 use crate::model::labels::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// What the lean form keeps beyond what decisions need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -157,24 +158,19 @@ pub struct Status {
     record: Record,
 }
 
-/// What is kept of a condition: whether its status is `True` (`Some(true)`), `False`
-/// (`Some(false)`) or anything else, and when it last changed.
+/// What is kept of a condition: its status and when it last changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cond {
     /// `status`.
-    pub status: Option<bool>,
+    pub status: ConditionStatus,
     /// `lastTransitionTime`.
     pub last_transition_time: Time,
 }
 
 impl Cond {
-    /// Whether the condition's status is `st` (`True` or `False`).
-    pub fn is(&self, st: &str) -> bool {
-        match self.status {
-            Some(true) => st == "True",
-            Some(false) => st == "False",
-            None => false,
-        }
+    /// Whether the condition's status is `st`.
+    pub fn is(&self, st: ConditionStatus) -> bool {
+        self.status == st
     }
 }
 
@@ -190,7 +186,7 @@ pub fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
 fn may_become_tombstone(s: &VolumeLeftoverStatus) -> bool {
     s.subject == Subject::Volume
         && s.reason != Reason::VolumeDeleted
-        && leaves_a_disk(&s.reclaim_policy, &s.phase)
+        && leaves_a_disk(ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase))
 }
 
 /// The facts of a status as JSON, which can be dropped while the object is shared by the store
@@ -316,11 +312,7 @@ impl Status {
                 .iter()
                 .find(|c| c.type_ == type_)
                 .map(|c| Cond {
-                    status: match c.status.as_str() {
-                        "True" => Some(true),
-                        "False" => Some(false),
-                        _ => None,
-                    },
+                    status: c.status,
                     last_transition_time: c.last_transition_time.clone(),
                 })
         };

@@ -10,6 +10,7 @@ pub mod intern;
 pub mod labels;
 pub mod leftover;
 pub mod meta;
+pub mod phase;
 pub mod quantity;
 pub mod selector;
 pub mod uid;

@@ -65,6 +65,9 @@ pub fn takeover_bound(duration: Duration) -> Duration {
 /// What this replica may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// There is no election (one replica): this process decides and writes for as long as it
+    /// runs.
+    Unelected,
     /// Another replica leads (or none yet): keep the caches warm, decide nothing.
     Standby,
     /// This replica leads until `until` (its own clock): decide and write.
@@ -79,7 +82,51 @@ pub enum Role {
 impl Role {
     /// Whether writes may start now.
     pub fn may_write(&self, now: Instant) -> bool {
-        matches!(self, Role::Leading { until } if now < *until)
+        match self {
+            Role::Unelected => true,
+            Role::Leading { until } => now < *until,
+            Role::Standby | Role::Lost => false,
+        }
+    }
+
+    /// Whether this replica is the one that decides (its lease may still run out: see
+    /// [`Role::may_write`]).
+    pub fn leads(&self) -> bool {
+        matches!(self, Role::Unelected | Role::Leading { .. })
+    }
+}
+
+/// This replica's part in the election as `/readyz` says it (`leader: …`); no line without an
+/// election.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// Waiting to lead: keeping the caches warm.
+    Standby {
+        /// The Lease, `namespace/name`.
+        lease: String,
+    },
+    /// Holding the lease.
+    Leading,
+    /// Lost the lease: the process exits.
+    Lost,
+}
+
+impl Standing {
+    /// The standby of the Lease `s` names.
+    pub fn standby(s: &LeaderSettings) -> Standing {
+        Standing::Standby {
+            lease: format!("{}/{}", s.namespace, s.lease_name),
+        }
+    }
+}
+
+impl std::fmt::Display for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Standing::Standby { lease } => write!(f, "standby (lease {lease})"),
+            Standing::Leading => f.write_str("leading"),
+            Standing::Lost => f.write_str("lost the lease"),
+        }
     }
 }
 

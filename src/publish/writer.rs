@@ -60,13 +60,13 @@ pub enum WriteError {
 }
 
 impl WriteError {
-    /// Stable short name of the step, for metrics.
-    pub fn op(&self) -> &'static str {
+    /// The step that failed, for metrics.
+    pub fn op(&self) -> Op {
         match self {
-            WriteError::Create { .. } => "create",
-            WriteError::Apply { .. } => "apply",
-            WriteError::ApplyStatus { .. } => "apply_status",
-            WriteError::Delete { .. } => "delete",
+            WriteError::Create { .. } => Op::Create,
+            WriteError::Apply { .. } => Op::Apply,
+            WriteError::ApplyStatus { .. } => Op::ApplyStatus,
+            WriteError::Delete { .. } => Op::Delete,
         }
     }
 
@@ -92,18 +92,94 @@ impl WriteError {
     }
 }
 
+/// What a write did, or the step of it that failed: the `op` label of the write metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Nothing to send ([`Action::Nothing`], [`Action::Foreign`]).
+    None,
+    /// A create (and the status right after it).
+    Create,
+    /// A metadata patch and/or a status apply of an existing object.
+    Apply,
+    /// The status apply (a failed step only).
+    ApplyStatus,
+    /// A delete.
+    Delete,
+}
+
+impl Op {
+    /// Every operation.
+    pub const ALL: [Op; 5] = [Op::None, Op::Create, Op::Apply, Op::ApplyStatus, Op::Delete];
+
+    /// What `action` does.
+    pub fn of(action: &Action) -> Op {
+        match action {
+            Action::Nothing | Action::Foreign { .. } => Op::None,
+            Action::Create { .. } => Op::Create,
+            Action::Apply { .. } => Op::Apply,
+            Action::Delete { .. } => Op::Delete,
+        }
+    }
+
+    /// Stable short name, for metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::None => "none",
+            Op::Create => "create",
+            Op::Apply => "apply",
+            Op::ApplyStatus => "apply_status",
+            Op::Delete => "delete",
+        }
+    }
+}
+
+/// How a write that did not fail ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It landed (or there was nothing to send).
+    Done,
+    /// It was refused because the decision was made on an outdated view: decide again once the
+    /// store has caught up.
+    Outdated,
+}
+
+impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 2] = [Outcome::Done, Outcome::Outdated];
+
+    /// The `result` label of the write metrics (a failed write's is its error category).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "ok",
+            Outcome::Outdated => "outdated",
+        }
+    }
+}
+
+impl From<Outcome> for WriteEnd {
+    fn from(o: Outcome) -> WriteEnd {
+        match o {
+            Outcome::Done => WriteEnd::Done,
+            Outcome::Outdated => WriteEnd::Outdated,
+        }
+    }
+}
+
 /// What one write did.
 #[derive(Debug)]
 pub struct Written {
-    /// The operation, for metrics (`create`, `apply`, `delete`).
-    pub op: &'static str,
-    /// How it ended, for the scheduler.
-    pub end: WriteEnd,
+    /// The operation.
+    pub op: Op,
+    /// How it ended.
+    pub outcome: Outcome,
     /// What the operator's VolumeLeftover watch will show once it has caught up.
     pub echo: Option<Echo>,
     /// Requests sent.
     pub requests: u32,
 }
+
+/// How the requests of one write ended, before they are counted: its outcome and echo.
+type Ended = Result<(Outcome, Option<Echo>), WriteError>;
 
 /// The writer.
 #[derive(Clone)]
@@ -118,10 +194,13 @@ impl Writer {
         Writer { api, timeout }
     }
 
-    async fn bounded<T>(
+    /// Sends one request, counted in `sent`, bounded in time.
+    async fn send<T>(
         &self,
+        sent: &mut u32,
         fut: impl Future<Output = kube::Result<T>>,
     ) -> Result<T, (Category, String)> {
+        *sent += 1;
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err((Category::of(&e), describe(&e))),
@@ -134,173 +213,142 @@ impl Writer {
 
     /// Performs one action.
     pub async fn execute(&self, action: Action) -> Result<Written, WriteError> {
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
-        match action {
-            Action::Nothing | Action::Foreign { .. } => Ok(Written {
-                op: "none",
-                end: WriteEnd::Done,
-                echo: None,
-                requests: 0,
-            }),
-            Action::Create { object } => {
-                let name = object.name_any();
-                let mut main = (*object).clone();
-                main.status = None;
-                let pp_create = PostParams {
-                    field_manager: Some(FIELD_MANAGER.to_string()),
-                    ..PostParams::default()
-                };
-                let created = match self.bounded(self.api.create(&pp_create, &main)).await {
-                    Ok(o) => o,
-                    // Someone's object of that name, which the store has not shown yet: never
-                    // taken over. Decide again once the store shows it.
-                    Err((Category::Conflict, _)) => {
-                        return Ok(Written {
-                            op: "create",
-                            end: WriteEnd::Outdated,
-                            echo: Some(Echo::Exists),
-                            requests: 1,
-                        });
-                    }
-                    Err((category, message)) => {
-                        return Err(WriteError::Create {
-                            name,
-                            category,
-                            message,
-                        });
-                    }
-                };
-                let version = created.metadata.resource_version.as_deref();
-                let written = match self.apply_status(&name, version, &object, &pp).await {
-                    Ok(o) => o,
-                    // Changed or deleted right after the create (acknowledged at once, say):
-                    // the object exists; its status comes when the name is decided again.
-                    Err(WriteError::ApplyStatus {
-                        category: Category::Conflict | Category::NotFound,
-                        ..
-                    }) => {
-                        return Ok(Written {
-                            op: "create",
-                            end: WriteEnd::Outdated,
-                            echo: None,
-                            requests: 2,
-                        });
-                    }
-                    Err(e) => return Err(e),
-                };
-                Ok(Written {
-                    op: "create",
-                    end: WriteEnd::Done,
-                    echo: written.metadata.resource_version.map(Echo::Version),
-                    requests: 2,
-                })
-            }
+        let op = Op::of(&action);
+        let mut requests = 0;
+        let (outcome, echo) = match action {
+            Action::Nothing | Action::Foreign { .. } => (Outcome::Done, None),
+            Action::Create { object } => self.create(&object, &mut requests).await?,
             Action::Apply {
                 object,
                 meta,
                 status,
             } => {
-                let name = object.name_any();
-                let mut written = None;
-                let mut requests = 0;
-                if let Some(patch) = meta {
-                    requests += 1;
-                    let mp = PatchParams {
-                        field_manager: Some(FIELD_MANAGER.to_string()),
-                        ..PatchParams::default()
-                    };
-                    match self
-                        .bounded(self.api.patch(&name, &mp, &Patch::Merge(&patch)))
-                        .await
-                    {
-                        Ok(o) => written = Some(o),
-                        // Changed since the decision (the patch carries its resourceVersion), or
-                        // deleted meanwhile: decide again on what the store shows next.
-                        Err((Category::Conflict | Category::NotFound, _)) => {
-                            return Ok(Written {
-                                op: "apply",
-                                end: WriteEnd::Outdated,
-                                echo: None,
-                                requests,
-                            });
-                        }
-                        Err((category, message)) => {
-                            return Err(WriteError::Apply {
-                                name,
-                                category,
-                                message,
-                            });
-                        }
-                    }
-                }
-                if status {
-                    requests += 1;
-                    // After the metadata patch, the version it made; else the one decided on.
-                    let version = match &written {
-                        Some(o) => o.metadata.resource_version.clone(),
-                        None => object.metadata.resource_version.clone(),
-                    };
-                    match self
-                        .apply_status(&name, version.as_deref(), &object, &pp)
-                        .await
-                    {
-                        Ok(o) => written = Some(o),
-                        // Deleted meanwhile (the status subresource never creates), or changed
-                        // since the decision (made again by someone else, acknowledged): decide
-                        // again on what the store shows next.
-                        Err(WriteError::ApplyStatus {
-                            category: Category::NotFound | Category::Conflict,
-                            ..
-                        }) => {
-                            return Ok(Written {
-                                op: "apply",
-                                end: WriteEnd::Outdated,
-                                echo: None,
-                                requests,
-                            });
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(Written {
-                    op: "apply",
-                    end: WriteEnd::Done,
-                    echo: written
-                        .and_then(|o| o.metadata.resource_version)
-                        .map(Echo::Version),
-                    requests,
-                })
+                self.apply(&object, meta.as_ref(), status, &mut requests)
+                    .await?
             }
-            Action::Delete { name, uid } => {
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid,
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match self.bounded(self.api.delete(&name, &dp)).await {
-                    Ok(_) | Err((Category::NotFound, _)) => Ok(Written {
-                        op: "delete",
-                        end: WriteEnd::Done,
-                        echo: Some(Echo::Gone),
-                        requests: 1,
-                    }),
-                    // Replaced by a newer object (uid precondition): its watch event brings the
-                    // name back here.
-                    Err((Category::Conflict, _)) => Ok(Written {
-                        op: "delete",
-                        end: WriteEnd::Outdated,
-                        echo: None,
-                        requests: 1,
-                    }),
-                    Err((category, message)) => Err(WriteError::Delete {
+            Action::Delete { name, uid } => self.delete(name, uid, &mut requests).await?,
+        };
+        Ok(Written {
+            op,
+            outcome,
+            echo,
+            requests,
+        })
+    }
+
+    /// Creates the object, then applies its status.
+    async fn create(&self, object: &VolumeLeftover, sent: &mut u32) -> Ended {
+        let name = object.name_any();
+        let mut main = object.clone();
+        main.status = None;
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..PostParams::default()
+        };
+        let created = match self.send(sent, self.api.create(&pp, &main)).await {
+            Ok(o) => o,
+            // Someone's object of that name, which the store has not shown yet: never taken
+            // over. Decide again once the store shows it.
+            Err((Category::Conflict, _)) => return Ok((Outcome::Outdated, Some(Echo::Exists))),
+            Err((category, message)) => {
+                return Err(WriteError::Create {
+                    name,
+                    category,
+                    message,
+                });
+            }
+        };
+        let version = created.metadata.resource_version.as_deref();
+        match self.apply_status(&name, version, object, sent).await {
+            Ok(written) => Ok((Outcome::Done, version_echo(written))),
+            // Changed or deleted right after the create (acknowledged at once, say): the object
+            // exists; its status comes when the name is decided again.
+            Err(WriteError::ApplyStatus {
+                category: Category::Conflict | Category::NotFound,
+                ..
+            }) => Ok((Outcome::Outdated, None)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Patches the metadata (`meta`, carrying the resourceVersion decided on) and/or applies
+    /// the status of an existing object.
+    async fn apply(
+        &self,
+        object: &VolumeLeftover,
+        meta: Option<&serde_json::Value>,
+        status: bool,
+        sent: &mut u32,
+    ) -> Ended {
+        let name = object.name_any();
+        let mut written = None;
+        if let Some(patch) = meta {
+            let mp = PatchParams {
+                field_manager: Some(FIELD_MANAGER.to_string()),
+                ..PatchParams::default()
+            };
+            match self
+                .send(sent, self.api.patch(&name, &mp, &Patch::Merge(patch)))
+                .await
+            {
+                Ok(o) => written = Some(o),
+                // Changed since the decision (the patch carries its resourceVersion), or
+                // deleted meanwhile: decide again on what the store shows next.
+                Err((Category::Conflict | Category::NotFound, _)) => {
+                    return Ok((Outcome::Outdated, None));
+                }
+                Err((category, message)) => {
+                    return Err(WriteError::Apply {
                         name,
                         category,
                         message,
-                    }),
+                    });
                 }
             }
+        }
+        if status {
+            // After the metadata patch, the version it made; else the one decided on.
+            let version = match &written {
+                Some(o) => o.metadata.resource_version.clone(),
+                None => object.metadata.resource_version.clone(),
+            };
+            match self
+                .apply_status(&name, version.as_deref(), object, sent)
+                .await
+            {
+                Ok(o) => written = Some(o),
+                // Deleted meanwhile (the status subresource never creates), or changed since
+                // the decision (made again by someone else, acknowledged): decide again on what
+                // the store shows next.
+                Err(WriteError::ApplyStatus {
+                    category: Category::NotFound | Category::Conflict,
+                    ..
+                }) => return Ok((Outcome::Outdated, None)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((Outcome::Done, written.and_then(version_echo)))
+    }
+
+    /// Deletes the object `uid` of that name.
+    async fn delete(&self, name: String, uid: Option<String>, sent: &mut u32) -> Ended {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid,
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.send(sent, self.api.delete(&name, &dp)).await {
+            Ok(_) | Err((Category::NotFound, _)) => Ok((Outcome::Done, Some(Echo::Gone))),
+            // Replaced by a newer object (uid precondition): its watch event brings the name
+            // back here.
+            Err((Category::Conflict, _)) => Ok((Outcome::Outdated, None)),
+            Err((category, message)) => Err(WriteError::Delete {
+                name,
+                category,
+                message,
+            }),
         }
     }
 
@@ -312,7 +360,7 @@ impl Writer {
         name: &str,
         version: Option<&str>,
         object: &VolumeLeftover,
-        pp: &PatchParams,
+        sent: &mut u32,
     ) -> Result<VolumeLeftover, WriteError> {
         let mut metadata = serde_json::json!({ "name": name });
         if let Some(v) = version {
@@ -324,7 +372,8 @@ impl Writer {
             "metadata": metadata,
             "status": object.status,
         });
-        self.bounded(self.api.patch_status(name, pp, &Patch::Apply(&body)))
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        self.send(sent, self.api.patch_status(name, &pp, &Patch::Apply(&body)))
             .await
             .map_err(|(category, message)| WriteError::ApplyStatus {
                 name: name.to_string(),
@@ -332,4 +381,9 @@ impl Writer {
                 message,
             })
     }
+}
+
+/// The echo of an object written: its watch shows this resourceVersion once caught up.
+fn version_echo(written: VolumeLeftover) -> Option<Echo> {
+    written.metadata.resource_version.map(Echo::Version)
 }

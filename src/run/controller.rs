@@ -43,12 +43,14 @@ use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::publish::events::Events;
-use crate::publish::leader::Role;
+use crate::publish::leader::{Role, Standing};
 use crate::publish::report::{Applied, ReportWriter};
-use crate::publish::writer::{WriteError, Writer, Written};
+use crate::publish::writer::{Outcome, WriteError, Writer, Written};
 use crate::run::settings::Settings;
 use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
-use crate::telemetry::{CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust};
+use crate::telemetry::{
+    CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust, WritesBlocked,
+};
 use crate::watch::category::Category;
 use crate::watch::feed::{FeedItem, Stored};
 use crate::watch::index::RefIndex;
@@ -348,10 +350,10 @@ impl Loop {
     fn on_role(&mut self) -> Option<Ended> {
         let role = *self.role.borrow_and_update();
         match role {
-            Role::Leading { .. } => {
+            Role::Leading { .. } | Role::Unelected => {
                 if !self.scheduler.is_active() {
                     self.metrics.leader(true);
-                    self.health.set_leader(Some("leading".into()));
+                    self.health.set_leader(Standing::Leading);
                     self.maybe_start();
                     if self.scheduler.is_active() {
                         self.sweep();
@@ -362,7 +364,7 @@ impl Loop {
             Role::Standby => None,
             Role::Lost => {
                 self.metrics.leader(false);
-                self.health.set_leader(Some("lost the lease".into()));
+                self.health.set_leader(Standing::Lost);
                 tracing::error!(
                     "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
                 );
@@ -636,7 +638,7 @@ impl Loop {
     /// PVs and VolumeLeftovers must have listed; claims and classes listed or be forbidden
     /// (then their answers are Unknown, never Absent).
     fn maybe_start(&mut self) {
-        if self.scheduler.is_active() || !matches!(*self.role.borrow(), Role::Leading { .. }) {
+        if self.scheduler.is_active() || !self.role.borrow().leads() {
             return;
         }
         let h = &self.health;
@@ -1037,7 +1039,7 @@ impl Loop {
                     Ok(w) => w.op,
                     Err(e) => e.op(),
                 };
-                metrics.write_duration(op, start.elapsed());
+                metrics.write_duration(op.as_str(), start.elapsed());
                 (name, r, told)
             }));
         }
@@ -1048,24 +1050,21 @@ impl Loop {
     fn on_written(&mut self, name: &str, result: Result<Written, WriteError>, told: Option<Told>) {
         let end = match result {
             Ok(w) => {
-                if let (WriteEnd::Done, Some(t), Some(events)) = (&w.end, &told, &self.events) {
+                if let (Outcome::Done, Some(t), Some(events)) = (w.outcome, &told, &self.events) {
                     events.emit(&t.pv, &t.uid, &t.change);
                 }
-                let result = if w.end == WriteEnd::Done {
-                    "ok"
-                } else {
-                    "outdated"
-                };
-                self.metrics.write(w.op, result, w.requests);
+                let result = w.outcome.as_str();
+                self.metrics.write(w.op.as_str(), result, w.requests);
                 if let Some(echo) = w.echo {
                     self.scheduler.memo(name).echo =
                         Some((echo, (Instant::now() + self.settings.echo_wait).into_std()));
                 }
-                tracing::debug!(%name, op = w.op, result, "written");
-                w.end
+                tracing::debug!(%name, op = w.op.as_str(), result, "written");
+                w.outcome.into()
             }
             Err(e) => {
-                self.metrics.write(e.op(), e.category().as_str(), 1);
+                self.metrics
+                    .write(e.op().as_str(), e.category().as_str(), 1);
                 let first = self.scheduler.get(name).is_none_or(|s| s.failures() == 0);
                 if first && self.scheduler.blocked().is_none() {
                     tracing::warn!(error = %e, "write failed; retrying with backoff");
@@ -1081,18 +1080,14 @@ impl Loop {
         };
         match self.scheduler.end_write(name, end) {
             Some(Condition::Blocked { category, error }) => {
-                let fix = if category == Category::NotFound {
-                    format!("; {CRD_FIX}")
-                } else {
-                    String::new()
-                };
+                let why = WritesBlocked::new(category, error);
                 tracing::error!(
                     category = category.as_str(),
-                    %error,
-                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{fix}"
+                    error = %why.error(),
+                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{}",
+                    why.fix()
                 );
-                self.health
-                    .set_writes_blocked(Some(format!("{}: {error}{fix}", category.as_str())));
+                self.health.set_writes_blocked(Some(why));
                 self.metrics.writes_blocked(true);
             }
             Some(Condition::Unblocked) => {

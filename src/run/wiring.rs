@@ -15,7 +15,6 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
 use crate::decide::lookup::Claim;
@@ -23,7 +22,7 @@ use crate::engine::backoff::seed;
 use crate::model::leftover::{Keep, Leftover, LeftoverObject};
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::Events;
-use crate::publish::leader::{self, Role};
+use crate::publish::leader::{self, Role, Standing};
 use crate::publish::report::ReportWriter;
 use crate::publish::writer::Writer;
 use crate::run::settings::Settings;
@@ -208,9 +207,7 @@ fn election(
 ) {
     let (role_tx, role_rx) = watch::channel(match &settings.leader {
         Some(_) => Role::Standby,
-        None => Role::Leading {
-            until: Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600),
-        },
+        None => Role::Unelected,
     });
     if settings.leader.is_none() {
         // The role never changes, so `on_role` never says so: this replica leads from the start.
@@ -218,10 +215,7 @@ fn election(
     }
     let (stop_election, election_stop_rx) = watch::channel(false);
     let election = settings.leader.clone().map(|s| {
-        health.set_leader(Some(format!(
-            "standby (lease {}/{})",
-            s.namespace, s.lease_name
-        )));
+        health.set_leader(Standing::standby(&s));
         tokio::spawn(leader::run(client.clone(), s, role_tx, election_stop_rx))
     });
     (role_rx, election, stop_election)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelValue;
 use tokio::time::Instant;
 
+use crate::publish::leader::Standing;
 use crate::watch::category::Category;
 
 /// The four watched kinds.
@@ -102,9 +103,9 @@ impl Default for StoreHealth {
 #[derive(Debug, Default)]
 struct Inner {
     stores: [StoreHealth; 4],
-    writes_blocked: Option<String>,
+    writes_blocked: Option<WritesBlocked>,
     shutting_down: bool,
-    leader: Option<String>,
+    leader: Option<Standing>,
 }
 
 /// Shared readiness state, written by the controller loop, read by `/readyz` and `/metrics`.
@@ -122,6 +123,63 @@ impl Default for Health {
 
 /// The fix for the most common start-up problem.
 pub const CRD_FIX: &str = "the VolumeLeftover CRD is not installed: kubectl apply -f crds/volumeleftovers.yaml (or install the chart)";
+
+/// Why writes to VolumeLeftovers are blocked as a whole; `/readyz` says `writes: blocked (…)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WritesBlocked {
+    /// Writes answer 404: the CRD is not installed (its fix goes with every mention).
+    CrdMissing {
+        /// The last error.
+        error: String,
+    },
+    /// Writes fail as a whole for another reason (a 403 on VolumeLeftovers, most often).
+    Failing {
+        /// Its category.
+        category: Category,
+        /// The last error.
+        error: String,
+    },
+}
+
+impl WritesBlocked {
+    /// The reason for writes failing with `category`.
+    pub fn new(category: Category, error: String) -> WritesBlocked {
+        match category {
+            Category::NotFound => WritesBlocked::CrdMissing { error },
+            category => WritesBlocked::Failing { category, error },
+        }
+    }
+
+    /// The category of the failures.
+    pub fn category(&self) -> Category {
+        match self {
+            WritesBlocked::CrdMissing { .. } => Category::NotFound,
+            WritesBlocked::Failing { category, .. } => *category,
+        }
+    }
+
+    /// The last error.
+    pub fn error(&self) -> &str {
+        match self {
+            WritesBlocked::CrdMissing { error } | WritesBlocked::Failing { error, .. } => error,
+        }
+    }
+
+    /// What to do about it, for the end of a log line: `; <fix>`, or nothing.
+    pub fn fix(&self) -> String {
+        match self {
+            WritesBlocked::CrdMissing { .. } => format!("; {CRD_FIX}"),
+            WritesBlocked::Failing { .. } => String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for WritesBlocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (category, error, fix) = (self.category(), self.error(), self.fix());
+        write!(f, "{}: {error}{fix}", category.as_str())
+    }
+}
 
 impl Health {
     /// A store degraded for longer than `stale_after` is stale: its answers are not used.
@@ -176,13 +234,13 @@ impl Health {
     }
 
     /// Records whether writes are blocked as a whole, and why.
-    pub fn set_writes_blocked(&self, why: Option<String>) {
+    pub fn set_writes_blocked(&self, why: Option<WritesBlocked>) {
         self.lock().writes_blocked = why;
     }
 
-    /// Records this replica's role in the election (`None`: no election).
-    pub fn set_leader(&self, role: Option<String>) {
-        self.lock().leader = role;
+    /// Records this replica's part in the election (never called without an election).
+    pub fn set_leader(&self, standing: Standing) {
+        self.lock().leader = Some(standing);
     }
 
     /// Marks the process as stopping (readiness goes false).

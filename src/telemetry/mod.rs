@@ -9,6 +9,6 @@ mod health;
 mod metrics;
 mod server;
 
-pub use health::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust};
+pub use health::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust, WritesBlocked};
 pub use metrics::Metrics;
 pub use server::serve;

@@ -10,7 +10,7 @@ use crate::decide::classify::classify;
 use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Tristate, VolumeLeftoverStatus, VolumeSourceInfo,
 };
-use crate::model::finding::Verdict;
+use crate::model::finding::{Undecided, Verdict};
 use crate::model::volume::Volume;
 
 /// A lookup where the claims the reason tests ask about are absent and class `standard` is
@@ -274,10 +274,10 @@ fn available_pre_bound_to_an_existing_claim_is_healthy() {
 #[test]
 fn available_pre_bound_when_claims_are_forbidden_is_undecided() {
     let p = pv("a").retain().available().claim_by_name("ns", "c");
-    assert!(matches!(
+    assert_eq!(
         verdict(&p, &lookup().claims_forbidden()),
-        Verdict::Undecided(_)
-    ));
+        Verdict::Undecided(Undecided::PreboundClaimUnknown { volume: "a".into() })
+    );
 }
 
 #[test]
@@ -304,7 +304,10 @@ fn bound_to_its_claim_is_healthy() {
 fn bound_when_claims_are_forbidden_is_undecided_because_a_403_is_not_a_404() {
     // Not Healthy either: that would delete a published BoundClaimMissing on a 403.
     let l = classes().claims_forbidden();
-    assert!(matches!(verdict(&bound("a"), &l), Verdict::Undecided(_)));
+    assert_eq!(
+        verdict(&bound("a"), &l),
+        Verdict::Undecided(Undecided::BoundClaimUnknown { volume: "a".into() })
+    );
 }
 
 #[test]
@@ -1097,11 +1100,9 @@ fn a_stale_claim_store_leaves_every_volume_with_a_claim_ref_undecided() {
             .phase(phase)
             .class("standard")
             .claim("ns", "c", "uid-1");
-        assert!(
-            matches!(
-                classify(&Volume::from(&p), &stale, now()),
-                Verdict::Undecided(_)
-            ),
+        assert_eq!(
+            classify(&Volume::from(&p), &stale, now()),
+            Verdict::Undecided(Undecided::ClaimStoreStale { volume: "a".into() }),
             "phase {phase}"
         );
     }
@@ -1128,10 +1129,36 @@ fn a_stale_class_store_leaves_a_volume_with_a_class_undecided() {
         claims: false,
         classes: true,
     };
-    assert!(matches!(
+    assert_eq!(
         classify(&Volume::from(&released("a")), &stale, now()),
-        Verdict::Undecided(_)
-    ));
+        Verdict::Undecided(Undecided::ClassStoreStale { volume: "a".into() })
+    );
+}
+
+#[test]
+fn undecided_volumes_are_logged_with_the_sentences_they_always_had() {
+    let volume = || "pv-1".to_string();
+    let said = [
+        (
+            Undecided::ClaimStoreStale { volume: volume() },
+            "the claim store is stale; PersistentVolume pv-1 waits until it has resynced",
+        ),
+        (
+            Undecided::ClassStoreStale { volume: volume() },
+            "the StorageClass store is stale; PersistentVolume pv-1 waits until it has resynced",
+        ),
+        (
+            Undecided::BoundClaimUnknown { volume: volume() },
+            "claims cannot be read; whether the claim of Bound PersistentVolume pv-1 exists is unknown",
+        ),
+        (
+            Undecided::PreboundClaimUnknown { volume: volume() },
+            "claims cannot be read; whether the claim PersistentVolume pv-1 is pre-bound to exists is unknown",
+        ),
+    ];
+    for (why, sentence) in said {
+        assert_eq!(why.to_string(), sentence);
+    }
 }
 
 // ---- Terminating volumes and messages that say how long ----

@@ -172,6 +172,27 @@ fn tristate_from_bool() {
 }
 
 #[test]
+fn condition_statuses_are_written_and_read_as_the_api_conventions_spell_them() {
+    use crate::model::crd::ConditionStatus;
+    for (st, text) in [
+        (ConditionStatus::True, "True"),
+        (ConditionStatus::False, "False"),
+        (ConditionStatus::Unknown, "Unknown"),
+    ] {
+        assert_eq!(st.as_str(), text);
+        assert_eq!(serde_json::to_value(st).unwrap(), serde_json::json!(text));
+        assert_eq!(
+            serde_json::from_value::<ConditionStatus>(serde_json::json!(text)).unwrap(),
+            st
+        );
+    }
+    assert_eq!(ConditionStatus::from(true), ConditionStatus::True);
+    assert_eq!(ConditionStatus::from(false), ConditionStatus::False);
+    // The schema's enum makes the API server refuse anything else, so nothing else is read.
+    assert!(serde_json::from_value::<ConditionStatus>(serde_json::json!("true")).is_err());
+}
+
+#[test]
 fn an_acknowledgement_until_any_date_the_schema_admits_is_read() {
     use crate::model::crd::Acknowledgement;
     let read = |until: &str| -> Acknowledgement {

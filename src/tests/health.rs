@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::telemetry::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust};
+use crate::publish::leader::Standing;
+use crate::telemetry::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust, WritesBlocked};
 use crate::watch::category::Category;
 
 fn synced() -> StoreHealth {
@@ -132,24 +133,61 @@ async fn forbidden_claims_are_unknown_and_unready_and_a_missing_crd_says_the_fix
 async fn a_synced_standby_is_ready_blocked_writes_and_shutdown_are_not() {
     let h = Health::new(Duration::from_secs(15));
     all_synced(&h);
-    h.set_leader(Some(
-        "standby (lease volume-leftovers/volume-leftovers)".into(),
-    ));
+    h.set_leader(Standing::Standby {
+        lease: "volume-leftovers/volume-leftovers".into(),
+    });
     let (ready, body) = h.report();
     assert!(
         ready,
         "a rolling update must not stall on a standby: {body}"
     );
-    assert!(body.contains("leader: standby"), "{body}");
-    h.set_writes_blocked(Some("403 on volumeleftovers".into()));
+    assert!(
+        body.contains("leader: standby (lease volume-leftovers/volume-leftovers)\n"),
+        "{body}"
+    );
+    h.set_writes_blocked(Some(WritesBlocked::new(
+        Category::Forbidden,
+        "403 on volumeleftovers".into(),
+    )));
     let (ready, body) = h.report();
     assert!(!ready);
     assert!(
-        body.contains("writes: blocked (403 on volumeleftovers)"),
+        body.contains("writes: blocked (forbidden: 403 on volumeleftovers)\n"),
         "{body}"
     );
     h.set_writes_blocked(None);
     assert!(h.report().0);
     h.shutting_down();
     assert!(!h.report().0);
+}
+
+#[test]
+fn the_election_and_blocked_writes_read_as_they_always_did() {
+    // `/readyz` bodies and log lines that runbooks and alerts quote.
+    let standby = Standing::Standby {
+        lease: "ns/name".into(),
+    };
+    assert_eq!(standby.to_string(), "standby (lease ns/name)");
+    assert_eq!(Standing::Leading.to_string(), "leading");
+    assert_eq!(Standing::Lost.to_string(), "lost the lease");
+
+    let failing = WritesBlocked::new(Category::Forbidden, "403 Forbidden".into());
+    assert_eq!(failing.category(), Category::Forbidden);
+    assert_eq!(failing.fix(), "");
+    assert_eq!(failing.to_string(), "forbidden: 403 Forbidden");
+    // A 404 on writes means the CRD is missing: its fix goes with it.
+    let missing = WritesBlocked::new(Category::NotFound, "404 Not Found".into());
+    assert_eq!(
+        missing,
+        WritesBlocked::CrdMissing {
+            error: "404 Not Found".into()
+        }
+    );
+    assert_eq!(missing.category(), Category::NotFound);
+    assert_eq!(missing.error(), "404 Not Found");
+    assert_eq!(missing.fix(), format!("; {CRD_FIX}"));
+    assert_eq!(
+        missing.to_string(),
+        format!("not_found: 404 Not Found; {CRD_FIX}")
+    );
 }

@@ -79,6 +79,17 @@ async fn a_leader_may_write_only_until_its_bound() {
     assert!(!role.may_write(now + Duration::from_secs(10)));
     assert!(!Role::Standby.may_write(now));
     assert!(!Role::Lost.may_write(now));
+    assert!(role.leads());
+    assert!(!Role::Standby.leads() && !Role::Lost.leads());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_an_election_a_replica_leads_and_writes_for_as_long_as_it_runs() {
+    let now = Instant::now();
+    assert!(Role::Unelected.leads());
+    assert!(Role::Unelected.may_write(now));
+    // No lease, so no bound to run past, however long the process runs.
+    assert!(Role::Unelected.may_write(now + Duration::from_secs(200 * 365 * 24 * 3600)));
 }
 
 #[test]

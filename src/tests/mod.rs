@@ -21,3 +21,4 @@ mod scan;
 mod schedule;
 mod selector;
 mod volume;
+mod writer;

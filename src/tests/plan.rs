@@ -13,9 +13,9 @@ use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, class
 use crate::decide::plan::{
     Action, ClockStart, Gated, Graces, Observed, desired, gate, grace_of, next_change, plan,
 };
-use crate::model::crd::{Acknowledgement, State};
+use crate::model::crd::{Acknowledgement, ConditionStatus, State};
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::finding::{Finding, Verdict};
+use crate::model::finding::{Finding, Undecided, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::labels::{
     LABEL_CLAIM_NAMESPACE, LABEL_REASON, LABEL_STATE, LABEL_STORAGE_CLASS, MANAGED_BY,
@@ -389,7 +389,7 @@ fn gate_passes_healthy_undecided_and_skip_through_and_stops_the_clock() {
     for v in [
         Verdict::Healthy,
         Verdict::Skip("odd".into()),
-        Verdict::Undecided("stale".into()),
+        Verdict::Undecided(Undecided::ClaimStoreStale { volume: "a".into() }),
     ] {
         let mut clock = seen(&bound_claim_missing(), 30);
         match gate(v.clone(), None, &mut clock, &now(), GRACES) {
@@ -886,7 +886,7 @@ fn skip_keeps_what_was_published() {
     let existing = published(&mariadb_finding());
     for v in [
         Verdict::Skip("odd".into()),
-        Verdict::Undecided("stale".into()),
+        Verdict::Undecided(Undecided::ClaimStoreStale { volume: "a".into() }),
     ] {
         expect_nothing(plan(
             "mariadb-pv",
@@ -1244,7 +1244,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
     assert!(
         s.conditions
             .iter()
-            .any(|c| c.type_ == "Open" && c.status == "True")
+            .any(|c| c.type_ == "Open" && c.status == ConditionStatus::True)
     );
 }
 
@@ -1326,6 +1326,7 @@ use crate::decide::classify::tombstone;
 use crate::decide::plan::{gone, tombstone_expires};
 use crate::model::crd::Subject;
 use crate::model::finding::leaves_a_disk;
+use crate::model::phase::{Phase, ReclaimPolicy};
 
 /// The mariadb PV as the watch's Delete event shows it: deletion requested an hour before now.
 fn mariadb_deleted() -> Finding {
@@ -1354,18 +1355,21 @@ fn stored(action: Action) -> VolumeLeftover {
 
 #[test]
 fn only_a_delete_that_leaves_the_disk_makes_a_tombstone() {
-    assert!(leaves_a_disk("Retain", "Released"));
-    assert!(leaves_a_disk("Retain", "Available"));
+    let leaves =
+        |policy: &str, phase: &str| leaves_a_disk(ReclaimPolicy::of(policy), Phase::of(phase));
+    assert!(leaves("Retain", "Released"));
+    assert!(leaves("Retain", "Available"));
     assert!(
-        leaves_a_disk("Recycle", "Released"),
+        leaves("Recycle", "Released"),
         "recycling scrubs, never deletes"
     );
-    assert!(leaves_a_disk("Delete", "Failed"), "its delete had failed");
-    assert!(
-        !leaves_a_disk("Delete", "Released"),
-        "a normal dynamic delete"
-    );
-    assert!(!leaves_a_disk("Delete", "Bound"));
+    assert!(leaves("Delete", "Failed"), "its delete had failed");
+    assert!(!leaves("Delete", "Released"), "a normal dynamic delete");
+    assert!(!leaves("Delete", "Bound"));
+    // What Kubernetes does not define deletes nothing.
+    assert!(leaves("Archive", "Released"));
+    assert!(leaves("", "Released"));
+    assert!(!leaves("Delete", ""));
     let deleting = pv("d").delete().released().terminating(now(), []);
     assert_eq!(tombstone(&Volume::from(&deleting), &lookup(), now()), None);
 }

@@ -240,3 +240,31 @@ fn finalizer_lists_are_shared_whole() {
     assert!(Arc::ptr_eq(&fa, &fb));
     assert_eq!(&*fa[1], "external-attacher/rbd-csi-ceph-com");
 }
+
+#[test]
+fn phases_and_reclaim_policies_read_from_their_api_strings() {
+    use crate::model::phase::{Phase, ReclaimPolicy};
+    let phases = [
+        ("Released", Phase::Released),
+        ("Bound", Phase::Bound),
+        ("Failed", Phase::Failed),
+        ("Available", Phase::Unbound),
+        ("Pending", Phase::Unbound),
+        ("", Phase::Other),
+        ("released", Phase::Other),
+        ("Lost", Phase::Other),
+    ];
+    for (s, p) in phases {
+        assert_eq!(Phase::of(s), p, "{s:?}");
+    }
+    let policies = [
+        ("Delete", ReclaimPolicy::Delete),
+        ("Retain", ReclaimPolicy::Retain),
+        ("Recycle", ReclaimPolicy::Recycle),
+        ("", ReclaimPolicy::Other),
+        ("delete", ReclaimPolicy::Other),
+    ];
+    for (s, p) in policies {
+        assert_eq!(ReclaimPolicy::of(s), p, "{s:?}");
+    }
+}

@@ -471,8 +471,8 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
         .await
         .expect("a refused write is an outdated decision, not an error");
     assert_eq!(
-        written.end,
-        volume_leftovers::engine::schedule::WriteEnd::Outdated
+        written.outcome,
+        volume_leftovers::publish::writer::Outcome::Outdated
     );
     let after = leftovers.get(&ours.pv).await.unwrap();
     assert_eq!(after.uid(), remade.uid());
