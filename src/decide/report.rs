@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::crd::{Reason, State, VolumeLeftover};
+use crate::model::crd::{Reason, State, VolumeLeftover, VolumeLeftoverStatus};
 use crate::model::labels::is_managed;
 
 /// Name of the report.
@@ -42,80 +42,15 @@ pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover
         .iter()
         .filter_map(|o| {
             let s = o.status.as_ref()?;
+            // An acknowledged finding is someone's known decision: policy-reporter shows it as
+            // skipped, not as a failure to act on.
             let acknowledged = s.state == State::Acknowledged;
             if acknowledged {
                 skip += 1;
             } else {
                 fail += 1;
             }
-            let mut properties = serde_json::Map::new();
-            let mut put = |k: &str, v: Option<String>| {
-                if let Some(v) = v.filter(|v| !v.is_empty()) {
-                    properties.insert(k.into(), Value::String(v));
-                }
-            };
-            put("state", Some(s.state.as_str().into()));
-            put(
-                "storageClass",
-                s.storage_class.as_ref().map(|c| c.name.clone()),
-            );
-            put("capacity", s.capacity.clone());
-            put("claim", s.claim.as_ref().map(|c| c.reference.clone()));
-            put(
-                "firstSeen",
-                Some(s.first_seen.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-            );
-            put(
-                "ticket",
-                o.spec
-                    .acknowledgement
-                    .as_ref()
-                    .and_then(|a| a.ticket.clone()),
-            );
-            put("volumeHandle", s.source.volume_handle.clone());
-            put(
-                "image",
-                s.image
-                    .as_ref()
-                    .map(|i| format!("{}/{}", i.pool, i.name))
-                    .or_else(|| {
-                        let src = &s.source;
-                        Some(format!(
-                            "{}/{}",
-                            src.pool.as_ref()?,
-                            src.image_name.as_ref()?
-                        ))
-                    }),
-            );
-            // The resource a result is about: the PV (gone, for a tombstone: its name and uid
-            // are what the ticket needs), or, for an image no PV names, the finding itself.
-            let resource = if o.spec.volume_name.is_empty() {
-                json!({
-                    "apiVersion": "leftovers.dev/v1alpha1",
-                    "kind": "VolumeLeftover",
-                    "name": o.metadata.name,
-                    "uid": o.metadata.uid,
-                })
-            } else {
-                json!({
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolume",
-                    "name": o.spec.volume_name,
-                    "uid": o.spec.volume_uid,
-                })
-            };
-            Some(json!({
-                "policy": s.reason.as_str(),
-                "result": if acknowledged { "skip" } else { "fail" },
-                "severity": severity(s.reason),
-                "category": "Storage",
-                "source": "volume-leftovers",
-                "message": s.message,
-                "scored": true,
-                "timestamp": {"seconds": s.first_seen.0.as_second(), "nanos": 0},
-                "resources": [resource],
-                "properties": properties,
-            }))
+            Some(result(o, s, acknowledged))
         })
         .collect();
     json!({
@@ -129,6 +64,91 @@ pub fn cluster_report<'a>(leftovers: impl IntoIterator<Item = &'a VolumeLeftover
         "summary": {"pass": 0, "fail": fail, "warn": 0, "error": 0, "skip": skip},
         "results": results,
     })
+}
+
+/// One finding as one report result. The timestamp is `firstSeen`, not now, so that the same
+/// findings give the same bytes and a rewrite of the report is not a change.
+fn result(o: &VolumeLeftover, s: &VolumeLeftoverStatus, acknowledged: bool) -> Value {
+    json!({
+        "policy": s.reason.as_str(),
+        "result": if acknowledged { "skip" } else { "fail" },
+        "severity": severity(s.reason),
+        "category": "Storage",
+        "source": "volume-leftovers",
+        "message": s.message,
+        "scored": true,
+        "timestamp": {"seconds": s.first_seen.0.as_second(), "nanos": 0},
+        "resources": [resource(o)],
+        "properties": properties(o, s),
+    })
+}
+
+/// The details a dashboard filters and a ticket needs, as strings. Empty or absent values are
+/// left out rather than written as `""`, so a column that does not apply stays empty.
+fn properties(o: &VolumeLeftover, s: &VolumeLeftoverStatus) -> serde_json::Map<String, Value> {
+    let mut properties = serde_json::Map::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            properties.insert(k.into(), Value::String(v));
+        }
+    };
+    put("state", Some(s.state.as_str().into()));
+    put(
+        "storageClass",
+        s.storage_class.as_ref().map(|c| c.name.clone()),
+    );
+    put("capacity", s.capacity.clone());
+    put("claim", s.claim.as_ref().map(|c| c.reference.clone()));
+    put(
+        "firstSeen",
+        Some(s.first_seen.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+    );
+    put(
+        "ticket",
+        o.spec
+            .acknowledgement
+            .as_ref()
+            .and_then(|a| a.ticket.clone()),
+    );
+    put("volumeHandle", s.source.volume_handle.clone());
+    put("image", image(s));
+    properties
+}
+
+/// `pool/name` of the backend image: what the census saw when the finding is a census one, else
+/// what the PV's source names (absent when it names no pool or image: not an RBD volume).
+fn image(s: &VolumeLeftoverStatus) -> Option<String> {
+    s.image
+        .as_ref()
+        .map(|i| format!("{}/{}", i.pool, i.name))
+        .or_else(|| {
+            let src = &s.source;
+            Some(format!(
+                "{}/{}",
+                src.pool.as_ref()?,
+                src.image_name.as_ref()?
+            ))
+        })
+}
+
+/// The resource a result is about: the PV (gone, for a tombstone: its name and uid are what the
+/// ticket needs), or, for an image no PV names, the finding itself.
+fn resource(o: &VolumeLeftover) -> Value {
+    if o.spec.volume_name.is_empty() {
+        json!({
+            "apiVersion": "leftovers.dev/v1alpha1",
+            "kind": "VolumeLeftover",
+            "name": o.metadata.name,
+            "uid": o.metadata.uid,
+        })
+    } else {
+        json!({
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "name": o.spec.volume_name,
+            "uid": o.spec.volume_uid,
+        })
+    }
 }
 
 /// What of a ClusterReport this operator owns and [`cluster_report`] sets: its label, source,

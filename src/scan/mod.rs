@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
 use crate::census::ceph::CensusSettings;
-use crate::decide::census::{Census, PoolKey, image_ref};
+use crate::decide::census::{Census, ImageRef, PoolKey, image_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::engine::clock::wall_clock;
@@ -188,6 +189,261 @@ impl Reader {
     }
 }
 
+/// The images a scan found named (by a PV or a tombstone), by censused pool.
+type Referenced = HashMap<PoolKey, HashSet<String>>;
+
+/// The PVs' verdicts, sorted by what must still be done with them.
+#[derive(Default)]
+struct Classified {
+    /// Findings as they stand.
+    findings: Vec<Finding>,
+    /// Findings that rest on a claim being absent, with their volume, to be looked at again.
+    recheck: Vec<(Volume, Finding)>,
+}
+
+impl Classified {
+    fn take(&mut self, pv: Volume, verdict: Verdict) {
+        match verdict {
+            Verdict::Leftover(f) => {
+                if rests_on_absence(&f) {
+                    self.recheck.push((pv, *f));
+                } else {
+                    self.findings.push(*f);
+                }
+            }
+            Verdict::Healthy | Verdict::Undecided(_) | Verdict::Ignored(_) => {}
+            Verdict::Skip(why) => tracing::warn!("skipped: {why}"),
+        }
+    }
+}
+
+/// What a second look at one claim said.
+enum SecondLook {
+    /// The server answered (the claim exists or not): the volume's finding, if it still has one.
+    Answered(Option<Box<Finding>>),
+    /// No yes or no (a 403, a timeout): why, in one line.
+    Unanswered(String),
+}
+
+impl Reader {
+    /// Every claim, as the compact facts classification needs. Metadata only: a claim's spec
+    /// and status are not needed, and a list of them would be much larger.
+    async fn claims(&self) -> Result<HashMap<(String, String), ClaimFacts>, ScanError> {
+        let api: Api<PersistentVolumeClaim> = Api::all(self.client.clone());
+        let mut claims = HashMap::new();
+        self.pages(
+            "persistentvolumeclaims",
+            |lp| {
+                let api = api.clone();
+                async move { api.list_metadata(&lp).await }
+            },
+            |items| {
+                for c in items {
+                    let key = (c.namespace().unwrap_or_default(), c.name_any());
+                    claims.insert(key, claim_facts(&c.metadata));
+                }
+            },
+        )
+        .await?;
+        Ok(claims)
+    }
+
+    /// Every StorageClass, as the compact facts classification needs.
+    async fn classes(&self) -> Result<HashMap<String, ClassFacts>, ScanError> {
+        let api: Api<StorageClass> = Api::all(self.client.clone());
+        let mut classes = HashMap::new();
+        self.pages(
+            "storageclasses",
+            |lp| {
+                let api = api.clone();
+                async move { api.list(&lp).await }
+            },
+            |items| {
+                for c in items {
+                    classes.insert(c.name_any(), class_facts(&c));
+                }
+            },
+        )
+        .await?;
+        Ok(classes)
+    }
+
+    /// Lists the PVs page by page and classifies each page as it comes, so that a page is
+    /// dropped once read and only the verdicts stay in memory. Notes in `referenced` the images
+    /// in censused pools that the PVs name: those are not orphans.
+    async fn volumes(
+        &self,
+        facts: &Facts,
+        exclusions: &Exclusions,
+        now: &Time,
+        referenced: &mut Referenced,
+    ) -> Result<Classified, ScanError> {
+        let api: Api<VolumeObject> = Api::all(self.client.clone());
+        let mut out = Classified::default();
+        self.pages(
+            "persistentvolumes",
+            |lp| {
+                let api = api.clone();
+                async move { api.list(&lp).await }
+            },
+            |items| {
+                for pv in items {
+                    let pv = Volume::read(pv, exclusions);
+                    if let (Some(c), Some(r)) = (
+                        facts.census.as_deref(),
+                        pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),
+                    ) {
+                        note_reference(c, r, referenced);
+                    }
+                    let verdict = classify(&pv, facts, now.clone());
+                    out.take(pv, verdict);
+                }
+            },
+        )
+        .await?;
+        Ok(out)
+    }
+
+    /// The images the operator's tombstones name (`VolumeDeleted`: a Retain volume was deleted,
+    /// its image kept) are someone's record, not orphans, as the operator sees them: they are
+    /// noted in `referenced`. Without the CRD there are none (a 404 is no error).
+    async fn tombstones(
+        &self,
+        census: &Census,
+        referenced: &mut Referenced,
+    ) -> Result<(), ScanError> {
+        let api: Api<crate::model::crd::VolumeLeftover> = Api::all(self.client.clone());
+        let selector = format!(
+            "{}={},{}={}",
+            crate::model::labels::LABEL_REASON,
+            Reason::VolumeDeleted.as_str(),
+            crate::model::labels::MANAGED_BY,
+            crate::model::labels::MANAGED_BY_VALUE
+        );
+        let listed = self
+            .pages(
+                "volumeleftovers",
+                |lp| {
+                    let api = api.clone();
+                    let lp = lp.labels(&selector);
+                    async move { api.list(&lp).await }
+                },
+                |items| {
+                    for o in items {
+                        if let Some(r) = o.status.as_ref().and_then(|s| image_ref(&s.source)) {
+                            note_reference(census, r, referenced);
+                        }
+                    }
+                },
+            )
+            .await;
+        match listed {
+            Err(ScanError::Read {
+                category: Category::NotFound,
+                ..
+            }) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Claims were listed before the PVs: a claim created in between looks missing. Ask again.
+    /// An answer that is not a yes or a no (403, a timeout) is reported as such: the row says
+    /// the claim is unknown, and the scan is incomplete. A 403 is not a 404, and a volume whose
+    /// claim is really gone must not vanish from the report because the second look failed.
+    /// Returns the claims whose second look failed, one line each; `findings` gets the rest.
+    async fn recheck(
+        &self,
+        recheck: Vec<(Volume, Finding)>,
+        facts: &Facts,
+        now: &Time,
+        findings: &mut Vec<Finding>,
+    ) -> Result<Vec<String>, ScanError> {
+        let mut unknown_claims = Vec::new();
+        for (pv, finding) in recheck {
+            let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+            let (Some(ns), Some(name)) = (
+                spec.and_then(|r| r.namespace.as_deref()),
+                spec.and_then(|r| r.name.as_deref()),
+            ) else {
+                findings.push(finding);
+                continue;
+            };
+            match self.look_again(&pv, ns, name, facts, now).await? {
+                SecondLook::Answered(f) => findings.extend(f.map(|f| *f)),
+                SecondLook::Unanswered(failed) => {
+                    unknown_claims.push(format!(
+                        "claim {ns}/{name} of PersistentVolume {} could not be read again ({failed}); whether it exists is unknown",
+                        finding.volume_name
+                    ));
+                    findings.push(claim_unknown(finding, &failed));
+                }
+            }
+        }
+        Ok(unknown_claims)
+    }
+
+    /// One GET of the claim `ns/name` of `pv`, and `pv` classified again with its answer (the
+    /// facts as listed, but for that one claim). Errors other than a 403 or a timeout end the
+    /// scan, as a failed list does.
+    async fn look_again(
+        &self,
+        pv: &Volume,
+        ns: &str,
+        name: &str,
+        facts: &Facts,
+        now: &Time,
+    ) -> Result<SecondLook, ScanError> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
+        let failed = match tokio::time::timeout(self.timeout, api.get_metadata_opt(name)).await {
+            Ok(Ok(c)) => {
+                let mut one = facts.clone();
+                if let (Some(claims), Some(c)) = (one.claims.as_mut(), c) {
+                    claims.insert((ns.to_string(), name.to_string()), claim_facts(&c.metadata));
+                }
+                let again = match classify(pv, &one, now.clone()) {
+                    Verdict::Leftover(f) => Some(f),
+                    _ => None,
+                };
+                return Ok(SecondLook::Answered(again));
+            }
+            Ok(Err(e)) if matches!(Category::of(&e), Category::Forbidden | Category::Timeout) => {
+                describe(&e)
+            }
+            Ok(Err(e)) => return Err(self.error("get", "persistentvolumeclaims", &e)),
+            Err(_) => format!("no answer within {:?}", self.timeout),
+        };
+        Ok(SecondLook::Unanswered(failed))
+    }
+}
+
+/// Notes that a PV or a tombstone names `image`, when the image lies in one censused pool (an
+/// image in no censused pool, or in one not yet known, is not the census's to call an orphan).
+fn note_reference(census: &Census, image: ImageRef, referenced: &mut Referenced) {
+    if let crate::decide::census::Resolved::Pool(key) = census.resolve(&image) {
+        referenced
+            .entry(key.clone())
+            .or_default()
+            .insert(image.name);
+    }
+}
+
+/// A listing that may be forbidden: a 403 does not end the scan but leaves a hole in it, named
+/// in `missing` (the permission it lacked) so that the report says it is incomplete.
+fn unless_forbidden<T>(
+    listed: Result<T, ScanError>,
+    permission: &str,
+    missing: &mut Vec<String>,
+) -> Result<Option<T>, ScanError> {
+    match listed {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if forbidden(&e) => {
+            missing.push(permission.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn forbidden(e: &ScanError) -> bool {
     matches!(
         e,
@@ -211,174 +467,31 @@ pub async fn read(
         server: server.to_string(),
         timeout,
     };
-    let mut facts = Facts {
-        census,
-        ..Facts::default()
-    };
     let mut missing = Vec::new();
-    let mut referenced: HashMap<PoolKey, HashSet<String>> = HashMap::new();
-
-    let pvc_api: Api<PersistentVolumeClaim> = Api::all(r.client.clone());
-    let mut claims = HashMap::new();
-    let listed = r
-        .pages(
-            "persistentvolumeclaims",
-            |lp| {
-                let api = pvc_api.clone();
-                async move { api.list_metadata(&lp).await }
-            },
-            |items| {
-                for c in items {
-                    let key = (c.namespace().unwrap_or_default(), c.name_any());
-                    claims.insert(key, claim_facts(&c.metadata));
-                }
-            },
-        )
-        .await;
-    match listed {
-        Ok(()) => facts.claims = Some(claims),
-        Err(e) if forbidden(&e) => missing.push("list persistentvolumeclaims".to_string()),
-        Err(e) => return Err(e),
-    }
-
-    let sc_api: Api<StorageClass> = Api::all(r.client.clone());
-    let mut classes = HashMap::new();
-    let listed = r
-        .pages(
-            "storageclasses",
-            |lp| {
-                let api = sc_api.clone();
-                async move { api.list(&lp).await }
-            },
-            |items| {
-                for c in items {
-                    classes.insert(c.name_any(), class_facts(&c));
-                }
-            },
-        )
-        .await;
-    match listed {
-        Ok(()) => facts.classes = Some(classes),
-        Err(e) if forbidden(&e) => missing.push("list storageclasses".to_string()),
-        Err(e) => return Err(e),
-    }
-
+    // Without claims or classes the scan goes on: the rows say null where they depend on them.
+    let claims = unless_forbidden(
+        r.claims().await,
+        "list persistentvolumeclaims",
+        &mut missing,
+    )?;
+    let classes = unless_forbidden(r.classes().await, "list storageclasses", &mut missing)?;
+    let facts = Facts {
+        claims,
+        classes,
+        census,
+    };
     let now = wall_clock();
-    let pv_api: Api<VolumeObject> = Api::all(r.client.clone());
-    let mut findings = Vec::new();
-    let mut recheck = Vec::new();
-    r.pages(
-        "persistentvolumes",
-        |lp| {
-            let api = pv_api.clone();
-            async move { api.list(&lp).await }
-        },
-        |items| {
-            for pv in items {
-                let pv = Volume::read(pv, exclusions);
-                if let (Some(c), Some(r)) = (
-                    facts.census.as_deref(),
-                    pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),
-                ) && let crate::decide::census::Resolved::Pool(key) = c.resolve(&r)
-                {
-                    referenced.entry(key.clone()).or_default().insert(r.name);
-                }
-                match classify(&pv, &facts, now.clone()) {
-                    Verdict::Leftover(f) => {
-                        if rests_on_absence(&f) {
-                            recheck.push((pv, *f));
-                        } else {
-                            findings.push(*f);
-                        }
-                    }
-                    Verdict::Healthy | Verdict::Undecided(_) | Verdict::Ignored(_) => {}
-                    Verdict::Skip(why) => tracing::warn!("skipped: {why}"),
-                }
-            }
-        },
-    )
-    .await?;
-
-    // The images the operator's tombstones name (`VolumeDeleted`: a Retain volume was deleted,
-    // its image kept) are someone's record, not orphans, as the operator sees them. Without the
-    // CRD there are none; when they cannot be read, whether an image is an orphan is not known.
+    let mut referenced = Referenced::new();
+    let Classified {
+        mut findings,
+        recheck,
+    } = r.volumes(&facts, exclusions, &now, &mut referenced).await?;
+    // When tombstones cannot be read, whether an image is an orphan is not known.
     if let Some(c) = facts.census.as_deref() {
-        let vl_api: Api<crate::model::crd::VolumeLeftover> = Api::all(r.client.clone());
-        let selector = format!(
-            "{}={},{}={}",
-            crate::model::labels::LABEL_REASON,
-            Reason::VolumeDeleted.as_str(),
-            crate::model::labels::MANAGED_BY,
-            crate::model::labels::MANAGED_BY_VALUE
-        );
-        let listed = r
-            .pages(
-                "volumeleftovers",
-                |lp| {
-                    let api = vl_api.clone();
-                    let lp = lp.labels(&selector);
-                    async move { api.list(&lp).await }
-                },
-                |items| {
-                    for o in items {
-                        if let Some(r) = o.status.as_ref().and_then(|s| image_ref(&s.source))
-                            && let crate::decide::census::Resolved::Pool(key) = c.resolve(&r)
-                        {
-                            referenced.entry(key.clone()).or_default().insert(r.name);
-                        }
-                    }
-                },
-            )
-            .await;
-        match listed {
-            Ok(()) => {}
-            Err(ScanError::Read {
-                category: Category::NotFound,
-                ..
-            }) => {}
-            Err(e) if forbidden(&e) => missing.push("list volumeleftovers".to_string()),
-            Err(e) => return Err(e),
-        }
+        let listed = r.tombstones(c, &mut referenced).await;
+        unless_forbidden(listed, "list volumeleftovers", &mut missing)?;
     }
-
-    // Claims were listed before the PVs: a claim created in between looks missing. Ask again.
-    // An answer that is not a yes or a no (403, a timeout) is reported as such: the row says
-    // the claim is unknown, and the scan is incomplete. A 403 is not a 404, and a volume whose
-    // claim is really gone must not vanish from the report because the second look failed.
-    let mut unknown_claims = Vec::new();
-    for (pv, finding) in recheck {
-        let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
-        let (Some(ns), Some(name)) = (
-            spec.and_then(|r| r.namespace.as_deref()),
-            spec.and_then(|r| r.name.as_deref()),
-        ) else {
-            findings.push(finding);
-            continue;
-        };
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(r.client.clone(), ns);
-        let failed = match tokio::time::timeout(r.timeout, api.get_metadata_opt(name)).await {
-            Ok(Ok(c)) => {
-                let mut one = facts.clone();
-                if let (Some(claims), Some(c)) = (one.claims.as_mut(), c) {
-                    claims.insert((ns.to_string(), name.to_string()), claim_facts(&c.metadata));
-                }
-                if let Verdict::Leftover(f) = classify(&pv, &one, now.clone()) {
-                    findings.push(*f);
-                }
-                continue;
-            }
-            Ok(Err(e)) if matches!(Category::of(&e), Category::Forbidden | Category::Timeout) => {
-                describe(&e)
-            }
-            Ok(Err(e)) => return Err(r.error("get", "persistentvolumeclaims", &e)),
-            Err(_) => format!("no answer within {:?}", r.timeout),
-        };
-        unknown_claims.push(format!(
-            "claim {ns}/{name} of PersistentVolume {} could not be read again ({failed}); whether it exists is unknown",
-            finding.volume_name
-        ));
-        findings.push(claim_unknown(finding, &failed));
-    }
+    let unknown_claims = r.recheck(recheck, &facts, &now, &mut findings).await?;
     findings.sort_by(|a, b| a.volume_name.cmp(&b.volume_name));
     Ok(ScanResult {
         findings,
@@ -662,14 +775,10 @@ pub async fn run(
     format: Format,
     out: &mut impl Write,
 ) -> Result<(ScanResult, Outcome), ScanError> {
-    let mut state = None;
-    if let Some(cs) = census {
-        let mut c = cs.config.census(cs.image_grace);
-        for _ in 0..2 {
-            crate::census::ceph::census_once(cs, &mut c, &HashMap::new()).await;
-        }
-        state = Some(c);
-    }
+    let state = match census {
+        Some(cs) => Some(census_twice(cs).await),
+        None => None,
+    };
     let mut report = read(
         client,
         server,
@@ -679,59 +788,95 @@ pub async fn run(
     )
     .await?;
     if let (Some(cs), Some(mut c)) = (census, state) {
-        let wanted: HashMap<PoolKey, HashSet<String>> = c
-            .pools
-            .iter()
-            .filter_map(|(k, st)| {
-                let cur = st.current.as_ref()?;
-                let refs = report.referenced.get(k);
-                Some((
-                    k.clone(),
-                    cur.images
-                        .keys()
-                        .filter(|n| refs.is_none_or(|r| !r.contains(*n)))
-                        .cloned()
-                        .collect(),
-                ))
-            })
-            .collect();
-        for r in crate::census::ceph::census_once(cs, &mut c, &wanted).await {
-            match r.result {
-                Err(e) => report
-                    .census_failed
-                    .push(format!("{}: {e}; nothing is said about its images", r.key)),
-                // Images nothing names whose details could not be read: whether they are
-                // anyone's is not known, so the census is not complete.
-                Ok(snap) => {
-                    if let Some((image, e)) = snap.unread.iter().next() {
-                        report.census_failed.push(format!(
-                            "{}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
-                            r.key,
-                            snap.unread.len()
-                        ));
-                    }
-                }
-            }
-        }
-        let now = wall_clock();
-        let empty = HashSet::new();
-        let keys: Vec<PoolKey> = c.pools.keys().cloned().collect();
-        for k in keys {
-            let refs = report.referenced.get(&k).unwrap_or(&empty);
-            report.findings.extend(c.orphans(&k, refs, &now));
-        }
+        let unnamed = unnamed_images(&c, &report.referenced);
+        let failed = read_details(cs, &mut c, &unnamed).await;
+        report.census_failed.extend(failed);
+        report.findings.extend(orphans(&c, &report.referenced));
     }
     write_report(out, &report.findings, format)?;
     out.flush()?;
-    let outcome = if !report.missing.is_empty()
-        || !report.unknown_claims.is_empty()
-        || !report.census_failed.is_empty()
-    {
-        Outcome::Incomplete
-    } else if report.findings.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Found
-    };
+    let outcome = Outcome::of(&report);
     Ok((report, outcome))
+}
+
+/// The census, taken twice before anything is classified: an image counts as missing only when
+/// two listings lack it (see [`Census::image`]); after one, every absence is unknown.
+async fn census_twice(cs: &CensusSettings) -> Census {
+    let mut c = cs.config.census(cs.image_grace);
+    for _ in 0..2 {
+        crate::census::ceph::census_once(cs, &mut c, &HashMap::new()).await;
+    }
+    c
+}
+
+/// The images of each listed pool that nothing names: the only ones whose details (owner
+/// metadata, age, watchers) are worth a third listing.
+fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
+    c.pools
+        .iter()
+        .filter_map(|(k, st)| {
+            let cur = st.current.as_ref()?;
+            let refs = referenced.get(k);
+            Some((
+                k.clone(),
+                cur.images
+                    .keys()
+                    .filter(|n| refs.is_none_or(|r| !r.contains(*n)))
+                    .cloned()
+                    .collect(),
+            ))
+        })
+        .collect()
+}
+
+/// Lists the pools a third time, with the details of the images in `unnamed`. Returns what
+/// makes the census incomplete, one line per pool.
+async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced) -> Vec<String> {
+    let mut failed = Vec::new();
+    for r in crate::census::ceph::census_once(cs, c, unnamed).await {
+        match r.result {
+            Err(e) => failed.push(format!("{}: {e}; nothing is said about its images", r.key)),
+            // Images nothing names whose details could not be read: whether they are
+            // anyone's is not known, so the census is not complete.
+            Ok(snap) => {
+                if let Some((image, e)) = snap.unread.iter().next() {
+                    failed.push(format!(
+                        "{}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
+                        r.key,
+                        snap.unread.len()
+                    ));
+                }
+            }
+        }
+    }
+    failed
+}
+
+/// The findings about the images nothing names, every pool's.
+fn orphans(c: &Census, referenced: &Referenced) -> Vec<Finding> {
+    let now = wall_clock();
+    let empty = HashSet::new();
+    let mut found = Vec::new();
+    for k in c.pools.keys() {
+        let refs = referenced.get(k).unwrap_or(&empty);
+        found.extend(c.orphans(k, refs, &now));
+    }
+    found
+}
+
+impl Outcome {
+    /// An incomplete report says so before it says anything was found: its silence about a
+    /// volume or an image proves nothing.
+    fn of(report: &ScanResult) -> Outcome {
+        if !report.missing.is_empty()
+            || !report.unknown_claims.is_empty()
+            || !report.census_failed.is_empty()
+        {
+            Outcome::Incomplete
+        } else if report.findings.is_empty() {
+            Outcome::Clean
+        } else {
+            Outcome::Found
+        }
+    }
 }

@@ -142,6 +142,8 @@ where
     })
 }
 
+/// Runs the feed until it has something to yield: waits out a pending retry delay, then takes
+/// events from the watcher (starting one if the last was dropped) until one is worth yielding.
 async fn step<K, L: Stored>(st: &mut State<K, L>) -> FeedItem<L>
 where
     K: Resource<DynamicType = ()>
@@ -156,26 +158,9 @@ where
         if let Some(d) = st.sleep.take() {
             tokio::time::sleep(d).await;
         }
-        let (api, cfg) = (&st.api, &st.cfg);
-        let stream = st
-            .stream
-            .get_or_insert_with(|| watcher::watcher(api.clone(), cfg.clone()).boxed());
-        let next = if st.listing {
-            match tokio::time::timeout(st.timing.list_page, stream.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    return fail(
-                        st,
-                        Category::Timeout,
-                        format!(
-                            "a list page took longer than {}s",
-                            st.timing.list_page.as_secs()
-                        ),
-                    );
-                }
-            }
-        } else {
-            stream.next().await
+        let next = match next_event(st).await {
+            Ok(next) => next,
+            Err(hung) => return hung,
         };
         match next {
             // A watcher stream does not end; if it ever does, start over.
@@ -184,49 +169,108 @@ where
                 st.listing = false;
             }
             Some(Ok(event)) => {
-                let convert = &st.convert;
-                let event = match event {
-                    Event::Apply(o) => Event::Apply(convert(o)),
-                    Event::InitApply(o) => Event::InitApply(convert(o)),
-                    Event::Delete(o) => Event::Delete(convert(o)),
-                    Event::Init => Event::Init,
-                    Event::InitDone => Event::InitDone,
-                };
-                // What the store held until this list is swapped in (the writer keeps it
-                // readable until then).
-                let before =
-                    matches!(event, Event::InitDone).then(|| st.writer.as_reader().state());
-                st.writer.apply_watcher_event(&event);
-                match event {
-                    Event::Init => st.listing = true,
-                    Event::InitApply(_) => {}
-                    Event::InitDone => {
-                        st.listing = false;
-                        st.backoff.reset();
-                        let now = st.writer.as_reader();
-                        let gone = before
-                            .unwrap_or_default()
-                            .into_iter()
-                            .filter(|o| now.get(&o.to_object_ref(())).is_none())
-                            .collect();
-                        return FeedItem::Listed { gone };
-                    }
-                    Event::Apply(o) => return FeedItem::Applied(o),
-                    Event::Delete(o) => return FeedItem::Deleted(o),
+                if let Some(item) = apply(st, event) {
+                    return item;
                 }
             }
-            Some(Err(e)) => {
-                let category = Category::of_watch(&e);
-                let error = match &e {
-                    watcher::Error::InitialListFailed(e)
-                    | watcher::Error::WatchStartFailed(e)
-                    | watcher::Error::WatchFailed(e) => crate::watch::category::describe(e),
-                    other => other.to_string(),
-                };
-                return fail(st, category, error);
-            }
+            Some(Err(e)) => return watch_failed(st, e),
         }
     }
+}
+
+/// What a watcher stream yields: an event, an error, or (never, in practice) its end.
+type Next<K> = Option<watcher::Result<Event<K>>>;
+
+/// The watcher's next event, starting a watcher (a fresh list) when there is none. While a list
+/// is under way each page is bounded in time: a hung list is a failure, as the store is not
+/// current until the list completes. A page that takes too long is `Err`: the failure to
+/// yield, the watcher already dropped.
+async fn next_event<K, L: Stored>(st: &mut State<K, L>) -> Result<Next<K>, FeedItem<L>>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (api, cfg) = (&st.api, &st.cfg);
+    let stream = st
+        .stream
+        .get_or_insert_with(|| watcher::watcher(api.clone(), cfg.clone()).boxed());
+    if !st.listing {
+        return Ok(stream.next().await);
+    }
+    match tokio::time::timeout(st.timing.list_page, stream.next()).await {
+        Ok(next) => Ok(next),
+        Err(_) => {
+            let error = format!(
+                "a list page took longer than {}s",
+                st.timing.list_page.as_secs()
+            );
+            Err(fail(st, Category::Timeout, error))
+        }
+    }
+}
+
+/// Converts one event, applies it to the store, and says what to yield of it: nothing for the
+/// start of a list and its pages (the store buffers them), the change for `Apply` and `Delete`,
+/// and the objects that vanished at the end of a list.
+fn apply<K, L: Stored>(st: &mut State<K, L>, event: Event<K>) -> Option<FeedItem<L>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let convert = &st.convert;
+    let event = match event {
+        Event::Apply(o) => Event::Apply(convert(o)),
+        Event::InitApply(o) => Event::InitApply(convert(o)),
+        Event::Delete(o) => Event::Delete(convert(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    };
+    // What the store held until this list is swapped in (the writer keeps it readable until
+    // then).
+    let before = matches!(event, Event::InitDone).then(|| st.writer.as_reader().state());
+    st.writer.apply_watcher_event(&event);
+    match event {
+        Event::Init => {
+            st.listing = true;
+            None
+        }
+        Event::InitApply(_) => None,
+        Event::InitDone => {
+            // A completed list is the one sign that the store is current again: only it
+            // resets the backoff (see the module doc).
+            st.listing = false;
+            st.backoff.reset();
+            let now = st.writer.as_reader();
+            let gone = before
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|o| now.get(&o.to_object_ref(())).is_none())
+                .collect();
+            Some(FeedItem::Listed { gone })
+        }
+        Event::Apply(o) => Some(FeedItem::Applied(o)),
+        Event::Delete(o) => Some(FeedItem::Deleted(o)),
+    }
+}
+
+/// A failed list or watch. The client error inside the watcher's wrapper is described as every
+/// other client error is: its innermost cause in one line, not the layers of wrapping.
+fn watch_failed<K, L: Stored>(st: &mut State<K, L>, e: watcher::Error) -> FeedItem<L>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let category = Category::of_watch(&e);
+    let error = match &e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => crate::watch::category::describe(e),
+        other => other.to_string(),
+    };
+    fail(st, category, error)
 }
 
 fn fail<K: Resource<DynamicType = ()> + Clone + 'static, L: Stored>(
