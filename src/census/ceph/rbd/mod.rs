@@ -751,38 +751,10 @@ impl Cluster {
         };
         let mut requests = Requests::default();
         let c_pool = cstring("pool", pool)?;
-        let t = Instant::now();
-        // SAFETY: valid handle and C string.
-        let pool_id = unsafe { (self.api.rados_pool_lookup)(self.handle, c_pool.as_ptr()) };
-        if pool_id < 0 {
-            return Err(self.failure(
-                "rados_pool_lookup",
-                &pool_target,
-                i32::try_from(pool_id).unwrap_or(-errno::EIO),
-                t,
-            ));
-        }
+        let pool_id = self.pool_id(&c_pool, &pool_target)?;
         let io = self.ioctx(&c_pool, &pool_target)?;
         if let Some(ns) = namespace {
-            let c_ns = cstring("namespace", ns)?;
-            let mut exists = false;
-            let t = Instant::now();
-            requests.namespace_exists += 1;
-            // SAFETY: valid ioctx (default namespace), C string, out-pointer.
-            let r = unsafe { (self.api.rbd_namespace_exists)(io.io, c_ns.as_ptr(), &mut exists) };
-            if r < 0 {
-                return Err(self.failure("rbd_namespace_exists", &pool_target, r, t));
-            }
-            if !exists {
-                return Err(RbdError::NotFound(Box::new(Failure {
-                    call: "rbd_namespace_exists",
-                    target: pool_target,
-                    code: -errno::ENOENT,
-                    elapsed: t.elapsed(),
-                })));
-            }
-            // SAFETY: valid ioctx and C string (copied by librados).
-            unsafe { (self.api.rados_ioctx_set_namespace)(io.io, c_ns.as_ptr()) };
+            io.enter_namespace(ns, &pool_target, &mut requests)?;
         }
         let mut names = io.list(&pool_target, &mut requests)?;
         names.sort();
@@ -794,35 +766,13 @@ impl Cluster {
         let trash_took = t.elapsed();
 
         let t = Instant::now();
-        let mut images = Vec::with_capacity(names.len());
-        let mut timeouts = 0;
-        for name in names {
-            let detail = if detail(&name) {
-                let target = Target::Image {
-                    pool: pool.to_string(),
-                    namespace: namespace.map(str::to_string),
-                    name: name.name.clone(),
-                    id: name.id.clone(),
-                };
-                let read = io.inspect(&name.id, &target, &mut requests);
-                timeouts = match &read {
-                    Err(RbdError::Unavailable(_)) => timeouts + 1,
-                    _ => 0,
-                };
-                match read {
-                    Ok(d) => Detail::Read(d),
-                    Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => {
-                        Detail::Failed(e)
-                    }
-                    Err(e) if e.aborts_census() => return Err(e),
-                    Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
-                    Err(e) => Detail::Failed(e),
-                }
-            } else {
-                Detail::NotAsked
-            };
-            images.push(Image { name, detail });
-        }
+        let image_target = |name: &ImageName| Target::Image {
+            pool: pool.to_string(),
+            namespace: namespace.map(str::to_string),
+            name: name.name.clone(),
+            id: name.id.clone(),
+        };
+        let images = io.read_details(names, image_target, detail, &mut requests)?;
         let detail_took = t.elapsed();
         Ok(PoolCensus {
             fsid: self.fsid.clone(),
@@ -839,6 +789,22 @@ impl Cluster {
                 total: started.elapsed(),
             },
         })
+    }
+
+    /// `rados_pool_lookup`: the pool's id (the one ceph-csi encodes in its volume handles).
+    fn pool_id(&self, pool: &CStr, target: &Target) -> Result<i64, RbdError> {
+        let t = Instant::now();
+        // SAFETY: valid handle and C string.
+        let pool_id = unsafe { (self.api.rados_pool_lookup)(self.handle, pool.as_ptr()) };
+        if pool_id < 0 {
+            return Err(self.failure(
+                "rados_pool_lookup",
+                target,
+                i32::try_from(pool_id).unwrap_or(-errno::EIO),
+                t,
+            ));
+        }
+        Ok(pool_id)
     }
 
     fn failure(&self, call: &'static str, target: &Target, code: c_int, t: Instant) -> RbdError {
@@ -860,6 +826,21 @@ impl Cluster {
         }
         Ok(IoCtx { cluster: self, io })
     }
+}
+
+/// What reading one image's detail comes to, `timeouts` being the timeouts in a row so far,
+/// this one included; an error ends the census. A timeout costs that image its detail until
+/// there are [`DETAIL_TIMEOUTS`] in a row (one placement group not serving holds only the
+/// images in it; that many in a row is Ceph not answering). A refusal ends it at once (every
+/// other image would be refused too); an image removed since the listing is [`Detail::Gone`].
+fn detail_of(read: Result<ImageDetail, RbdError>, timeouts: usize) -> Result<Detail, RbdError> {
+    Ok(match read {
+        Ok(d) => Detail::Read(d),
+        Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => Detail::Failed(e),
+        Err(e) if e.aborts_census() => return Err(e),
+        Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
+        Err(e) => Detail::Failed(e),
+    })
 }
 
 /// An I/O context on one pool (and namespace); destroyed on drop.
@@ -893,6 +874,67 @@ impl Drop for OpenImage<'_> {
 impl IoCtx<'_> {
     fn api(&self) -> &'static Api {
         self.cluster.api
+    }
+
+    /// Moves this context into namespace `ns` of its pool, after checking that it exists
+    /// (`rbd_namespace_exists`): `rbd_list2` answers an empty list where the image directory
+    /// is absent, as in a namespace that does not exist, and a mistyped namespace must be
+    /// [`RbdError::NotFound`], not a pool whose images all look missing.
+    fn enter_namespace(
+        &self,
+        ns: &str,
+        target: &Target,
+        requests: &mut Requests,
+    ) -> Result<(), RbdError> {
+        let c_ns = cstring("namespace", ns)?;
+        let mut exists = false;
+        let t = Instant::now();
+        requests.namespace_exists += 1;
+        // SAFETY: valid ioctx (default namespace), C string, out-pointer.
+        let r = unsafe { (self.api().rbd_namespace_exists)(self.io, c_ns.as_ptr(), &mut exists) };
+        if r < 0 {
+            return Err(self.cluster.failure("rbd_namespace_exists", target, r, t));
+        }
+        if !exists {
+            return Err(RbdError::NotFound(Box::new(Failure {
+                call: "rbd_namespace_exists",
+                target: target.clone(),
+                code: -errno::ENOENT,
+                elapsed: t.elapsed(),
+            })));
+        }
+        // SAFETY: valid ioctx and C string (copied by librados).
+        unsafe { (self.api().rados_ioctx_set_namespace)(self.io, c_ns.as_ptr()) };
+        Ok(())
+    }
+
+    /// Every listed image, with the detail of those `detail` picks read, in the order listed.
+    /// Ends the census at a refusal, or at [`DETAIL_TIMEOUTS`] timeouts in a row (see
+    /// [`detail_of`]).
+    fn read_details(
+        &self,
+        names: Vec<ImageName>,
+        target: impl Fn(&ImageName) -> Target,
+        detail: impl Fn(&ImageName) -> bool,
+        requests: &mut Requests,
+    ) -> Result<Vec<Image>, RbdError> {
+        let mut images = Vec::with_capacity(names.len());
+        // Only the images read count: one not asked about neither adds to nor ends a run.
+        let mut timeouts = 0;
+        for name in names {
+            let detail = if detail(&name) {
+                let read = self.inspect(&name.id, &target(&name), requests);
+                timeouts = match &read {
+                    Err(RbdError::Unavailable(_)) => timeouts + 1,
+                    _ => 0,
+                };
+                detail_of(read, timeouts)?
+            } else {
+                Detail::NotAsked
+            };
+            images.push(Image { name, detail });
+        }
+        Ok(images)
     }
 
     fn list(&self, target: &Target, requests: &mut Requests) -> Result<Vec<ImageName>, RbdError> {

@@ -490,6 +490,28 @@ fn connect_refuses_a_configuration_without_user_or_monitors() {
 }
 
 #[test]
+fn a_detail_timeout_costs_one_image_until_there_are_three_in_a_row() {
+    let open = |code| RbdError::from_failure(failure("rbd_open_by_id_read_only", code));
+    let timeout = || Err(open(-110));
+    assert_eq!(DETAIL_TIMEOUTS, 3);
+    assert_eq!(detail_of(timeout(), 1), Ok(Detail::Failed(open(-110))));
+    assert_eq!(detail_of(timeout(), 2), Ok(Detail::Failed(open(-110))));
+    assert_eq!(detail_of(timeout(), 3), Err(open(-110)));
+    // A refusal ends the census at once; an image removed since the listing is gone; any
+    // other error costs that image its detail.
+    assert_eq!(detail_of(Err(open(-13)), 0), Err(open(-13)));
+    assert_eq!(detail_of(Err(open(-2)), 0), Ok(Detail::Gone));
+    assert_eq!(detail_of(Err(open(-5)), 0), Ok(Detail::Failed(open(-5))));
+    let read = ImageDetail {
+        size: 1,
+        created: None,
+        watchers: vec![],
+        metadata: BTreeMap::new(),
+    };
+    assert_eq!(detail_of(Ok(read.clone()), 0), Ok(Detail::Read(read)));
+}
+
+#[test]
 fn csi_owner_from_metadata() {
     let mut d = ImageDetail {
         size: 1,
