@@ -178,6 +178,8 @@ impl Drop for Kept {
     }
 }
 
+/// One cluster's turn: connects if no connection is kept, censuses its pools in order, and
+/// sends one report for every pool, censused or not.
 async fn census_cluster(
     cluster: &ClusterConfig,
     settings: &CensusSettings,
@@ -191,28 +193,13 @@ async fn census_cluster(
         .iter()
         .map(|p| PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref()))
         .collect();
-    if conn.0.is_none() {
-        let started = Instant::now();
-        match connect(cluster, settings).await {
-            Ok(c) => conn.0 = Some(Arc::new(c)),
-            Err(e) => {
-                for key in keys.iter().cloned() {
-                    let _ = tx
-                        .send(CensusReport {
-                            key,
-                            result: Err(e.clone()),
-                            requests: 0,
-                            elapsed: started.elapsed(),
-                        })
-                        .await;
-                }
-                return;
-            }
-        }
+    if conn.0.is_none() && !reconnect(cluster, settings, conn, &keys, tx).await {
+        return;
     }
     for (n, pool) in cluster.pools.iter().enumerate() {
         let key = keys[n].clone();
         let Some(c) = conn.0.clone() else { return };
+        // The images a PV names need no details: the census reads only the others'.
         let referenced = referenced(pvs, &key, pool_ids.get(&key).copied());
         let (report, abort) = census_pool(c, &key, pool, settings.deadline, move |name| {
             !referenced.contains(name)
@@ -221,22 +208,11 @@ async fn census_cluster(
         if let Ok(s) = &report.result {
             pool_ids.insert(key.clone(), s.pool_id);
         }
-        let result = report.result;
-        let (requests, elapsed) = (report.requests, report.elapsed);
         if abort {
             *conn = Kept(None);
         }
-        let failed = result.as_ref().err().map(|f| f.category);
-        if tx
-            .send(CensusReport {
-                key,
-                result,
-                requests,
-                elapsed,
-            })
-            .await
-            .is_err()
-        {
+        let failed = report.result.as_ref().err().map(|f| f.category);
+        if tx.send(report).await.is_err() {
             return;
         }
         if let Some(first_failure) = failed
@@ -244,21 +220,63 @@ async fn census_cluster(
         {
             // The rest of this cluster's pools would wait out the same timeout: they are
             // unknown too, and are tried again next time.
-            for rest in keys.iter().skip(n + 1) {
+            not_censused(&keys[n + 1..], &key, first_failure, tx).await;
+            return;
+        }
+    }
+}
+
+/// Connects `conn` again; says whether it did. When it cannot, each of the cluster's pools
+/// (`keys`) is reported with the failure: none of them was censused.
+async fn reconnect(
+    cluster: &ClusterConfig,
+    settings: &CensusSettings,
+    conn: &mut Kept,
+    keys: &[PoolKey],
+    tx: &mpsc::Sender<CensusReport>,
+) -> bool {
+    let started = Instant::now();
+    match connect(cluster, settings).await {
+        Ok(c) => {
+            conn.0 = Some(Arc::new(c));
+            true
+        }
+        Err(e) => {
+            for key in keys.iter().cloned() {
                 let _ = tx
                     .send(CensusReport {
-                        key: rest.clone(),
-                        result: Err(CensusFailure::new(
-                            first_failure,
-                            format!("not censused: the census of pool {} failed first", keys[n]),
-                        )),
+                        key,
+                        result: Err(e.clone()),
                         requests: 0,
-                        elapsed: Duration::ZERO,
+                        elapsed: started.elapsed(),
                     })
                     .await;
             }
-            return;
+            false
         }
+    }
+}
+
+/// Reports each pool of `rest` as not censused, with the category of the failure of pool
+/// `failed` that ended its cluster's turn.
+async fn not_censused(
+    rest: &[PoolKey],
+    failed: &PoolKey,
+    category: Category,
+    tx: &mpsc::Sender<CensusReport>,
+) {
+    for key in rest {
+        let _ = tx
+            .send(CensusReport {
+                key: key.clone(),
+                result: Err(CensusFailure::new(
+                    category,
+                    format!("not censused: the census of pool {failed} failed first"),
+                )),
+                requests: 0,
+                elapsed: Duration::ZERO,
+            })
+            .await;
     }
 }
 

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::raw::{c_char, c_int};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -533,101 +533,69 @@ fn buffer_size(floor: usize, last: usize) -> usize {
     last.saturating_add(last / 8 + 64).max(floor)
 }
 
-impl Cluster {
-    /// Loads the libraries (first time only), connects and authenticates. Fails with
-    /// [`RbdError::Unavailable`] within about `timeout` when no monitor answers.
-    pub fn connect(config: &CephConfig) -> Result<Cluster, RbdError> {
-        let api = load()?;
-        let user = config.client_name();
-        if user == "client." {
-            return Err(RbdError::Config("no user given".into()));
-        }
-        if config.mon_host.is_empty() && config.conf_file.is_none() {
-            return Err(RbdError::Config(
-                "no monitor address (mon_host) and no configuration file".into(),
-            ));
-        }
-        let monitors = if config.mon_host.is_empty() {
-            config
-                .conf_file
-                .as_ref()
-                .map(|p| format!("of {}", p.display()))
-                .unwrap_or_default()
-        } else {
-            config.mon_host.clone()
-        };
-        let target = Target::Cluster {
-            monitors,
-            user: user.clone(),
-        };
-        let cluster_name = cstring("cluster", "ceph")?;
-        let name = cstring("user", &user)?;
-        let mut handle: ffi::rados_t = ptr::null_mut();
-        let t = Instant::now();
-        // SAFETY: valid out-pointer and C strings.
-        let r =
-            unsafe { (api.rados_create2)(&mut handle, cluster_name.as_ptr(), name.as_ptr(), 0) };
-        if r < 0 || handle.is_null() {
-            return Err(RbdError::from_failure(Failure {
-                call: "rados_create2",
-                target,
-                code: r.min(-errno::EINVAL),
-                elapsed: t.elapsed(),
-            }));
-        }
-        let cluster = Cluster {
-            api,
-            handle,
-            fsid: String::new(),
-            timeout: config.timeout,
-            last_counts: Default::default(),
-        };
-        let fail = |call: &'static str, code: c_int, t: Instant| {
-            RbdError::from_failure(Failure {
-                call,
-                target: target.clone(),
-                code,
-                elapsed: t.elapsed(),
-            })
-        };
-        if let Some(conf) = &config.conf_file {
-            let path = cstring("conf_file", &conf.to_string_lossy())?;
-            // SAFETY: valid handle and C string.
-            let r = unsafe { (api.rados_conf_read_file)(handle, path.as_ptr()) };
-            if r < 0 {
-                return Err(RbdError::Config(format!(
-                    "reading {}: {} ({r})",
-                    conf.display(),
-                    decode::strerror(r)
-                )));
-            }
-        }
-        let secs = decode::timeout_secs(config.timeout).to_string();
-        let keyring = config
-            .keyring
+/// What a failed connect names: the monitors (or the configuration file that names them) and
+/// the user. Refuses a configuration with no user, or no way to find the monitors.
+fn cluster_target(config: &CephConfig) -> Result<Target, RbdError> {
+    let user = config.client_name();
+    if user == "client." {
+        return Err(RbdError::Config("no user given".into()));
+    }
+    if config.mon_host.is_empty() && config.conf_file.is_none() {
+        return Err(RbdError::Config(
+            "no monitor address (mon_host) and no configuration file".into(),
+        ));
+    }
+    let monitors = if config.mon_host.is_empty() {
+        config
+            .conf_file
             .as_ref()
-            .map(|k| k.to_string_lossy().into_owned());
-        if config.key.is_none()
-            && let Some(path) = &config.keyring
-            && let Err(e) = std::fs::File::open(path)
-        {
-            // librados says only "Permission denied" for a keyring it cannot read.
-            return Err(RbdError::Config(format!("keyring {}: {e}", path.display())));
-        }
-        let mut options: Vec<(&str, &str)> = Vec::new();
-        if !config.mon_host.is_empty() {
-            options.push(("mon_host", &config.mon_host));
-        }
-        match (&keyring, &config.key) {
-            (Some(k), _) => options.push(("keyring", k)),
-            // A key and no keyring: do not look in /etc/ceph for one.
-            (None, Some(_)) => options.push(("keyring", "")),
-            (None, None) => {}
-        }
-        if let Some(key) = &config.key {
-            options.push(("key", key));
-        }
-        options.extend([
+            .map(|p| format!("of {}", p.display()))
+            .unwrap_or_default()
+    } else {
+        config.mon_host.clone()
+    };
+    Ok(Target::Cluster { monitors, user })
+}
+
+/// The keyring file given, as librados takes it.
+fn keyring_path(config: &CephConfig) -> Option<String> {
+    config
+        .keyring
+        .as_ref()
+        .map(|k| k.to_string_lossy().into_owned())
+}
+
+/// A keyring that will be used (no key given) must be readable: checked here because librados
+/// says only "Permission denied" for a keyring it cannot read.
+fn keyring_readable(config: &CephConfig) -> Result<(), RbdError> {
+    if config.key.is_none()
+        && let Some(path) = &config.keyring
+        && let Err(e) = std::fs::File::open(path)
+    {
+        return Err(RbdError::Config(format!("keyring {}: {e}", path.display())));
+    }
+    Ok(())
+}
+
+/// The librados options for `config`, in the order they are set: how to reach the monitors,
+/// which key to use, the bounds of every wait, and no files or output of librados's own.
+fn options(config: &CephConfig) -> Vec<(&'static str, String)> {
+    let mut options: Vec<(&'static str, String)> = Vec::new();
+    if !config.mon_host.is_empty() {
+        options.push(("mon_host", config.mon_host.clone()));
+    }
+    match (keyring_path(config), &config.key) {
+        (Some(k), _) => options.push(("keyring", k)),
+        // A key and no keyring: do not look in /etc/ceph for one.
+        (None, Some(_)) => options.push(("keyring", String::new())),
+        (None, None) => {}
+    }
+    if let Some(key) = &config.key {
+        options.push(("key", key.clone()));
+    }
+    let secs = decode::timeout_secs(config.timeout).to_string();
+    options.extend(
+        [
             // 0 (the defaults of the last two) means "wait forever".
             ("client_mount_timeout", secs.as_str()),
             ("rados_mon_op_timeout", secs.as_str()),
@@ -637,12 +605,86 @@ impl Cluster {
             ("admin_socket", ""),
             ("log_to_stderr", "false"),
             ("err_to_stderr", "false"),
-        ]);
+        ]
+        .map(|(option, value)| (option, value.to_string())),
+    );
+    options
+}
+
+impl Cluster {
+    /// Loads the libraries (first time only), connects and authenticates. Fails with
+    /// [`RbdError::Unavailable`] within about `timeout` when no monitor answers.
+    pub fn connect(config: &CephConfig) -> Result<Cluster, RbdError> {
+        let api = load()?;
+        let target = cluster_target(config)?;
+        // From here on the handle is the Cluster's: any failure below drops it, and the drop
+        // shuts the handle down.
+        let mut cluster = Cluster::create(api, config, &target)?;
+        if let Some(conf) = &config.conf_file {
+            cluster.read_conf_file(conf)?;
+        }
+        keyring_readable(config)?;
+        cluster.set_options(&options(config))?;
+        cluster.connect_to_monitors(config, &target)?;
+        cluster.fsid = cluster.read_fsid();
+        Ok(cluster)
+    }
+
+    /// `rados_create2`: a handle for `config`'s user, not yet configured or connected.
+    fn create(
+        api: &'static Api,
+        config: &CephConfig,
+        target: &Target,
+    ) -> Result<Cluster, RbdError> {
+        let cluster_name = cstring("cluster", "ceph")?;
+        let name = cstring("user", &config.client_name())?;
+        let mut handle: ffi::rados_t = ptr::null_mut();
+        let t = Instant::now();
+        // SAFETY: valid out-pointer and C strings.
+        let r =
+            unsafe { (api.rados_create2)(&mut handle, cluster_name.as_ptr(), name.as_ptr(), 0) };
+        if r < 0 || handle.is_null() {
+            // No handle, so no Cluster: nothing to shut down.
+            return Err(RbdError::from_failure(Failure {
+                call: "rados_create2",
+                target: target.clone(),
+                code: r.min(-errno::EINVAL),
+                elapsed: t.elapsed(),
+            }));
+        }
+        Ok(Cluster {
+            api,
+            handle,
+            fsid: String::new(),
+            timeout: config.timeout,
+            last_counts: Default::default(),
+        })
+    }
+
+    /// `rados_conf_read_file`: the `ceph.conf` given, read before the options, which override it.
+    fn read_conf_file(&self, conf: &Path) -> Result<(), RbdError> {
+        let path = cstring("conf_file", &conf.to_string_lossy())?;
+        // SAFETY: valid handle and C string.
+        let r = unsafe { (self.api.rados_conf_read_file)(self.handle, path.as_ptr()) };
+        if r < 0 {
+            return Err(RbdError::Config(format!(
+                "reading {}: {} ({r})",
+                conf.display(),
+                decode::strerror(r)
+            )));
+        }
+        Ok(())
+    }
+
+    /// `rados_conf_set` for each option, in order; stops at the first refused.
+    fn set_options(&self, options: &[(&str, String)]) -> Result<(), RbdError> {
         for (option, value) in options {
+            let (option, value) = (*option, value.as_str());
             let (o, v) = (cstring(option, option)?, cstring(option, value)?);
             // SAFETY: valid handle and C strings.
-            let r = unsafe { (api.rados_conf_set)(handle, o.as_ptr(), v.as_ptr()) };
+            let r = unsafe { (self.api.rados_conf_set)(self.handle, o.as_ptr(), v.as_ptr()) };
             if r < 0 {
+                // The error is logged by the caller: the secret key must not be in it.
                 let shown = if option == "key" { "<redacted>" } else { value };
                 return Err(RbdError::Config(format!(
                     "setting {option} = {shown:?}: {} ({r})",
@@ -650,30 +692,41 @@ impl Cluster {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// `rados_connect`: reaches the monitors and authenticates, within `client_mount_timeout`.
+    fn connect_to_monitors(&self, config: &CephConfig, target: &Target) -> Result<(), RbdError> {
         let t = Instant::now();
         // SAFETY: valid, configured handle.
-        let r = unsafe { (api.rados_connect)(handle) };
+        let r = unsafe { (self.api.rados_connect)(self.handle) };
         if r < 0 {
-            return Err(match fail("rados_connect", r, t) {
+            return Err(match self.failure("rados_connect", target, r, t) {
                 // ENOENT from connect: no key found (the keyring is missing or unreadable).
                 RbdError::Config(_) => RbdError::Config(format!(
-                    "no key for {user}: keyring {} not readable and no key given ({r})",
-                    keyring.as_deref().unwrap_or("(default paths)")
+                    "no key for {}: keyring {} not readable and no key given ({r})",
+                    config.client_name(),
+                    keyring_path(config).as_deref().unwrap_or("(default paths)")
                 )),
                 e => e,
             });
         }
+        Ok(())
+    }
+
+    /// `rados_cluster_fsid` of a connected handle; empty if librados cannot say (the fsid only
+    /// labels the census, so that is no reason to fail).
+    fn read_fsid(&self) -> String {
         let mut buf = [0u8; 64];
         // SAFETY: valid handle; buffer and its length.
-        let r = unsafe { (api.rados_cluster_fsid)(handle, buf.as_mut_ptr().cast(), buf.len()) };
-        let fsid = if r < 0 {
+        let r = unsafe {
+            (self.api.rados_cluster_fsid)(self.handle, buf.as_mut_ptr().cast(), buf.len())
+        };
+        if r < 0 {
             String::new()
         } else {
             decode::c_buffer_str(&buf)
-        };
-        let mut cluster = cluster;
-        cluster.fsid = fsid;
-        Ok(cluster)
+        }
     }
 
     /// The cluster's fsid.
@@ -698,38 +751,10 @@ impl Cluster {
         };
         let mut requests = Requests::default();
         let c_pool = cstring("pool", pool)?;
-        let t = Instant::now();
-        // SAFETY: valid handle and C string.
-        let pool_id = unsafe { (self.api.rados_pool_lookup)(self.handle, c_pool.as_ptr()) };
-        if pool_id < 0 {
-            return Err(self.failure(
-                "rados_pool_lookup",
-                &pool_target,
-                i32::try_from(pool_id).unwrap_or(-errno::EIO),
-                t,
-            ));
-        }
+        let pool_id = self.pool_id(&c_pool, &pool_target)?;
         let io = self.ioctx(&c_pool, &pool_target)?;
         if let Some(ns) = namespace {
-            let c_ns = cstring("namespace", ns)?;
-            let mut exists = false;
-            let t = Instant::now();
-            requests.namespace_exists += 1;
-            // SAFETY: valid ioctx (default namespace), C string, out-pointer.
-            let r = unsafe { (self.api.rbd_namespace_exists)(io.io, c_ns.as_ptr(), &mut exists) };
-            if r < 0 {
-                return Err(self.failure("rbd_namespace_exists", &pool_target, r, t));
-            }
-            if !exists {
-                return Err(RbdError::NotFound(Box::new(Failure {
-                    call: "rbd_namespace_exists",
-                    target: pool_target,
-                    code: -errno::ENOENT,
-                    elapsed: t.elapsed(),
-                })));
-            }
-            // SAFETY: valid ioctx and C string (copied by librados).
-            unsafe { (self.api.rados_ioctx_set_namespace)(io.io, c_ns.as_ptr()) };
+            io.enter_namespace(ns, &pool_target, &mut requests)?;
         }
         let mut names = io.list(&pool_target, &mut requests)?;
         names.sort();
@@ -741,35 +766,13 @@ impl Cluster {
         let trash_took = t.elapsed();
 
         let t = Instant::now();
-        let mut images = Vec::with_capacity(names.len());
-        let mut timeouts = 0;
-        for name in names {
-            let detail = if detail(&name) {
-                let target = Target::Image {
-                    pool: pool.to_string(),
-                    namespace: namespace.map(str::to_string),
-                    name: name.name.clone(),
-                    id: name.id.clone(),
-                };
-                let read = io.inspect(&name.id, &target, &mut requests);
-                timeouts = match &read {
-                    Err(RbdError::Unavailable(_)) => timeouts + 1,
-                    _ => 0,
-                };
-                match read {
-                    Ok(d) => Detail::Read(d),
-                    Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => {
-                        Detail::Failed(e)
-                    }
-                    Err(e) if e.aborts_census() => return Err(e),
-                    Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
-                    Err(e) => Detail::Failed(e),
-                }
-            } else {
-                Detail::NotAsked
-            };
-            images.push(Image { name, detail });
-        }
+        let image_target = |name: &ImageName| Target::Image {
+            pool: pool.to_string(),
+            namespace: namespace.map(str::to_string),
+            name: name.name.clone(),
+            id: name.id.clone(),
+        };
+        let images = io.read_details(names, image_target, detail, &mut requests)?;
         let detail_took = t.elapsed();
         Ok(PoolCensus {
             fsid: self.fsid.clone(),
@@ -786,6 +789,22 @@ impl Cluster {
                 total: started.elapsed(),
             },
         })
+    }
+
+    /// `rados_pool_lookup`: the pool's id (the one ceph-csi encodes in its volume handles).
+    fn pool_id(&self, pool: &CStr, target: &Target) -> Result<i64, RbdError> {
+        let t = Instant::now();
+        // SAFETY: valid handle and C string.
+        let pool_id = unsafe { (self.api.rados_pool_lookup)(self.handle, pool.as_ptr()) };
+        if pool_id < 0 {
+            return Err(self.failure(
+                "rados_pool_lookup",
+                target,
+                i32::try_from(pool_id).unwrap_or(-errno::EIO),
+                t,
+            ));
+        }
+        Ok(pool_id)
     }
 
     fn failure(&self, call: &'static str, target: &Target, code: c_int, t: Instant) -> RbdError {
@@ -807,6 +826,21 @@ impl Cluster {
         }
         Ok(IoCtx { cluster: self, io })
     }
+}
+
+/// What reading one image's detail comes to, `timeouts` being the timeouts in a row so far,
+/// this one included; an error ends the census. A timeout costs that image its detail until
+/// there are [`DETAIL_TIMEOUTS`] in a row (one placement group not serving holds only the
+/// images in it; that many in a row is Ceph not answering). A refusal ends it at once (every
+/// other image would be refused too); an image removed since the listing is [`Detail::Gone`].
+fn detail_of(read: Result<ImageDetail, RbdError>, timeouts: usize) -> Result<Detail, RbdError> {
+    Ok(match read {
+        Ok(d) => Detail::Read(d),
+        Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => Detail::Failed(e),
+        Err(e) if e.aborts_census() => return Err(e),
+        Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
+        Err(e) => Detail::Failed(e),
+    })
 }
 
 /// An I/O context on one pool (and namespace); destroyed on drop.
@@ -840,6 +874,67 @@ impl Drop for OpenImage<'_> {
 impl IoCtx<'_> {
     fn api(&self) -> &'static Api {
         self.cluster.api
+    }
+
+    /// Moves this context into namespace `ns` of its pool, after checking that it exists
+    /// (`rbd_namespace_exists`): `rbd_list2` answers an empty list where the image directory
+    /// is absent, as in a namespace that does not exist, and a mistyped namespace must be
+    /// [`RbdError::NotFound`], not a pool whose images all look missing.
+    fn enter_namespace(
+        &self,
+        ns: &str,
+        target: &Target,
+        requests: &mut Requests,
+    ) -> Result<(), RbdError> {
+        let c_ns = cstring("namespace", ns)?;
+        let mut exists = false;
+        let t = Instant::now();
+        requests.namespace_exists += 1;
+        // SAFETY: valid ioctx (default namespace), C string, out-pointer.
+        let r = unsafe { (self.api().rbd_namespace_exists)(self.io, c_ns.as_ptr(), &mut exists) };
+        if r < 0 {
+            return Err(self.cluster.failure("rbd_namespace_exists", target, r, t));
+        }
+        if !exists {
+            return Err(RbdError::NotFound(Box::new(Failure {
+                call: "rbd_namespace_exists",
+                target: target.clone(),
+                code: -errno::ENOENT,
+                elapsed: t.elapsed(),
+            })));
+        }
+        // SAFETY: valid ioctx and C string (copied by librados).
+        unsafe { (self.api().rados_ioctx_set_namespace)(self.io, c_ns.as_ptr()) };
+        Ok(())
+    }
+
+    /// Every listed image, with the detail of those `detail` picks read, in the order listed.
+    /// Ends the census at a refusal, or at [`DETAIL_TIMEOUTS`] timeouts in a row (see
+    /// [`detail_of`]).
+    fn read_details(
+        &self,
+        names: Vec<ImageName>,
+        target: impl Fn(&ImageName) -> Target,
+        detail: impl Fn(&ImageName) -> bool,
+        requests: &mut Requests,
+    ) -> Result<Vec<Image>, RbdError> {
+        let mut images = Vec::with_capacity(names.len());
+        // Only the images read count: one not asked about neither adds to nor ends a run.
+        let mut timeouts = 0;
+        for name in names {
+            let detail = if detail(&name) {
+                let read = self.inspect(&name.id, &target(&name), requests);
+                timeouts = match &read {
+                    Err(RbdError::Unavailable(_)) => timeouts + 1,
+                    _ => 0,
+                };
+                detail_of(read, timeouts)?
+            } else {
+                Detail::NotAsked
+            };
+            images.push(Image { name, detail });
+        }
+        Ok(images)
     }
 
     fn list(&self, target: &Target, requests: &mut Requests) -> Result<Vec<ImageName>, RbdError> {

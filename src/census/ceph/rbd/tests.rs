@@ -427,6 +427,90 @@ fn config_debug_hides_the_key() {
     assert_eq!(c.client_name(), "client.leftovers");
 }
 
+fn config(mon_host: &str, key: Option<&str>, keyring: Option<&str>) -> CephConfig {
+    CephConfig {
+        mon_host: mon_host.into(),
+        user: "leftovers".into(),
+        keyring: keyring.map(PathBuf::from),
+        key: key.map(str::to_string),
+        conf_file: None,
+        timeout: Duration::from_millis(1500),
+    }
+}
+
+#[test]
+fn connect_options_bound_every_wait_and_write_no_file() {
+    let owned = |o: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        o.iter().map(|(k, v)| (*k, v.to_string())).collect()
+    };
+    let fixed = [
+        ("client_mount_timeout", "2"),
+        ("rados_mon_op_timeout", "2"),
+        ("rados_osd_op_timeout", "2"),
+        ("log_file", ""),
+        ("admin_socket", ""),
+        ("log_to_stderr", "false"),
+        ("err_to_stderr", "false"),
+    ];
+    // A key and no keyring: an empty keyring, so that none in /etc/ceph is read.
+    let mut want = owned(&[("mon_host", "m:6789"), ("keyring", ""), ("key", "AQB=")]);
+    want.extend(owned(&fixed));
+    assert_eq!(options(&config("m:6789", Some("AQB="), None)), want);
+    // A keyring (and the monitors from a ceph.conf): the keyring, and no mon_host.
+    let mut want = owned(&[("keyring", "/k")]);
+    want.extend(owned(&fixed));
+    assert_eq!(options(&config("", None, Some("/k"))), want);
+}
+
+#[test]
+fn connect_refuses_a_configuration_without_user_or_monitors() {
+    let no_user = CephConfig {
+        user: "client.".into(),
+        ..config("m:6789", None, None)
+    };
+    assert_eq!(
+        cluster_target(&no_user),
+        Err(RbdError::Config("no user given".into()))
+    );
+    assert!(matches!(
+        cluster_target(&config("", None, None)),
+        Err(RbdError::Config(m)) if m.contains("no monitor address")
+    ));
+    let from_file = CephConfig {
+        conf_file: Some("/etc/ceph/ceph.conf".into()),
+        ..config("", None, None)
+    };
+    assert_eq!(
+        cluster_target(&from_file),
+        Ok(Target::Cluster {
+            monitors: "of /etc/ceph/ceph.conf".into(),
+            user: "client.leftovers".into(),
+        })
+    );
+}
+
+#[test]
+fn a_detail_timeout_costs_one_image_until_there_are_three_in_a_row() {
+    let open = |code| RbdError::from_failure(failure("rbd_open_by_id_read_only", code));
+    let timeout = || Err(open(-110));
+    assert_eq!(DETAIL_TIMEOUTS, 3);
+    assert_eq!(detail_of(timeout(), 1), Ok(Detail::Failed(open(-110))));
+    assert_eq!(detail_of(timeout(), 2), Ok(Detail::Failed(open(-110))));
+    assert_eq!(detail_of(timeout(), 3), Err(open(-110)));
+    // A refusal ends the census at once; an image removed since the listing is gone; any
+    // other error costs that image its detail.
+    assert_eq!(detail_of(Err(open(-13)), 0), Err(open(-13)));
+    assert_eq!(detail_of(Err(open(-2)), 0), Ok(Detail::Gone));
+    assert_eq!(detail_of(Err(open(-5)), 0), Ok(Detail::Failed(open(-5))));
+    let read = ImageDetail {
+        size: 1,
+        created: None,
+        watchers: vec![],
+        metadata: BTreeMap::new(),
+    };
+    assert_eq!(detail_of(Ok(read.clone()), 0), Ok(Detail::Read(read)));
+}
+
 #[test]
 fn csi_owner_from_metadata() {
     let mut d = ImageDetail {
