@@ -877,9 +877,8 @@ impl IoCtx<'_> {
     }
 
     /// Moves this context into namespace `ns` of its pool, after checking that it exists
-    /// (`rbd_namespace_exists`): `rbd_list2` answers an empty list where the image directory
-    /// is absent, as in a namespace that does not exist, and a mistyped namespace must be
-    /// [`RbdError::NotFound`], not a pool whose images all look missing.
+    /// (`rbd_namespace_exists`): a mistyped namespace must be [`RbdError::NotFound`], never a
+    /// listing that could read as a pool whose images are all missing.
     fn enter_namespace(
         &self,
         ns: &str,
