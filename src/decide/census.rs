@@ -414,58 +414,6 @@ fn orphan(
     cluster_name: Option<&str>,
     now: &Time,
 ) -> Finding {
-    let mut hints = Vec::new();
-    if !d.watchers.is_empty() {
-        hints.push(Hint::ImageInUse);
-    }
-    let owner = d.owner.as_ref();
-    let owner_cluster = owner.and_then(|o| o.cluster_name.as_deref());
-    if owner.is_none()
-        || (owner_cluster.is_none() && cluster_name.is_some())
-        || (owner_cluster.is_some() && cluster_name.is_none())
-    {
-        hints.push(Hint::OwnerUnknown);
-    }
-    hints.sort();
-    let where_ = if key.namespace.is_empty() {
-        format!("{}/{}", key.pool, name)
-    } else {
-        format!("{}/{}/{}", key.pool, key.namespace, name)
-    };
-    let mut m = format!(
-        "RBD image {where_} (cluster {}) is not referenced by any PersistentVolume or tombstone.",
-        key.cluster_id
-    );
-    match owner {
-        Some(o) => {
-            let pv = o.volume_name.as_deref().unwrap_or("?");
-            let claim = match (&o.claim_namespace, &o.claim_name) {
-                (Some(ns), Some(n)) => format!("{ns}/{n}"),
-                _ => "?".into(),
-            };
-            m.push_str(&format!(
-                " ceph-csi recorded it as PersistentVolume {pv} for claim {claim}"
-            ));
-            match (owner_cluster, cluster_name) {
-                (Some(c), Some(_)) => m.push_str(&format!(" in this cluster ({c}).")),
-                (Some(c), None) => m.push_str(&format!(
-                    " in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
-                )),
-                (None, _) => m.push_str(
-                    " without naming a cluster: it may belong to another cluster sharing the pool.",
-                ),
-            }
-        }
-        None => m.push_str(
-            " It carries no ceph-csi ownership metadata: it may belong to another cluster sharing the pool, or to none.",
-        ),
-    }
-    if !d.watchers.is_empty() {
-        m.push_str(&format!(
-            " It is open or mapped by {}: in use, not a plain orphan.",
-            d.watchers.join(", ")
-        ));
-    }
     let size = i64::try_from(d.size).ok();
     Finding {
         volume_name: String::new(),
@@ -478,8 +426,8 @@ fn orphan(
             observed_generation: None,
             conditions: Vec::new(),
             acknowledged: None,
-            message: m,
-            hints,
+            message: orphan_message(key, name, d, cluster_name),
+            hints: orphan_hints(d, cluster_name),
             phase: String::new(),
             phase_since: None,
             phase_message: None,
@@ -513,6 +461,70 @@ fn orphan(
                 owner: d.owner.clone(),
             }),
         },
+    }
+}
+
+/// An orphan's hints, sorted: in use (it has watchers), and whose it is cannot be told (no
+/// ownership metadata, or only one side of the comparison names a cluster).
+fn orphan_hints(d: &SeenDetail, cluster_name: Option<&str>) -> Vec<Hint> {
+    let mut hints = Vec::new();
+    if !d.watchers.is_empty() {
+        hints.push(Hint::ImageInUse);
+    }
+    let owner = d.owner.as_ref();
+    let owner_cluster = owner.and_then(|o| o.cluster_name.as_deref());
+    if owner.is_none()
+        || (owner_cluster.is_none() && cluster_name.is_some())
+        || (owner_cluster.is_some() && cluster_name.is_none())
+    {
+        hints.push(Hint::OwnerUnknown);
+    }
+    hints.sort();
+    hints
+}
+
+/// An orphan's message: where the image is, whose ceph-csi says it was, and whether it is in
+/// use.
+fn orphan_message(key: &PoolKey, name: &str, d: &SeenDetail, cluster_name: Option<&str>) -> String {
+    let where_ = if key.namespace.is_empty() {
+        format!("{}/{}", key.pool, name)
+    } else {
+        format!("{}/{}/{}", key.pool, key.namespace, name)
+    };
+    let mut m = format!(
+        "RBD image {where_} (cluster {}) is not referenced by any PersistentVolume or tombstone.",
+        key.cluster_id
+    );
+    m.push_str(&ownership_sentence(d.owner.as_ref(), cluster_name));
+    if !d.watchers.is_empty() {
+        m.push_str(&format!(
+            " It is open or mapped by {}: in use, not a plain orphan.",
+            d.watchers.join(", ")
+        ));
+    }
+    m
+}
+
+/// What ceph-csi's ownership metadata says of the image (with its leading space), and how far
+/// it can be trusted to be this cluster's: the pool may be shared with other clusters.
+fn ownership_sentence(owner: Option<&ImageOwner>, cluster_name: Option<&str>) -> String {
+    let Some(o) = owner else {
+        return " It carries no ceph-csi ownership metadata: it may belong to another cluster sharing the pool, or to none.".to_string();
+    };
+    let pv = o.volume_name.as_deref().unwrap_or("?");
+    let claim = match (&o.claim_namespace, &o.claim_name) {
+        (Some(ns), Some(n)) => format!("{ns}/{n}"),
+        _ => "?".into(),
+    };
+    let recorded = format!(" ceph-csi recorded it as PersistentVolume {pv} for claim {claim}");
+    match (o.cluster_name.as_deref(), cluster_name) {
+        (Some(c), Some(_)) => format!("{recorded} in this cluster ({c})."),
+        (Some(c), None) => format!(
+            "{recorded} in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
+        ),
+        (None, _) => format!(
+            "{recorded} without naming a cluster: it may belong to another cluster sharing the pool."
+        ),
     }
 }
 

@@ -92,56 +92,9 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
         });
     }
 
-    let reason = match (phase, &claim) {
-        (Phase::Failed, _) => Reason::ReclaimFailed,
-        (Phase::Released, None) => Reason::ReleasedWithoutClaim,
-        (Phase::Released, Some(c)) if c.incomplete || c.not_a_claim => Reason::ClaimRefInvalid,
-        (Phase::Released, Some(c)) => match &c.found {
-            Found::Yes(facts) if c.same_claim(facts) => Reason::ClaimStillPresent,
-            Found::Yes(_) => Reason::ClaimRecreated,
-            Found::Absent => Reason::ClaimDeleted,
-            Found::Unknown | Found::Stale => Reason::ClaimUnknown,
-        },
-        (Phase::Bound, None) => {
-            return Verdict::Skip(format!(
-                "PersistentVolume {name} is Bound but has no claimRef"
-            ));
-        }
-        (Phase::Bound, Some(c)) if c.incomplete => {
-            return Verdict::Skip(format!(
-                "PersistentVolume {name} is Bound but its claimRef lacks a namespace or name"
-            ));
-        }
-        (Phase::Bound, Some(c)) => match &c.found {
-            Found::Yes(facts) if c.same_claim(facts) => return Verdict::Healthy,
-            Found::Yes(_) | Found::Absent => Reason::BoundClaimMissing,
-            // A 403 never makes a finding of a Bound volume, nor clears one.
-            Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(Undecided::BoundClaimUnknown {
-                    volume: name.into(),
-                });
-            }
-        },
-        (Phase::Unbound | Phase::Other, Some(c)) if !c.incomplete => match &c.found {
-            Found::Absent => Reason::PreboundClaimMissing,
-            Found::Yes(_) if phase == Phase::Unbound => return Verdict::Healthy,
-            Found::Yes(_) => {
-                return Verdict::Skip(format!(
-                    "PersistentVolume {name} has phase {phase_str:?}, which Kubernetes does not define"
-                ));
-            }
-            Found::Unknown | Found::Stale => {
-                return Verdict::Undecided(Undecided::PreboundClaimUnknown {
-                    volume: name.into(),
-                });
-            }
-        },
-        (Phase::Unbound, _) => return Verdict::Healthy,
-        (Phase::Other, _) => {
-            return Verdict::Skip(format!(
-                "PersistentVolume {name} has phase {phase_str:?}, which Kubernetes does not define"
-            ));
-        }
+    let reason = match claim_reason(name, phase, phase_str, claim.as_ref()) {
+        Ok(reason) => reason,
+        Err(no_finding) => return no_finding,
     };
 
     describe(
@@ -162,6 +115,92 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     )
 }
 
+/// The reason of the finding a volume's phase and claim make, or, as the error, the verdict when
+/// they make none: healthy, skipped, or undecided because the claim cannot be read.
+fn claim_reason(
+    name: &str,
+    phase: Phase,
+    phase_str: &str,
+    claim: Option<&ObservedClaim>,
+) -> Result<Reason, Verdict> {
+    // One arm per phase: the phases are disjoint, so each arm decides alone.
+    match (phase, claim) {
+        (Phase::Failed, _) => Ok(Reason::ReclaimFailed),
+        (Phase::Released, claim) => Ok(released_reason(claim)),
+        (Phase::Bound, claim) => bound_reason(name, claim),
+        (Phase::Unbound | Phase::Other, Some(c)) if !c.incomplete => {
+            prebound_reason(name, phase, phase_str, c)
+        }
+        (Phase::Unbound, _) => Err(Verdict::Healthy),
+        (Phase::Other, _) => Err(undefined_phase(name, phase_str)),
+    }
+}
+
+/// A Released volume is always a finding: what its claimRef names says which.
+fn released_reason(claim: Option<&ObservedClaim>) -> Reason {
+    match claim {
+        None => Reason::ReleasedWithoutClaim,
+        Some(c) if c.incomplete || c.not_a_claim => Reason::ClaimRefInvalid,
+        Some(c) => match &c.found {
+            Found::Yes(facts) if c.same_claim(facts) => Reason::ClaimStillPresent,
+            Found::Yes(_) => Reason::ClaimRecreated,
+            Found::Absent => Reason::ClaimDeleted,
+            Found::Unknown | Found::Stale => Reason::ClaimUnknown,
+        },
+    }
+}
+
+/// A Bound volume is a finding only when its claim is known to be gone (or another claim now
+/// has its name).
+fn bound_reason(name: &str, claim: Option<&ObservedClaim>) -> Result<Reason, Verdict> {
+    let c = match claim {
+        None => {
+            return Err(Verdict::Skip(format!(
+                "PersistentVolume {name} is Bound but has no claimRef"
+            )));
+        }
+        Some(c) if c.incomplete => {
+            return Err(Verdict::Skip(format!(
+                "PersistentVolume {name} is Bound but its claimRef lacks a namespace or name"
+            )));
+        }
+        Some(c) => c,
+    };
+    match &c.found {
+        Found::Yes(facts) if c.same_claim(facts) => Err(Verdict::Healthy),
+        Found::Yes(_) | Found::Absent => Ok(Reason::BoundClaimMissing),
+        // A 403 never makes a finding of a Bound volume, nor clears one.
+        Found::Unknown | Found::Stale => Err(Verdict::Undecided(Undecided::BoundClaimUnknown {
+            volume: name.into(),
+        })),
+    }
+}
+
+/// An unbound volume (or one of an undefined phase) with a complete claimRef is pre-bound: a
+/// finding when the claim it waits for does not exist.
+fn prebound_reason(
+    name: &str,
+    phase: Phase,
+    phase_str: &str,
+    c: &ObservedClaim,
+) -> Result<Reason, Verdict> {
+    match &c.found {
+        Found::Absent => Ok(Reason::PreboundClaimMissing),
+        Found::Yes(_) if phase == Phase::Unbound => Err(Verdict::Healthy),
+        Found::Yes(_) => Err(undefined_phase(name, phase_str)),
+        Found::Unknown | Found::Stale => Err(Verdict::Undecided(Undecided::PreboundClaimUnknown {
+            volume: name.into(),
+        })),
+    }
+}
+
+/// A phase Kubernetes does not define: the volume is skipped rather than guessed about.
+fn undefined_phase(name: &str, phase_str: &str) -> Verdict {
+    Verdict::Skip(format!(
+        "PersistentVolume {name} has phase {phase_str:?}, which Kubernetes does not define"
+    ))
+}
+
 /// What a finding is about, with its reason decided.
 struct Described<'a> {
     pv: &'a Volume,
@@ -179,25 +218,18 @@ struct Described<'a> {
 
 /// Everything a finding says about its PersistentVolume once its reason is decided.
 fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
-    let Described {
-        pv,
-        name,
-        uid,
-        spec,
-        phase,
-        phase_str,
-        claim,
-        reason,
-        deleted_at,
-        in_trash,
-    } = d;
-    let status = pv.status.as_ref();
-    let reclaim_policy = spec
+    let reclaim_policy = d
+        .spec
         .persistent_volume_reclaim_policy
         .as_deref()
         .unwrap_or("Retain")
         .to_string();
-    let class_name = spec.storage_class_name.as_deref().filter(|c| !c.is_empty());
+    let name = d.name;
+    let class_name = d
+        .spec
+        .storage_class_name
+        .as_deref()
+        .filter(|c| !c.is_empty());
     let storage_class = match class_name.map(|c| observe_class(c, lookup)) {
         Some(None) => {
             return Verdict::Undecided(Undecided::ClassStoreStale {
@@ -207,17 +239,32 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
         Some(Some(c)) => Some(c),
         None => None,
     };
+    let hints = hints(&d, &reclaim_policy, storage_class.as_ref());
+    let message = describe_message(&d, &reclaim_policy, &hints);
+    Verdict::Leftover(Box::new(finding(
+        d,
+        reclaim_policy,
+        storage_class,
+        hints,
+        message,
+        now,
+    )))
+}
 
+/// The hints: what else is odd about the volume, beyond its reason.
+fn hints(
+    d: &Described<'_>,
+    reclaim_policy: &str,
+    storage_class: Option<&StorageClassInfo>,
+) -> BTreeSet<Hint> {
     let mut hints = BTreeSet::new();
-    if in_trash {
+    if d.in_trash {
         hints.insert(Hint::ImageInTrash);
     }
-    if ReclaimPolicy::of(&reclaim_policy) == ReclaimPolicy::Delete
-        && matches!(phase, Phase::Released | Phase::Failed)
-    {
+    if reclaim_policy == "Delete" && matches!(d.phase, Phase::Released | Phase::Failed) {
         hints.insert(Hint::ReclaimPolicyDelete);
     }
-    if let Some(sc) = &storage_class {
+    if let Some(sc) = storage_class {
         match sc.missing {
             Tristate::True => {
                 hints.insert(Hint::StorageClassMissing);
@@ -235,10 +282,11 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             hints.insert(Hint::ReclaimPolicyMismatch);
         }
     }
-    if pv.metadata.deletion_timestamp.is_some() && deleted_at.is_none() {
+    // A tombstone's volume is already gone, no longer terminating.
+    if d.pv.metadata.deletion_timestamp.is_some() && d.deleted_at.is_none() {
         hints.insert(Hint::VolumeTerminating);
     }
-    if let Some(c) = &claim {
+    if let Some(c) = &d.claim {
         if c.not_a_claim {
             hints.insert(Hint::ClaimRefNotAClaim);
         }
@@ -246,37 +294,71 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             hints.insert(Hint::ClaimRefIncomplete);
         }
     }
-    if phase == Phase::Other {
+    if d.phase == Phase::Other {
         hints.insert(Hint::PhaseUnknown);
     }
+    hints
+}
 
-    let phase_since = status.and_then(|s| s.last_phase_transition_time.clone());
-    let facts = MessageFacts {
-        reason,
-        uid,
-        deleted_at: deleted_at.as_ref(),
-        source: &volume_source(spec),
-        pv: name,
-        phase: phase_str,
+/// The finding's message, from the facts of the volume alone.
+fn describe_message(d: &Described<'_>, reclaim: &str, hints: &BTreeSet<Hint>) -> String {
+    let phase_since =
+        d.pv.status
+            .as_ref()
+            .and_then(|s| s.last_phase_transition_time.clone());
+    message(&MessageFacts {
+        reason: d.reason,
+        uid: d.uid,
+        deleted_at: d.deleted_at.as_ref(),
+        source: &volume_source(d.spec),
+        pv: d.name,
+        phase: d.phase_str,
         phase_since: phase_since.as_ref(),
-        claim: claim.as_ref(),
-        reclaim: &reclaim_policy,
-        hints: &hints,
-        deleting_since: pv.metadata.deletion_timestamp.as_deref(),
-        finalizers: &pv
+        claim: d.claim.as_ref(),
+        reclaim,
+        hints,
+        deleting_since: d.pv.metadata.deletion_timestamp.as_deref(),
+        finalizers: &d
+            .pv
             .metadata
             .finalizers
             .iter()
             .flat_map(|f| f.iter())
             .map(|f| f.to_string())
             .collect::<Vec<_>>(),
-    };
-    let message = message(&facts);
+    })
+}
+
+/// The finding itself. Destructures `d` whole, so that a new fact about the volume is a choice
+/// here rather than silently left out.
+fn finding(
+    d: Described<'_>,
+    reclaim_policy: String,
+    storage_class: Option<StorageClassInfo>,
+    hints: BTreeSet<Hint>,
+    message: String,
+    now: Time,
+) -> Finding {
+    let Described {
+        pv,
+        name,
+        uid,
+        spec,
+        phase: _,
+        phase_str,
+        claim,
+        reason,
+        deleted_at,
+        in_trash: _,
+    } = d;
+    let status = pv.status.as_ref();
+    let phase_since = status.and_then(|s| s.last_phase_transition_time.clone());
     let phase_message = status
         .and_then(|s| s.message.as_deref())
         .filter(|m| !m.is_empty())
         .map(str::to_string);
-    Verdict::Leftover(Box::new(Finding {
+    let capacity = spec.capacity.as_ref().and_then(|c| c.storage.as_deref());
+    Finding {
         volume_name: name.to_string(),
         volume_uid: uid.to_string(),
         storage_class_name: spec.storage_class_name.as_deref().map(str::to_string),
@@ -296,16 +378,8 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
             reclaim_policy,
             storage_class,
             claim: claim.map(|c| c.info),
-            capacity: spec
-                .capacity
-                .as_ref()
-                .and_then(|c| c.storage.as_deref())
-                .map(str::to_string),
-            capacity_bytes: spec
-                .capacity
-                .as_ref()
-                .and_then(|c| c.storage.as_deref())
-                .and_then(crate::model::quantity::bytes),
+            capacity: capacity.map(str::to_string),
+            capacity_bytes: capacity.and_then(crate::model::quantity::bytes),
             access_modes: spec
                 .access_modes
                 .iter()
@@ -319,18 +393,24 @@ fn describe(d: Described<'_>, lookup: &impl Lookup, now: Time) -> Verdict {
                 .to_string(),
             source: volume_source(spec),
             first_seen: now,
-            subject: if deleted_at.is_some() {
-                Subject::Image
-            } else if reason == Reason::VolumeWithoutImage {
-                Subject::VolumeAndImage
-            } else {
-                Subject::Volume
-            },
+            subject: subject(deleted_at.is_some(), reason),
             deleted_at,
             image: None,
         },
         object_name: None,
-    }))
+    }
+}
+
+/// What is left behind: a deleted volume leaves only its disk; a volume whose image is gone is
+/// itself the leftover, with the image it names.
+fn subject(deleted: bool, reason: Reason) -> Subject {
+    if deleted {
+        Subject::Image
+    } else if reason == Reason::VolumeWithoutImage {
+        Subject::VolumeAndImage
+    } else {
+        Subject::Volume
+    }
 }
 
 struct ObservedClaim {
@@ -441,14 +521,48 @@ fn timestamp(t: &Time) -> String {
     t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// A finding's message: the sentence of its reason, then what its hints and its deletion add
+/// (each only where the reason's sentence has not said it already).
 fn message(f: &MessageFacts<'_>) -> String {
+    let mut m = reason_sentence(f);
+    if f.hints.contains(&Hint::ClaimRefNotAClaim) && f.reason != Reason::ClaimRefInvalid {
+        m.push_str(&format!(" Its claimRef {}.", claim_ref_oddity(f.claim)));
+    }
+    if f.hints.contains(&Hint::ReclaimPolicyDelete) && f.reason != Reason::VolumeDeleted {
+        match f.phase_since {
+            Some(t) => m.push_str(&format!(
+                " Its reclaim policy is Delete and it has been {} since {}: the provisioner's delete hung or failed.",
+                f.phase,
+                timestamp(t)
+            )),
+            None => m.push_str(
+                " Its reclaim policy is Delete: the provisioner's delete hung or failed.",
+            ),
+        }
+    }
+    if let (Some(t), false) = (f.deleting_since, f.reason == Reason::VolumeDeleted) {
+        if f.finalizers.is_empty() {
+            m.push_str(&format!(" It is being deleted since {}.", timestamp(t)));
+        } else {
+            m.push_str(&format!(
+                " It is being deleted since {}, held by finalizer {}.",
+                timestamp(t),
+                f.finalizers.join(", ")
+            ));
+        }
+    }
+    m
+}
+
+/// The first sentence of a message: what the reason means for this volume.
+fn reason_sentence(f: &MessageFacts<'_>) -> String {
     let pv = f.pv;
     let info = f.claim.map(|c| &c.info);
     let claim_ref = info.map_or("", |c| c.reference.as_str());
     let old_uid = info.and_then(|c| c.uid.as_deref()).unwrap_or("none");
     let new_uid = info.and_then(|c| c.current_uid.as_deref()).unwrap_or("?");
     let terminating = f.claim.is_some_and(ObservedClaim::terminating);
-    let mut m = match f.reason {
+    match f.reason {
         Reason::ClaimDeleted => format!(
             "PersistentVolume {pv} is Released and its claim {claim_ref} (uid {old_uid}) no longer exists; the volume and its data survived the claim."
         ),
@@ -496,75 +610,61 @@ fn message(f: &MessageFacts<'_>) -> String {
             "PersistentVolume {pv} is Failed: its {} reclaim did not complete.",
             f.reclaim
         ),
-        Reason::VolumeWithoutImage => format!(
-            "PersistentVolume {pv} is {} ({}) but {} is gone from the storage backend: two censuses in a row did not find it{}.{}",
-            if f.phase.is_empty() {
-                "without a phase"
-            } else {
-                f.phase
-            },
-            if claim_ref.is_empty() {
-                "no claimRef".to_string()
-            } else {
-                format!("claim {claim_ref}")
-            },
-            disk(f.source),
-            if f.hints.contains(&Hint::ImageInTrash) {
-                "; it is in the pool's trash, restorable until it is purged"
-            } else {
-                ""
-            },
-            if Phase::of(f.phase) == Phase::Bound {
-                " A Bound volume without its image: its data is lost unless the image is restored."
-            } else {
-                ""
-            },
-        ),
+        Reason::VolumeWithoutImage => image_gone_sentence(f, claim_ref),
         Reason::ImageWithoutVolume => format!(
             "{} is not referenced by any PersistentVolume.",
             disk(f.source)
         ),
-        Reason::VolumeDeleted => format!(
-            "PersistentVolume {pv} (uid {}) was deleted at {}; {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. {NOTE_NOT_CHECKED}",
-            f.uid,
-            f.deleted_at
-                .map_or("an unknown time".to_string(), timestamp),
-            why_kept(f.reclaim),
-            disk(f.source),
-            if claim_ref.is_empty() {
-                "none"
-            } else {
-                claim_ref
-            },
-        ),
-    };
-    if f.hints.contains(&Hint::ClaimRefNotAClaim) && f.reason != Reason::ClaimRefInvalid {
-        m.push_str(&format!(" Its claimRef {}.", claim_ref_oddity(f.claim)));
+        Reason::VolumeDeleted => volume_deleted_sentence(f, claim_ref),
     }
-    if f.hints.contains(&Hint::ReclaimPolicyDelete) && f.reason != Reason::VolumeDeleted {
-        match f.phase_since {
-            Some(t) => m.push_str(&format!(
-                " Its reclaim policy is Delete and it has been {} since {}: the provisioner's delete hung or failed.",
-                f.phase,
-                timestamp(t)
-            )),
-            None => m.push_str(
-                " Its reclaim policy is Delete: the provisioner's delete hung or failed.",
-            ),
-        }
-    }
-    if let (Some(t), false) = (f.deleting_since, f.reason == Reason::VolumeDeleted) {
-        if f.finalizers.is_empty() {
-            m.push_str(&format!(" It is being deleted since {}.", timestamp(t)));
+}
+
+/// The sentence of a volume whose image the census no longer finds: it says the claim's story
+/// too, since this reason wins over it.
+fn image_gone_sentence(f: &MessageFacts<'_>, claim_ref: &str) -> String {
+    let pv = f.pv;
+    format!(
+        "PersistentVolume {pv} is {} ({}) but {} is gone from the storage backend: two censuses in a row did not find it{}.{}",
+        if f.phase.is_empty() {
+            "without a phase"
         } else {
-            m.push_str(&format!(
-                " It is being deleted since {}, held by finalizer {}.",
-                timestamp(t),
-                f.finalizers.join(", ")
-            ));
-        }
-    }
-    m
+            f.phase
+        },
+        if claim_ref.is_empty() {
+            "no claimRef".to_string()
+        } else {
+            format!("claim {claim_ref}")
+        },
+        disk(f.source),
+        if f.hints.contains(&Hint::ImageInTrash) {
+            "; it is in the pool's trash, restorable until it is purged"
+        } else {
+            ""
+        },
+        if Phase::of(f.phase) == Phase::Bound {
+            " A Bound volume without its image: its data is lost unless the image is restored."
+        } else {
+            ""
+        },
+    )
+}
+
+/// The sentence of a tombstone: which disk the deleted volume left, and whose it was.
+fn volume_deleted_sentence(f: &MessageFacts<'_>, claim_ref: &str) -> String {
+    let pv = f.pv;
+    format!(
+        "PersistentVolume {pv} (uid {}) was deleted at {}; {} {}, which may still hold data: this is the last record of which disk belonged to claim {}. {NOTE_NOT_CHECKED}",
+        f.uid,
+        f.deleted_at
+            .map_or("an unknown time".to_string(), timestamp),
+        why_kept(f.reclaim),
+        disk(f.source),
+        if claim_ref.is_empty() {
+            "none"
+        } else {
+            claim_ref
+        },
+    )
 }
 
 /// Why deleting a volume with this reclaim policy left its disk, in words.

@@ -377,65 +377,12 @@ fn hand_off(
 ) {
     let ack = existing.and_then(|e| e.acknowledgement.as_deref());
     let before = existing.and_then(|e| e.status.as_ref());
-    let (state, acknowledged) = match ack {
-        None => (State::Open, None),
-        Some(a) => {
-            let covered = before
-                .and_then(|s| s.acknowledged.as_deref().cloned())
-                .filter(|c| c.acknowledgement == *a)
-                .unwrap_or_else(|| AcknowledgedFinding {
-                    acknowledgement: a.clone(),
-                    reason: f.status.reason,
-                    volume_uid: f.volume_uid.clone(),
-                });
-            let state = if a.until.as_ref().is_some_and(|u| u.0 <= now.0) {
-                State::Expired
-            } else if covered.reason != f.status.reason || covered.volume_uid != f.volume_uid {
-                State::Superseded
-            } else {
-                State::Acknowledged
-            };
-            (state, Some(covered))
-        }
-    };
-    // The generation the object will have once this is written: the operator's own spec fields
-    // (the volume's name and uid, for a PV re-created under the name) are written before the
-    // status, and a spec change makes the next generation.
-    let spec_changes =
-        |e: &Leftover| e.volume_name() != f.volume_name || *e.volume_uid != *f.volume_uid;
-    let generation = existing.map_or(Some(1), |e| {
-        e.generation.map(|g| {
-            if spec_changes(e) {
-                g.saturating_add(1)
-            } else {
-                g
-            }
-        })
-    });
+    let (state, acknowledged) = acknowledgement_state(ack, before, f, now);
+    let generation = next_generation(f, existing);
     status.state = state;
     status.acknowledged = acknowledged;
     status.observed_generation = generation;
-    let ticket = ack
-        .and_then(|a| a.ticket.as_deref())
-        .map_or(String::new(), |t| format!(" (ticket {t})"));
-    let (ack_status, ack_message) = match state {
-        State::Acknowledged => (ConditionStatus::True, format!("Acknowledged{ticket}.")),
-        State::Open => (ConditionStatus::False, "Not acknowledged.".to_string()),
-        State::Expired => (
-            ConditionStatus::False,
-            format!("The acknowledgement{ticket} has expired."),
-        ),
-        State::Superseded => (
-            ConditionStatus::False,
-            format!(
-                "The acknowledgement{ticket} covered {}; the finding has changed since.",
-                status
-                    .acknowledged
-                    .as_ref()
-                    .map_or("another finding", |c| c.reason.as_str())
-            ),
-        ),
-    };
+    let (ack_status, ack_message) = acknowledged_condition(state, ack, status);
     let wanted = [
         (
             "Acknowledged",
@@ -453,6 +400,7 @@ fn hand_off(
     status.conditions = wanted
         .into_iter()
         .map(|(type_, st, reason, message)| {
+            // A condition's transition time moves only when its status does.
             let last_transition_time = before
                 .and_then(|b| match type_ {
                     "Acknowledged" => b.acknowledged_condition.as_ref(),
@@ -470,6 +418,82 @@ fn hand_off(
             }
         })
         .collect();
+}
+
+/// The state, and what the acknowledgement (if any) covers: the finding as it was when the
+/// acknowledgement was first seen, kept while the acknowledgement stays the same.
+fn acknowledgement_state(
+    ack: Option<&crate::model::crd::Acknowledgement>,
+    before: Option<&crate::model::leftover::Status>,
+    f: &Finding,
+    now: &Time,
+) -> (State, Option<AcknowledgedFinding>) {
+    let Some(a) = ack else {
+        return (State::Open, None);
+    };
+    let covered = before
+        .and_then(|s| s.acknowledged.as_deref().cloned())
+        .filter(|c| c.acknowledgement == *a)
+        .unwrap_or_else(|| AcknowledgedFinding {
+            acknowledgement: a.clone(),
+            reason: f.status.reason,
+            volume_uid: f.volume_uid.clone(),
+        });
+    let state = if a.until.as_ref().is_some_and(|u| u.0 <= now.0) {
+        State::Expired
+    } else if covered.reason != f.status.reason || covered.volume_uid != f.volume_uid {
+        State::Superseded
+    } else {
+        State::Acknowledged
+    };
+    (state, Some(covered))
+}
+
+/// The generation the object will have once this is written: the operator's own spec fields
+/// (the volume's name and uid, for a PV re-created under the name) are written before the
+/// status, and a spec change makes the next generation.
+fn next_generation(f: &Finding, existing: Option<&Leftover>) -> Option<i64> {
+    let spec_changes =
+        |e: &Leftover| e.volume_name() != f.volume_name || *e.volume_uid != *f.volume_uid;
+    existing.map_or(Some(1), |e| {
+        e.generation.map(|g| {
+            if spec_changes(e) {
+                g.saturating_add(1)
+            } else {
+                g
+            }
+        })
+    })
+}
+
+/// The Acknowledged condition's status and message; `status.acknowledged` is what the
+/// acknowledgement covers, already decided.
+fn acknowledged_condition(
+    state: State,
+    ack: Option<&crate::model::crd::Acknowledgement>,
+    status: &VolumeLeftoverStatus,
+) -> (ConditionStatus, String) {
+    let ticket = ack
+        .and_then(|a| a.ticket.as_deref())
+        .map_or(String::new(), |t| format!(" (ticket {t})"));
+    match state {
+        State::Acknowledged => (ConditionStatus::True, format!("Acknowledged{ticket}.")),
+        State::Open => (ConditionStatus::False, "Not acknowledged.".to_string()),
+        State::Expired => (
+            ConditionStatus::False,
+            format!("The acknowledgement{ticket} has expired."),
+        ),
+        State::Superseded => (
+            ConditionStatus::False,
+            format!(
+                "The acknowledgement{ticket} covered {}; the finding has changed since.",
+                status
+                    .acknowledged
+                    .as_ref()
+                    .map_or("another finding", |c| c.reason.as_str())
+            ),
+        ),
+    }
 }
 
 /// When the published state of `existing` changes by the clock alone (an acknowledgement's
@@ -621,14 +645,7 @@ pub fn gone(
     if expired || *image == (ImageFound::Missing { in_trash: false }) {
         return plan(name, None, existing, now, now);
     }
-    let note = match image {
-        ImageFound::Missing { .. } => Some(NOTE_IN_TRASH),
-        ImageFound::Present { .. } => Some(NOTE_FOUND),
-        ImageFound::NotCensused => Some(NOTE_NOT_CHECKED),
-        // No news: what the (published or fresh) message says stays.
-        ImageFound::Unknown => None,
-    };
-    if let Some(note) = note {
+    if let Some(note) = backend_note(image) {
         t.status.message = with_backend_note(&t.status.message, note);
     }
     let action = plan(
@@ -638,13 +655,7 @@ pub fn gone(
         &deleted_at,
         now,
     );
-    let state = match &action {
-        Action::Create { object } | Action::Apply { object, .. } => {
-            object.status.as_ref().map(|s| s.state)
-        }
-        Action::Nothing => existing.and_then(|e| e.status.as_ref()).map(|s| s.state),
-        Action::Delete { .. } | Action::Foreign { .. } => None,
-    };
+    let state = state_after(&action, existing);
     // Acknowledged, the record lives in the person's ticket. With the census on, the image the
     // tombstone names would then be an image nobody names, and come back as ImageWithoutVolume:
     // a second ticket for the same disk. So it stays, acknowledged, until the census says the
@@ -653,6 +664,29 @@ pub fn gone(
         return plan(name, None, existing, now, now);
     }
     action
+}
+
+/// The last sentence a kept tombstone's message gets from the census, or `None` to keep the one
+/// it has.
+fn backend_note(image: &ImageFound) -> Option<&'static str> {
+    match image {
+        ImageFound::Missing { .. } => Some(NOTE_IN_TRASH),
+        ImageFound::Present { .. } => Some(NOTE_FOUND),
+        ImageFound::NotCensused => Some(NOTE_NOT_CHECKED),
+        // No news: what the (published or fresh) message says stays.
+        ImageFound::Unknown => None,
+    }
+}
+
+/// The state the object will have once `action` is carried out (`None`: no object of ours).
+fn state_after(action: &Action, existing: Option<&Leftover>) -> Option<State> {
+    match action {
+        Action::Create { object } | Action::Apply { object, .. } => {
+            object.status.as_ref().map(|s| s.state)
+        }
+        Action::Nothing => existing.and_then(|e| e.status.as_ref()).map(|s| s.state),
+        Action::Delete { .. } | Action::Foreign { .. } => None,
+    }
 }
 
 /// When a published tombstone's `ttl` runs out, if it has not.
