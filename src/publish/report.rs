@@ -57,10 +57,10 @@ impl ReportWriter {
                 // Not there yet (or no CRD: the apply tells which).
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
-                    tracing::debug!(error = %describe(&e), "reading the OpenReports ClusterReport failed; writing it")
+                    tracing::info!(error = %describe(&e), "reading the OpenReports ClusterReport failed; writing it")
                 }
                 Err(_) => {
-                    tracing::debug!("reading the OpenReports ClusterReport timed out; writing it")
+                    tracing::info!("reading the OpenReports ClusterReport timed out; writing it")
                 }
             }
         }
