@@ -244,126 +244,22 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let api: Api<Lease> = Api::namespaced(client, &s.namespace);
-    let me = s.identity.clone();
-    let pp = PostParams {
-        field_manager: Some("volume-leftovers".into()),
-        ..PostParams::default()
-    };
-    let request = request_timeout(s.renew_every);
-    let mut observed: Option<Observed> = None;
-    let mut leading_until: Option<Instant> = None;
-    let mut last_error: Option<Category> = None;
-    let mut retry = crate::engine::backoff::Backoff::new(
-        Duration::from_millis(200),
-        Duration::from_secs(5),
-        crate::engine::backoff::seed(&me),
-    );
+    let mut e = Election::new(api, s, role);
     // Changes of the Lease, for a prompt takeover when the holder releases it.
-    let (poke_tx, mut poke) = watch::channel(());
-    let watcher = {
-        let api = api.clone();
-        let name = s.lease_name.clone();
-        tokio::spawn(async move {
-            loop {
-                let wp = WatchParams::default()
-                    .fields(&format!("metadata.name={name}"))
-                    .timeout(60);
-                if let Ok(stream) = api.watch(&wp, "0").await {
-                    let mut stream = stream.boxed();
-                    while let Some(ev) = stream.next().await {
-                        if matches!(ev, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_))) {
-                            let _ = poke_tx.send(());
-                        }
-                    }
-                }
-                if poke_tx.is_closed() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        })
-    };
-
+    let (watcher, mut poke) = watch_lease(e.api.clone(), e.s.lease_name.clone());
     loop {
         let now = Instant::now();
-        // Refresh the observation (a GET is cheap and authoritative).
-        match tokio::time::timeout(request, api.get_opt(&s.lease_name)).await {
-            Ok(Ok(l)) => {
-                observed = l.map(|l| observe(&l, observed.as_ref(), now));
-                last_error = None;
-            }
-            Ok(Err(e)) => note_error(&mut last_error, Category::of(&e), &describe(&e)),
-            Err(_) => note_error(&mut last_error, Category::Timeout, "no answer"),
-        }
-        let step = next_step(observed.as_ref(), &me, &s, now);
-        let write = match &step {
-            Step::Create => Some(
-                tokio::time::timeout(request, api.create(&pp, &held_by(&me, &s, None, now))).await,
-            ),
-            Step::Acquire | Step::Renew { .. } if last_error.is_none() => {
-                let due = match step {
-                    Step::Renew { at } => at <= now,
-                    _ => true,
-                };
-                if due {
-                    let l = held_by(&me, &s, observed.as_ref(), now);
-                    Some(tokio::time::timeout(request, patch(&api, &s.lease_name, &l)).await)
-                } else {
-                    None
-                }
-            }
-            _ => None,
-        };
-        match write {
-            Some(Ok(Ok(l))) => {
-                // Our own write: we hold it from the moment we sent it.
-                let o = observe(&l, None, now);
-                if o.holder == me {
-                    // Other replicas count the duration from when they see this change, later
-                    // than `now`: stopping at now + duration keeps us inside their view.
-                    leading_until =
-                        Some(now + o.duration.saturating_sub(s.renew_every.min(o.duration / 3)));
-                    if !matches!(*role.borrow(), Role::Leading { .. }) {
-                        tracing::info!(lease = %s.lease_name, identity = %me, "leading");
-                    }
-                    let _ = role.send(Role::Leading {
-                        until: leading_until.unwrap_or(now),
-                    });
-                }
-                observed = Some(o);
-                retry.reset();
-            }
-            Some(Ok(Err(e))) => {
-                let c = Category::of(&e);
-                if c != Category::Conflict && c != Category::NotFound {
-                    note_error(&mut last_error, c, &describe(&e));
-                }
-                // Someone else won, or the record changed: look again shortly.
-                observed = None;
-            }
-            Some(Err(_)) => note_error(&mut last_error, Category::Timeout, "no answer"),
-            None => {}
-        }
-        // A holder that could not renew in time stops.
-        if let Some(until) = leading_until {
-            let held = observed.as_ref().is_some_and(|o| o.holder == me);
-            if Instant::now() >= until || (!held && observed.is_some()) {
-                tracing::error!(lease = %s.lease_name, identity = %me, "lost the lease");
-                let _ = role.send(Role::Lost);
-                watcher.abort();
-                return;
-            }
+        e.read(now).await;
+        // The pure decision, then the write it calls for (if any is due).
+        let step = next_step(e.observed.as_ref(), &e.me, &e.s, now);
+        let write = e.write(&step, now).await;
+        e.settle(write, now);
+        if e.lost() {
+            watcher.abort();
+            return;
         }
         // Wait until the next step is due, a change of the Lease, or stop.
-        let wake = match next_step(observed.as_ref(), &me, &s, Instant::now()) {
-            Step::Renew { at } | Step::Wait { at } => at,
-            Step::Create | Step::Acquire => Instant::now() + retry.next_delay(),
-        };
-        let wake = if last_error.is_some() {
-            wake.min(Instant::now() + retry.next_delay())
-        } else {
-            wake
-        };
+        let wake = e.wake();
         tokio::select! {
             _ = stop.wait_for(|s| *s) => break,
             _ = tokio::time::sleep_until(wake) => {}
@@ -371,9 +267,168 @@ pub async fn run(
         }
     }
     watcher.abort();
-    // Release at once so that a standby takes over without waiting for the lease to expire.
-    if leading_until.is_some() && observed.as_ref().is_some_and(|o| o.holder == me) {
-        let rv = observed
+    e.release().await;
+    let _ = e.role.send(Role::Standby);
+}
+
+/// What one replica's election knows between rounds, and the means to read and write its Lease.
+struct Election {
+    api: Api<Lease>,
+    s: LeaderSettings,
+    me: String,
+    role: watch::Sender<Role>,
+    /// How long one request may take ([`request_timeout`]).
+    request: Duration,
+    observed: Option<Observed>,
+    /// Set once this replica has led: writes stop then (its own clock).
+    leading_until: Option<Instant>,
+    last_error: Option<Category>,
+    retry: crate::engine::backoff::Backoff,
+}
+
+/// The outcome of a write of the Lease: none, a timeout, or the server's answer.
+type Written = Option<Result<kube::Result<Lease>, tokio::time::error::Elapsed>>;
+
+impl Election {
+    fn new(api: Api<Lease>, s: LeaderSettings, role: watch::Sender<Role>) -> Election {
+        let me = s.identity.clone();
+        let retry = crate::engine::backoff::Backoff::new(
+            Duration::from_millis(200),
+            Duration::from_secs(5),
+            crate::engine::backoff::seed(&me),
+        );
+        Election {
+            api,
+            request: request_timeout(s.renew_every),
+            s,
+            me,
+            role,
+            observed: None,
+            leading_until: None,
+            last_error: None,
+            retry,
+        }
+    }
+
+    /// Refreshes the observation (a GET is cheap and authoritative).
+    async fn read(&mut self, now: Instant) {
+        match tokio::time::timeout(self.request, self.api.get_opt(&self.s.lease_name)).await {
+            Ok(Ok(l)) => {
+                self.observed = l.map(|l| observe(&l, self.observed.as_ref(), now));
+                self.last_error = None;
+            }
+            Ok(Err(e)) => note_error(&mut self.last_error, Category::of(&e), &describe(&e)),
+            Err(_) => note_error(&mut self.last_error, Category::Timeout, "no answer"),
+        }
+    }
+
+    /// Carries out `step` if it is a write that is due: creates the Lease, or takes or renews it
+    /// (not while the last read failed).
+    async fn write(&self, step: &Step, now: Instant) -> Written {
+        let pp = PostParams {
+            field_manager: Some("volume-leftovers".into()),
+            ..PostParams::default()
+        };
+        match step {
+            Step::Create => {
+                let l = held_by(&self.me, &self.s, None, now);
+                Some(tokio::time::timeout(self.request, self.api.create(&pp, &l)).await)
+            }
+            Step::Acquire | Step::Renew { .. } if self.last_error.is_none() => {
+                let due = match step {
+                    Step::Renew { at } => *at <= now,
+                    _ => true,
+                };
+                if due {
+                    let l = held_by(&self.me, &self.s, self.observed.as_ref(), now);
+                    let w = patch(&self.api, &self.s.lease_name, &l);
+                    Some(tokio::time::timeout(self.request, w).await)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Takes in the outcome of a write: on success this replica leads (and says so) until
+    /// shortly before the lease would run out; a refused write means looking again.
+    fn settle(&mut self, write: Written, now: Instant) {
+        match write {
+            Some(Ok(Ok(l))) => {
+                // Our own write: we hold it from the moment we sent it.
+                let o = observe(&l, None, now);
+                if o.holder == self.me {
+                    self.publish_leading(o.duration, now);
+                }
+                self.observed = Some(o);
+                self.retry.reset();
+            }
+            Some(Ok(Err(e))) => {
+                let c = Category::of(&e);
+                if c != Category::Conflict && c != Category::NotFound {
+                    note_error(&mut self.last_error, c, &describe(&e));
+                }
+                // Someone else won, or the record changed: look again shortly.
+                self.observed = None;
+            }
+            Some(Err(_)) => note_error(&mut self.last_error, Category::Timeout, "no answer"),
+            None => {}
+        }
+    }
+
+    /// Publishes [`Role::Leading`] for a lease of `duration` written at `now`.
+    fn publish_leading(&mut self, duration: Duration, now: Instant) {
+        // Other replicas count the duration from when they see this change, later than `now`:
+        // stopping at now + duration keeps us inside their view.
+        let until = now + duration.saturating_sub(self.s.renew_every.min(duration / 3));
+        self.leading_until = Some(until);
+        if !matches!(*self.role.borrow(), Role::Leading { .. }) {
+            tracing::info!(lease = %self.s.lease_name, identity = %self.me, "leading");
+        }
+        let _ = self.role.send(Role::Leading { until });
+    }
+
+    /// Whether a holder could not renew in time or saw its lease taken; then it says so and
+    /// publishes [`Role::Lost`].
+    fn lost(&self) -> bool {
+        let Some(until) = self.leading_until else {
+            return false;
+        };
+        if Instant::now() >= until || (!self.holds() && self.observed.is_some()) {
+            tracing::error!(lease = %self.s.lease_name, identity = %self.me, "lost the lease");
+            let _ = self.role.send(Role::Lost);
+            return true;
+        }
+        false
+    }
+
+    /// Whether the lease as last observed is this replica's.
+    fn holds(&self) -> bool {
+        self.observed.as_ref().is_some_and(|o| o.holder == self.me)
+    }
+
+    /// When the next step is due; sooner (with backoff) after an error.
+    fn wake(&mut self) -> Instant {
+        let wake = match next_step(self.observed.as_ref(), &self.me, &self.s, Instant::now()) {
+            Step::Renew { at } | Step::Wait { at } => at,
+            Step::Create | Step::Acquire => Instant::now() + self.retry.next_delay(),
+        };
+        if self.last_error.is_some() {
+            wake.min(Instant::now() + self.retry.next_delay())
+        } else {
+            wake
+        }
+    }
+
+    /// Releases a held lease at once so that a standby takes over without waiting for it to
+    /// expire.
+    async fn release(&self) {
+        if self.leading_until.is_none() || !self.holds() {
+            return;
+        }
+        let rv = self
+            .observed
             .as_ref()
             .map(|o| o.resource_version.clone())
             .unwrap_or_default();
@@ -385,20 +440,46 @@ pub async fn run(
             field_manager: Some("volume-leftovers".into()),
             ..Default::default()
         };
-        match tokio::time::timeout(
-            request,
-            api.patch(&s.lease_name, &pp, &kube::api::Patch::Merge(&release)),
-        )
-        .await
-        {
-            Ok(Ok(_)) => tracing::info!(lease = %s.lease_name, "released the lease"),
+        let name = &self.s.lease_name;
+        let release = kube::api::Patch::Merge(&release);
+        let patch = self.api.patch(name, &pp, &release);
+        match tokio::time::timeout(self.request, patch).await {
+            Ok(Ok(_)) => tracing::info!(lease = %name, "released the lease"),
             Ok(Err(e)) => {
                 tracing::warn!(error = %describe(&e), "could not release the lease; it expires on its own")
             }
             Err(_) => tracing::warn!("releasing the lease timed out; it expires on its own"),
         }
     }
-    let _ = role.send(Role::Standby);
+}
+
+/// Watches the Lease `name` and pokes the receiver on every change (added or modified),
+/// re-watching a second after a watch ends, until the receiver is dropped or the task aborted.
+fn watch_lease(
+    api: Api<Lease>,
+    name: String,
+) -> (tokio::task::JoinHandle<()>, watch::Receiver<()>) {
+    let (poke_tx, poke) = watch::channel(());
+    let watcher = tokio::spawn(async move {
+        loop {
+            let wp = WatchParams::default()
+                .fields(&format!("metadata.name={name}"))
+                .timeout(60);
+            if let Ok(stream) = api.watch(&wp, "0").await {
+                let mut stream = stream.boxed();
+                while let Some(ev) = stream.next().await {
+                    if matches!(ev, Ok(WatchEvent::Added(_) | WatchEvent::Modified(_))) {
+                        let _ = poke_tx.send(());
+                    }
+                }
+            }
+            if poke_tx.is_closed() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    (watcher, poke)
 }
 
 /// Writes `l` over the Lease with a JSON merge patch that carries the resourceVersion it was
