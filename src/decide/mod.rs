@@ -3,6 +3,7 @@
 //! arguments; effects are returned, never performed.
 
 pub mod census;
+pub mod census_result;
 pub mod classify;
 pub mod lookup;
 pub mod name;

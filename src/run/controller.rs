@@ -25,7 +25,7 @@ use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
-use crate::decide::census::{Census, PoolKey, Resolved, image_ref};
+use crate::decide::census::{Census, Resolved, image_ref};
 use crate::decide::classify::volume_source;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self, is_tombstone_of, published};
@@ -38,7 +38,6 @@ use crate::engine::schedule::{
 };
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::finding::Finding;
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
@@ -153,17 +152,7 @@ struct Loop {
 
 /// The census as the loop keeps it: each pool's state and the findings about images nothing
 /// references, by VolumeLeftover name.
-struct CensusState {
-    census: Census,
-    orphans: std::collections::BTreeMap<String, (PoolKey, Finding)>,
-    /// The findings about images no volume names whose details the last census could not
-    /// read: what is published about them stays.
-    held: std::collections::BTreeMap<String, PoolKey>,
-    /// Which pools are failing, to log once per problem.
-    failing: crate::decide::census::Failing<crate::census::ceph::rbd::Category>,
-    /// The images of each pool whose details could not be read, to log once per change.
-    unread: std::collections::BTreeMap<PoolKey, Vec<String>>,
-}
+type CensusState = crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
 
 /// A ClusterReport write in flight: the content, and how it went.
 type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
@@ -248,13 +237,10 @@ impl Loop {
             scheduler: Scheduler::new(limits, seed("scheduler")),
             writes: FuturesUnordered::new(),
             role,
-            census: settings.census.as_ref().map(|c| CensusState {
-                census: c.config.census(c.image_grace),
-                orphans: Default::default(),
-                held: Default::default(),
-                failing: Default::default(),
-                unread: Default::default(),
-            }),
+            census: settings
+                .census
+                .as_ref()
+                .map(|c| CensusState::new(c.config.census(c.image_grace))),
             settings,
         }
     }
@@ -728,119 +714,89 @@ impl Loop {
         self.scheduler.memo(name).tombstone = t.map(Box::new);
     }
 
-    /// A pool's census completed (or failed).
+    /// A pool's census completed (or failed): what it means is decided by
+    /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
+    /// measured and the names it concerns are decided again.
     fn on_census(&mut self, report: CensusReport) {
+        use crate::decide::census_result::{CensusLog, Gauge, Naming, census_result};
         let Some(cs) = self.census.as_mut() else {
             return;
         };
-        let key = report.key.clone();
+        let CensusReport {
+            key,
+            result,
+            requests,
+            elapsed,
+        } = report;
         let label = key.to_string();
-        match &report.result {
-            Ok(snap) => {
-                self.metrics.census_done(
-                    &label,
-                    snap.images.len(),
-                    snap.unread.len(),
-                    report.elapsed.as_secs_f64(),
-                    report.requests,
-                );
-                if let Some(was) = cs.failing.recovered(&key) {
-                    tracing::info!(pool = %label, after = %was, "the census of the pool works again");
-                } else {
-                    tracing::debug!(pool = %label, images = snap.images.len(), "census done");
-                }
-                let unread: Vec<String> = snap.unread.keys().cloned().collect();
-                if cs
-                    .unread
-                    .get(&key)
-                    .map_or(!unread.is_empty(), |u| *u != unread)
-                {
-                    match snap.unread.iter().next() {
-                        Some((image, error)) => {
-                            tracing::warn!(pool = %label, images = unread.len(), first = %image, %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
-                        }
-                        None => {
-                            tracing::info!(pool = %label, "the details of every image can be read again")
-                        }
-                    }
-                    cs.unread.insert(key.clone(), unread);
-                }
-            }
-            Err(e) => {
-                self.metrics.census_failed(&label, report.requests);
-                if cs.failing.failed(&key, e.category, &e.message) {
-                    tracing::warn!(pool = %label, error = %e, category = %e.category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again");
-                }
-            }
-        }
-        cs.census.record(&key, report.result.map_err(|f| f.message));
-        if !cs.census.is_trusted(&key) {
-            // Nothing is concluded: what is published stays.
-            return;
-        }
-        // Which images of the pool a volume or a tombstone names; which volumes may have lost
-        // their image (or got it back).
-        let mut referenced = std::collections::HashSet::new();
-        let mut marks: Vec<String> = Vec::new();
-        let state = &cs.census.pools[&key];
-        let (cur, prev) = (state.current.clone(), state.previous.clone());
-        let in_pool = |source: &VolumeSourceInfo| {
-            let r = image_ref(source)?;
-            matches!(cs.census.resolve(&r), Resolved::Pool(k) if *k == key).then_some(r.name)
+        let (stores, scheduler) = (&self.stores, &mut self.scheduler);
+        let naming = || Naming {
+            volumes: stores
+                .pv
+                .state()
+                .iter()
+                .filter_map(|pv| Some((pv.name().to_string(), volume_source(pv.spec.as_ref()?))))
+                .collect(),
+            leftovers: stores
+                .vl
+                .state()
+                .iter()
+                .filter_map(|o| {
+                    let s = o.status.as_ref().filter(|_| o.managed)?;
+                    let source = (s.reason == Reason::VolumeDeleted)
+                        .then(|| s.record().map(|r| r.source))
+                        .flatten();
+                    Some((o.name.to_string(), s.reason, source))
+                })
+                .collect(),
+            // Tombstones not written yet (a delete just watched) name their image too.
+            tombstones: scheduler
+                .names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some()))
+                .into_iter()
+                .filter_map(|n| {
+                    let t = scheduler.memo(&n).tombstone.as_deref()?;
+                    Some(t.status.source.clone())
+                })
+                .collect(),
         };
-        for pv in self.stores.pv.state() {
-            let Some(spec) = pv.spec.as_ref() else {
-                continue;
-            };
-            if let Some(img) = in_pool(&volume_source(spec)) {
-                let now_missing = cur.as_ref().is_some_and(|c| !c.images.contains_key(&img));
-                let was_missing = prev.as_ref().is_some_and(|p| !p.images.contains_key(&img));
-                if now_missing || was_missing {
-                    marks.push(pv.name().to_string());
+        let out = census_result(
+            cs,
+            &key,
+            result.map_err(|e| (e.category, e.message)),
+            &wall_clock(),
+            naming,
+        );
+        match out.gauge {
+            Gauge::Done { images, unread } => {
+                self.metrics
+                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
+            }
+            Gauge::Failed => self.metrics.census_failed(&label, requests),
+        }
+        for line in out.logs {
+            match line {
+                CensusLog::Recovered { after } => {
+                    tracing::info!(pool = %label, after = %after, "the census of the pool works again")
                 }
-                referenced.insert(img);
+                CensusLog::Done { images } => {
+                    tracing::debug!(pool = %label, images = images, "census done")
+                }
+                CensusLog::Unread {
+                    images,
+                    first,
+                    error,
+                } => {
+                    tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+                }
+                CensusLog::ReadAgain => {
+                    tracing::info!(pool = %label, "the details of every image can be read again")
+                }
+                CensusLog::Failed { category, message } => {
+                    tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+                }
             }
         }
-        for o in self.stores.vl.state() {
-            let Some(s) = o.status.as_ref().filter(|_| o.managed) else {
-                continue;
-            };
-            if s.reason == Reason::VolumeDeleted
-                && let Some(img) = s.record().and_then(|r| in_pool(&r.source))
-            {
-                referenced.insert(img);
-                marks.push(o.name.to_string());
-            }
-            if s.reason == Reason::ImageWithoutVolume {
-                marks.push(o.name.to_string());
-            }
-        }
-        // Tombstones not written yet (a delete just watched) name their image too.
-        for n in self
-            .scheduler
-            .names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some()))
-        {
-            if let Some(t) = self.scheduler.memo(&n).tombstone.as_deref()
-                && let Some(img) = in_pool(&t.status.source)
-            {
-                referenced.insert(img);
-            }
-        }
-        cs.held.retain(|_, k| *k != key);
-        for img in cur.iter().flat_map(|c| c.unread.keys()) {
-            if !referenced.contains(img) {
-                cs.held
-                    .insert(crate::decide::census::leftover_name(&key, img), key.clone());
-            }
-        }
-        let now = wall_clock();
-        let found = cs.census.orphans(&key, &referenced, &now);
-        cs.orphans.retain(|_, (k, _)| *k != key);
-        for f in found {
-            marks.push(f.name().to_string());
-            cs.orphans.insert(f.name().to_string(), (key.clone(), f));
-        }
-        for n in marks {
+        for n in out.mark {
             self.scheduler.mark(&n);
         }
     }
