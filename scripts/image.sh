@@ -141,7 +141,9 @@ if [ "$ceph" = 1 ]; then
   # dlopen()ed by name at run time: the two libraries and their closure, at their own paths.
   ceph_libs=()
   for l in librbd.so.1 librados.so.2; do
-    p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ { print $NF; exit }')
+    # awk reads to the end: leaving early would let ldconfig die of SIGPIPE, which pipefail
+    # turns into a silent exit of this script.
+    p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ && !found { print $NF; found = 1 }')
     [ -n "$p" ] || { echo "image.sh: $l not found (apt-get install librbd1 librados2)" >&2; exit 1; }
     ceph_libs+=("$p")
     mapfile -t -O "${#ceph_libs[@]}" ceph_libs < <(ldd "$p" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')

@@ -128,11 +128,32 @@ fn feeds(client: &Client, settings: &Settings) -> (Stores, SelectAll<InputStream
     let timing = settings.feed;
     let exclusions = Arc::new(settings.exclusions.clone());
     let pv_strip: Convert<VolumeObject, Volume> = Arc::new(move |pv| Volume::read(pv, &exclusions));
-    let (pv, pvs) = watched(client, &cfg, timing, "pv", pv_strip, Input::Pv);
+    let (pv, pvs) = watched(
+        Api::<VolumeObject>::all(client.clone()),
+        &cfg,
+        timing,
+        "pv",
+        pv_strip,
+        Input::Pv,
+    );
     let pvc_strip: Convert<ClaimMeta, Claim> = Arc::new(|c| Claim::of(&c.metadata));
-    let (pvc, claims) = watched(client, &cfg, timing, "pvc", pvc_strip, Input::Pvc);
+    let (pvc, claims) = watched(
+        Api::<ClaimMeta>::all(client.clone()),
+        &cfg,
+        timing,
+        "pvc",
+        pvc_strip,
+        Input::Pvc,
+    );
     let sc_strip = strip(strip_class);
-    let (sc, classes) = watched(client, &cfg, timing, "sc", sc_strip, Input::Sc);
+    let (sc, classes) = watched(
+        Api::<StorageClass>::all(client.clone()),
+        &cfg,
+        timing,
+        "sc",
+        sc_strip,
+        Input::Sc,
+    );
     // Only what deciding and comparing need; the facts of every finding when the mirror shows
     // them.
     let vl_lean = lean_leftover(
@@ -142,7 +163,14 @@ fn feeds(client: &Client, settings: &Settings) -> (Stores, SelectAll<InputStream
         },
         Some(pv.clone()),
     );
-    let (vl, leftovers) = watched(client, &cfg, timing, "vl", vl_lean, Input::Vl);
+    let (vl, leftovers) = watched(
+        Api::<LeftoverObject>::all(client.clone()),
+        &cfg,
+        timing,
+        "vl",
+        vl_lean,
+        Input::Vl,
+    );
     let mut inputs = SelectAll::new();
     inputs.extend([pvs, claims, classes, leftovers]);
     (Stores { pv, pvc, sc, vl }, inputs)
@@ -151,7 +179,7 @@ fn feeds(client: &Client, settings: &Settings) -> (Stores, SelectAll<InputStream
 /// One feed: every `K` of the cluster, kept in a new store as `convert` makes it, each item
 /// handed to the loop as `input` wraps it.
 fn watched<K, L: Stored>(
-    client: &Client,
+    api: Api<K>,
     cfg: &watcher::Config,
     timing: FeedTiming,
     name: &str,
@@ -168,7 +196,6 @@ where
         + 'static,
 {
     let (store, writer) = reflector::store();
-    let api: Api<K> = Api::all(client.clone());
     let items = feed(api, cfg.clone(), convert, writer, timing, seed(name));
     (store, Box::pin(items.map(move |i| input(Box::new(i)))))
 }

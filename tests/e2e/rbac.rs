@@ -262,18 +262,44 @@ fn calls() -> Vec<Call> {
             let at = format!("{file}:{}", line_of(&text, i));
             let args = args_at(&text, i + 4);
             let client = args.split(',').next().unwrap().trim();
-            let decl = format!("let {client}: Api<");
+            let param = format!("{client}: Api<");
             let d = text[..i]
-                .rfind(&decl)
-                .unwrap_or_else(|| panic!("{at}: feed({client}, ..): `{decl}T>` not found"));
-            let ty = type_at(d + decl.len()).unwrap();
-            let (group, resource) = resource_of(&file, ty);
-            feeds.push(Call {
-                at,
-                group,
-                resource,
-                verbs: vec!["list", "watch"],
-            });
+                .rfind(&param)
+                .unwrap_or_else(|| panic!("{at}: feed({client}, ..): `{param}T>` not found"));
+            let ty = type_at(d + param.len()).unwrap();
+            // A generic helper that takes the client as a parameter (`fn watched<K>(api:
+            // Api<K>, ..)`): the resources are those of the clients its callers build,
+            // `watched(Api::<T>::all(..), ..)`.
+            let tys: Vec<&str> = if ty.len() == 1 {
+                let f = text[..d].rfind("fn ").expect("the enclosing fn");
+                let name: String = text[f + 3..].chars().take_while(|c| is_ident(*c)).collect();
+                let callers: Vec<&str> = text
+                    .match_indices(&format!("{name}("))
+                    .filter_map(|(j, _)| {
+                        let from = j + name.len() + 1;
+                        let arg = from + (text[from..].len() - text[from..].trim_start().len());
+                        text[arg..]
+                            .starts_with("Api::<")
+                            .then(|| type_at(arg + 1).unwrap())
+                    })
+                    .collect();
+                assert!(
+                    !callers.is_empty(),
+                    "{at}: no caller of {name}(Api::<T>::all(..), ..)"
+                );
+                callers
+            } else {
+                vec![ty]
+            };
+            for ty in tys {
+                let (group, resource) = resource_of(&file, ty);
+                feeds.push(Call {
+                    at: at.clone(),
+                    group,
+                    resource,
+                    verbs: vec!["list", "watch"],
+                });
+            }
         }
         // Events through kube-runtime 5's Recorder: `publish` creates an Event, and patches it
         // (its series count) for a repeat (kube-runtime src/events.rs).
