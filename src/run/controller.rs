@@ -933,8 +933,8 @@ impl Loop {
                 r.dirty = true;
                 r.not_before = Instant::now() + self.settings.resync;
             }
-            Applied::Failed(category, error) => {
-                tracing::warn!(category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
+            Applied::Failed(error) => {
+                tracing::warn!(category = error.category().as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
                 r.dirty = true;
                 r.not_before = Instant::now() + Duration::from_secs(30);
             }

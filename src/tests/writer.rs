@@ -5,6 +5,7 @@ use super::fixtures::{mariadb_finding, now};
 use crate::decide::plan::{Action, plan};
 use crate::engine::schedule::WriteEnd;
 use crate::model::finding::Verdict;
+use crate::publish::report::ReportError;
 use crate::publish::writer::{Op, Outcome, WriteError};
 use crate::watch::category::{Category, RequestError};
 use std::time::Duration;
@@ -135,4 +136,19 @@ fn a_write_error_is_classified_from_its_cause() {
         "patching VolumeLeftover a: no answer within 2.5s"
     );
     assert!(client_error(&e).is_none());
+}
+
+#[test]
+fn a_failed_report_keeps_the_client_error_and_its_line() {
+    let e = ReportError::Client(api_error(422, "Invalid", "ClusterReport is invalid"));
+    assert_eq!(e.category(), Category::Invalid);
+    assert_eq!(e.to_string(), "422 Invalid: ClusterReport is invalid");
+    let Some(kube::Error::Api(status)) =
+        std::error::Error::source(&e).and_then(|s| s.downcast_ref::<kube::Error>())
+    else {
+        panic!("no client error as the source of {e:?}");
+    };
+    assert_eq!(status.code, 422);
+    assert_eq!(ReportError::Timeout.category(), Category::Timeout);
+    assert_eq!(ReportError::Timeout.to_string(), "no answer");
 }
