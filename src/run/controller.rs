@@ -380,11 +380,9 @@ impl Loop {
                 on_change(self, Changed::Listed { gone });
                 self.listed(kind);
             }
-            FeedItem::Failed {
-                category,
-                error,
-                retry_in,
-            } => self.failed(kind, category, error, retry_in),
+            FeedItem::Failed { error, retry_in } => {
+                self.failed(kind, error.category(), error.to_string(), retry_in)
+            }
         }
     }
 
