@@ -13,7 +13,7 @@ use crate::model::labels::FIELD_MANAGER;
 use crate::watch::category::{Category, describe};
 
 /// How applying the report went.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Applied {
     /// Written.
     Done,
@@ -22,7 +22,28 @@ pub enum Applied {
     /// The OpenReports CRD is not installed.
     NotInstalled,
     /// It failed; try again later.
-    Failed(Category, String),
+    Failed(ReportError),
+}
+
+/// Why applying the report failed: the client's error, kept as the source, or no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The API server refused the apply, or it did not reach it. Shown as [`describe`] says.
+    #[error("{}", describe(.0))]
+    Client(#[source] kube::Error),
+    /// No answer within the bound.
+    #[error("no answer")]
+    Timeout,
+}
+
+impl ReportError {
+    /// What kind of failure it is.
+    pub fn category(&self) -> Category {
+        match self {
+            ReportError::Client(e) => Category::of(e),
+            ReportError::Timeout => Category::Timeout,
+        }
+    }
 }
 
 /// Reads the report to compare (once, before the first write), and applies it when it changed.
@@ -79,8 +100,8 @@ impl ReportWriter {
         {
             Ok(Ok(_)) => Applied::Done,
             Ok(Err(e)) if Category::of(&e) == Category::NotFound => Applied::NotInstalled,
-            Ok(Err(e)) => Applied::Failed(Category::of(&e), describe(&e)),
-            Err(_) => Applied::Failed(Category::Timeout, "no answer".into()),
+            Ok(Err(e)) => Applied::Failed(ReportError::Client(e)),
+            Err(_) => Applied::Failed(ReportError::Timeout),
         }
     }
 }

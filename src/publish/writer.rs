@@ -12,50 +12,43 @@ use crate::decide::plan::Action;
 use crate::engine::schedule::{Echo, WriteEnd};
 use crate::model::crd::VolumeLeftover;
 use crate::model::labels::FIELD_MANAGER;
-use crate::watch::category::{Category, describe};
+use crate::watch::category::{Category, RequestError};
 
-/// Errors of one write, with the step that failed.
+/// Errors of one write: the step that failed and its request's error, kept as the source. The
+/// category is the cause's ([`WriteError::category`]), computed when asked.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// Creating the object failed.
-    #[error("creating VolumeLeftover {name}: {message}")]
+    #[error("creating VolumeLeftover {name}: {source}")]
     Create {
         /// Object name.
         name: String,
-        /// Category.
-        category: Category,
-        /// Cause, in one line.
-        message: String,
+        /// Cause.
+        source: RequestError,
     },
     /// Patching labels, ownerReferences and spec failed.
-    #[error("patching VolumeLeftover {name}: {message}")]
+    #[error("patching VolumeLeftover {name}: {source}")]
     Apply {
         /// Object name.
         name: String,
-        /// Category.
-        category: Category,
-        /// Cause, in one line.
-        message: String,
+        /// Cause.
+        source: RequestError,
     },
     /// Applying the status failed.
-    #[error("applying status of VolumeLeftover {name}: {message}")]
+    #[error("applying status of VolumeLeftover {name}: {source}")]
     ApplyStatus {
         /// Object name.
         name: String,
-        /// Category.
-        category: Category,
-        /// Cause, in one line.
-        message: String,
+        /// Cause.
+        source: RequestError,
     },
     /// Deleting failed.
-    #[error("deleting VolumeLeftover {name}: {message}")]
+    #[error("deleting VolumeLeftover {name}: {source}")]
     Delete {
         /// Object name.
         name: String,
-        /// Category.
-        category: Category,
-        /// Cause, in one line.
-        message: String,
+        /// Cause.
+        source: RequestError,
     },
 }
 
@@ -70,22 +63,27 @@ impl WriteError {
         }
     }
 
+    /// The failed request's error.
+    pub fn cause(&self) -> &RequestError {
+        match self {
+            WriteError::Create { source, .. }
+            | WriteError::Apply { source, .. }
+            | WriteError::ApplyStatus { source, .. }
+            | WriteError::Delete { source, .. } => source,
+        }
+    }
+
     /// The category of the cause.
     pub fn category(&self) -> Category {
-        match self {
-            WriteError::Create { category, .. }
-            | WriteError::Apply { category, .. }
-            | WriteError::ApplyStatus { category, .. }
-            | WriteError::Delete { category, .. } => *category,
-        }
+        self.cause().category()
     }
 
     /// Whether the failure is about the resource type rather than this object: the identity may
     /// not write VolumeLeftovers at all, or the CRD is missing (a create answered 404).
     pub fn write_wide(&self) -> bool {
         match self {
-            WriteError::Create { category, .. } => {
-                matches!(category, Category::Forbidden | Category::NotFound)
+            WriteError::Create { .. } => {
+                matches!(self.category(), Category::Forbidden | Category::NotFound)
             }
             other => other.category() == Category::Forbidden,
         }
@@ -199,15 +197,12 @@ impl Writer {
         &self,
         sent: &mut u32,
         fut: impl Future<Output = kube::Result<T>>,
-    ) -> Result<T, (Category, String)> {
+    ) -> Result<T, RequestError> {
         *sent += 1;
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err((Category::of(&e), describe(&e))),
-            Err(_) => Err((
-                Category::Timeout,
-                format!("no answer within {}s", self.timeout.as_secs_f32()),
-            )),
+            Ok(Err(e)) => Err(RequestError::Client(e)),
+            Err(_) => Err(RequestError::Timeout(self.timeout)),
         }
     }
 
@@ -249,25 +244,20 @@ impl Writer {
             Ok(o) => o,
             // Someone's object of that name, which the store has not shown yet: never taken
             // over. Decide again once the store shows it.
-            Err((Category::Conflict, _)) => return Ok((Outcome::Outdated, Some(Echo::Exists))),
-            Err((category, message)) => {
-                return Err(WriteError::Create {
-                    name,
-                    category,
-                    message,
-                });
+            Err(e) if e.category() == Category::Conflict => {
+                return Ok((Outcome::Outdated, Some(Echo::Exists)));
             }
+            Err(source) => return Err(WriteError::Create { name, source }),
         };
         let version = created.metadata.resource_version.as_deref();
         match self.apply_status(&name, version, object, sent).await {
             Ok(written) => Ok((Outcome::Done, version_echo(written))),
             // Changed or deleted right after the create (acknowledged at once, say): the object
             // exists; its status comes when the name is decided again.
-            Err(WriteError::ApplyStatus {
-                category: Category::Conflict | Category::NotFound,
-                ..
-            }) => Ok((Outcome::Outdated, None)),
-            Err(e) => Err(e),
+            Err(e) if matches!(e.category(), Category::Conflict | Category::NotFound) => {
+                Ok((Outcome::Outdated, None))
+            }
+            Err(source) => Err(WriteError::ApplyStatus { name, source }),
         }
     }
 
@@ -294,16 +284,10 @@ impl Writer {
                 Ok(o) => written = Some(o),
                 // Changed since the decision (the patch carries its resourceVersion), or
                 // deleted meanwhile: decide again on what the store shows next.
-                Err((Category::Conflict | Category::NotFound, _)) => {
+                Err(e) if matches!(e.category(), Category::Conflict | Category::NotFound) => {
                     return Ok((Outcome::Outdated, None));
                 }
-                Err((category, message)) => {
-                    return Err(WriteError::Apply {
-                        name,
-                        category,
-                        message,
-                    });
-                }
+                Err(source) => return Err(WriteError::Apply { name, source }),
             }
         }
         if status {
@@ -320,11 +304,10 @@ impl Writer {
                 // Deleted meanwhile (the status subresource never creates), or changed since
                 // the decision (made again by someone else, acknowledged): decide again on what
                 // the store shows next.
-                Err(WriteError::ApplyStatus {
-                    category: Category::NotFound | Category::Conflict,
-                    ..
-                }) => return Ok((Outcome::Outdated, None)),
-                Err(e) => return Err(e),
+                Err(e) if matches!(e.category(), Category::NotFound | Category::Conflict) => {
+                    return Ok((Outcome::Outdated, None));
+                }
+                Err(source) => return Err(WriteError::ApplyStatus { name, source }),
             }
         }
         Ok((Outcome::Done, written.and_then(version_echo)))
@@ -340,15 +323,14 @@ impl Writer {
             ..DeleteParams::default()
         };
         match self.send(sent, self.api.delete(&name, &dp)).await {
-            Ok(_) | Err((Category::NotFound, _)) => Ok((Outcome::Done, Some(Echo::Gone))),
-            // Replaced by a newer object (uid precondition): its watch event brings the name
-            // back here.
-            Err((Category::Conflict, _)) => Ok((Outcome::Outdated, None)),
-            Err((category, message)) => Err(WriteError::Delete {
-                name,
-                category,
-                message,
-            }),
+            Ok(_) => Ok((Outcome::Done, Some(Echo::Gone))),
+            Err(e) => match e.category() {
+                Category::NotFound => Ok((Outcome::Done, Some(Echo::Gone))),
+                // Replaced by a newer object (uid precondition): its watch event brings the
+                // name back here.
+                Category::Conflict => Ok((Outcome::Outdated, None)),
+                _ => Err(WriteError::Delete { name, source: e }),
+            },
         }
     }
 
@@ -361,7 +343,7 @@ impl Writer {
         version: Option<&str>,
         object: &VolumeLeftover,
         sent: &mut u32,
-    ) -> Result<VolumeLeftover, WriteError> {
+    ) -> Result<VolumeLeftover, RequestError> {
         let mut metadata = serde_json::json!({ "name": name });
         if let Some(v) = version {
             metadata["resourceVersion"] = v.into();
@@ -375,11 +357,6 @@ impl Writer {
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         self.send(sent, self.api.patch_status(name, &pp, &Patch::Apply(&body)))
             .await
-            .map_err(|(category, message)| WriteError::ApplyStatus {
-                name: name.to_string(),
-                category,
-                message,
-            })
     }
 }
 

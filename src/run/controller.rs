@@ -380,11 +380,9 @@ impl Loop {
                 on_change(self, Changed::Listed { gone });
                 self.listed(kind);
             }
-            FeedItem::Failed {
-                category,
-                error,
-                retry_in,
-            } => self.failed(kind, category, error, retry_in),
+            FeedItem::Failed { error, retry_in } => {
+                self.failed(kind, error.category(), error.to_string(), retry_in)
+            }
         }
     }
 
@@ -933,8 +931,8 @@ impl Loop {
                 r.dirty = true;
                 r.not_before = Instant::now() + self.settings.resync;
             }
-            Applied::Failed(category, error) => {
-                tracing::warn!(category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
+            Applied::Failed(error) => {
+                tracing::warn!(category = error.category().as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
                 r.dirty = true;
                 r.not_before = Instant::now() + Duration::from_secs(30);
             }

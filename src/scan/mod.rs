@@ -28,13 +28,13 @@ use crate::model::exclude::Exclusions;
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::volume::{Volume, VolumeObject};
-use crate::watch::category::{Category, describe};
+use crate::watch::category::{Category, RequestError};
 
 /// Errors of a scan, by step.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
     /// Listing or reading a kind failed (other than 403 on claims or classes).
-    #[error("cannot {verb} {resource} from {server}: {message}")]
+    #[error("cannot {verb} {resource} from {server}: {source}{}", rejected(.credentials.as_deref()))]
     Read {
         /// The verb.
         verb: &'static str,
@@ -42,14 +42,31 @@ pub enum ScanError {
         resource: &'static str,
         /// The API server.
         server: String,
-        /// Category.
-        category: Category,
-        /// Cause, in one line.
-        message: String,
+        /// Cause (boxed: a client error is large, and it is on the error path only).
+        source: Box<RequestError>,
+        /// Whose credentials the server rejected, on a 401 (its answer does not say).
+        credentials: Option<String>,
     },
     /// Writing the report failed.
     #[error("writing the report: {0}")]
     Output(#[from] std::io::Error),
+}
+
+impl ScanError {
+    /// The category of a failed read; `None` for the report's own output.
+    pub fn category(&self) -> Option<Category> {
+        match self {
+            ScanError::Read { source, .. } => Some(source.category()),
+            ScanError::Output(_) => None,
+        }
+    }
+}
+
+/// The end of a [`ScanError::Read`] line after a 401: whose credentials were rejected.
+fn rejected(credentials: Option<&str>) -> String {
+    credentials
+        .map(|c| format!(" (the credentials of {c} were rejected)"))
+        .unwrap_or_default()
 }
 
 /// Output format.
@@ -129,22 +146,16 @@ struct Reader {
 }
 
 impl Reader {
-    fn error(&self, verb: &'static str, resource: &'static str, e: &kube::Error) -> ScanError {
-        let category = Category::of(e);
-        let mut message = describe(e);
-        if category == Category::Unauthorized {
-            // The server's answer does not say whose credentials it rejected.
-            message.push_str(&format!(
-                " (the credentials of {} were rejected)",
-                crate::watch::client::credentials()
-            ));
-        }
+    fn error(&self, verb: &'static str, resource: &'static str, source: RequestError) -> ScanError {
+        // The server's answer does not say whose credentials it rejected.
+        let credentials =
+            (source.category() == Category::Unauthorized).then(crate::watch::client::credentials);
         ScanError::Read {
             verb,
             resource,
             server: self.server.clone(),
-            category,
-            message,
+            source: Box::new(source),
+            credentials,
         }
     }
 
@@ -168,15 +179,10 @@ impl Reader {
             }
             let list = match tokio::time::timeout(self.timeout, page(lp)).await {
                 Ok(Ok(list)) => list,
-                Ok(Err(e)) => return Err(self.error("list", resource, &e)),
+                Ok(Err(e)) => return Err(self.error("list", resource, RequestError::Client(e))),
                 Err(_) => {
-                    return Err(ScanError::Read {
-                        verb: "list",
-                        resource,
-                        server: self.server.clone(),
-                        category: Category::Timeout,
-                        message: format!("no answer within {}s", self.timeout.as_secs()),
-                    });
+                    let source = RequestError::Timeout(self.timeout);
+                    return Err(self.error("list", resource, source));
                 }
             };
             let next = list.metadata.continue_.clone().filter(|t| !t.is_empty());
@@ -221,8 +227,8 @@ impl Classified {
 enum SecondLook {
     /// The server answered (the claim exists or not): the volume's finding, if it still has one.
     Answered(Option<Box<Finding>>),
-    /// No yes or no (a 403, a timeout): why, in one line.
-    Unanswered(String),
+    /// No yes or no (a 403, a timeout): why.
+    Unanswered(RequestError),
 }
 
 impl Reader {
@@ -338,10 +344,7 @@ impl Reader {
             )
             .await;
         match listed {
-            Err(ScanError::Read {
-                category: Category::NotFound,
-                ..
-            }) => Ok(()),
+            Err(e) if e.category() == Some(Category::NotFound) => Ok(()),
             other => other,
         }
     }
@@ -375,7 +378,7 @@ impl Reader {
                         "claim {ns}/{name} of PersistentVolume {} could not be read again ({failed}); whether it exists is unknown",
                         finding.volume_name
                     ));
-                    findings.push(claim_unknown(finding, &failed));
+                    findings.push(claim_unknown(finding, &failed.to_string()));
                 }
             }
         }
@@ -406,12 +409,12 @@ impl Reader {
                 };
                 return Ok(SecondLook::Answered(again));
             }
-            Ok(Err(e)) if matches!(Category::of(&e), Category::Forbidden | Category::Timeout) => {
-                describe(&e)
-            }
-            Ok(Err(e)) => return Err(self.error("get", "persistentvolumeclaims", &e)),
-            Err(_) => format!("no answer within {:?}", self.timeout),
+            Ok(Err(e)) => RequestError::Client(e),
+            Err(_) => RequestError::Timeout(self.timeout),
         };
+        if !matches!(failed.category(), Category::Forbidden | Category::Timeout) {
+            return Err(self.error("get", "persistentvolumeclaims", failed));
+        }
         Ok(SecondLook::Unanswered(failed))
     }
 }
@@ -445,13 +448,7 @@ fn unless_forbidden<T>(
 }
 
 fn forbidden(e: &ScanError) -> bool {
-    matches!(
-        e,
-        ScanError::Read {
-            category: Category::Forbidden,
-            ..
-        }
-    )
+    e.category() == Some(Category::Forbidden)
 }
 
 /// Reads claims and classes (compact), then PVs page by page, and classifies them.

@@ -7,6 +7,7 @@ mod classify;
 mod cli;
 mod crd;
 mod events;
+mod feed;
 mod fixtures;
 mod health;
 mod index;

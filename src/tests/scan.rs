@@ -515,3 +515,50 @@ impl serde_json::ser::Formatter for PySep {
         w.write_all(b": ")
     }
 }
+
+#[test]
+fn a_failed_read_keeps_the_client_error_and_says_the_line_it_said() {
+    use crate::scan::ScanError;
+    use crate::watch::category::{Category, RequestError};
+    use std::error::Error as _;
+
+    let status = kube::core::Status::failure("Unauthorized", "Unauthorized").with_code(401);
+    let e = ScanError::Read {
+        verb: "list",
+        resource: "persistentvolumes",
+        server: "https://127.0.0.1:6443".into(),
+        source: Box::new(RequestError::Client(kube::Error::Api(status.boxed()))),
+        credentials: Some("the kubeconfig's user \"u\" (context \"c\")".into()),
+    };
+    assert_eq!(e.category(), Some(Category::Unauthorized));
+    assert_eq!(
+        e.to_string(),
+        "cannot list persistentvolumes from https://127.0.0.1:6443: 401 Unauthorized: \
+         Unauthorized (the credentials of the kubeconfig's user \"u\" (context \"c\") were rejected)"
+    );
+    let client = e
+        .source()
+        .and_then(|request| request.source())
+        .and_then(|k| k.downcast_ref::<kube::Error>());
+    assert!(
+        matches!(client, Some(kube::Error::Api(s)) if s.code == 401),
+        "{e:?}"
+    );
+
+    let slow = ScanError::Read {
+        verb: "list",
+        resource: "persistentvolumeclaims",
+        server: "https://127.0.0.1:6443".into(),
+        source: Box::new(RequestError::Timeout(std::time::Duration::from_secs(30))),
+        credentials: None,
+    };
+    assert_eq!(slow.category(), Some(Category::Timeout));
+    assert_eq!(
+        slow.to_string(),
+        "cannot list persistentvolumeclaims from https://127.0.0.1:6443: no answer within 30s"
+    );
+    assert_eq!(
+        ScanError::Output(std::io::Error::other("closed")).category(),
+        None
+    );
+}

@@ -4,6 +4,7 @@
 //! use the category, never raw HTTP codes.
 
 use std::fmt;
+use std::time::Duration;
 
 /// What kind of failure an API request met.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -141,4 +142,27 @@ pub fn describe(e: &kube::Error) -> String {
         cur = err.source();
     }
     last
+}
+
+/// One request to the API server that failed: the client's error, kept whole as the source, or
+/// no answer within the request's bound. Its [`category`](RequestError::category) is computed
+/// from the cause when asked, never carried beside it.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The client's error: an API status, or the transport's. Shown as [`describe`] says.
+    #[error("{}", describe(.0))]
+    Client(#[source] kube::Error),
+    /// No answer within the bound; the request was dropped.
+    #[error("no answer within {}s", .0.as_secs_f32())]
+    Timeout(Duration),
+}
+
+impl RequestError {
+    /// What kind of failure it is.
+    pub fn category(&self) -> Category {
+        match self {
+            RequestError::Client(e) => Category::of(e),
+            RequestError::Timeout(_) => Category::Timeout,
+        }
+    }
 }

@@ -25,7 +25,7 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::{self, Event};
 
 use crate::engine::backoff::Backoff;
-use crate::watch::category::Category;
+use crate::watch::category::{Category, describe};
 
 /// What a feed yields.
 #[derive(Debug)]
@@ -43,13 +43,44 @@ pub enum FeedItem<K> {
     },
     /// The list or watch failed; a fresh list starts after `retry_in`.
     Failed {
-        /// Stable category.
-        category: Category,
-        /// One line for people.
-        error: String,
+        /// Why ([`FeedError::category`] classifies it).
+        error: FeedError,
         /// When the next attempt starts.
         retry_in: Duration,
     },
+}
+
+/// Why a list or watch failed: the watcher's error, kept as the source, or a list page that
+/// took too long.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedError {
+    /// The watcher's error. Shown as every other client error is: its innermost cause in one
+    /// line, not the layers of wrapping ([`describe`]).
+    #[error("{}", watch_line(.0))]
+    Watch(#[source] watcher::Error),
+    /// A page of a list took longer than this; the list was abandoned.
+    #[error("a list page took longer than {}s", .0.as_secs())]
+    ListPage(Duration),
+}
+
+impl FeedError {
+    /// What kind of failure it is.
+    pub fn category(&self) -> Category {
+        match self {
+            FeedError::Watch(e) => Category::of_watch(e),
+            FeedError::ListPage(_) => Category::Timeout,
+        }
+    }
+}
+
+/// One line for a watcher error: the client error inside its wrapper as [`describe`] says.
+fn watch_line(e: &watcher::Error) -> String {
+    match e {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e) => describe(e),
+        other => other.to_string(),
+    }
 }
 
 /// Timing of a feed.
@@ -173,7 +204,7 @@ where
                     return item;
                 }
             }
-            Some(Err(e)) => return watch_failed(st, e),
+            Some(Err(e)) => return fail(st, FeedError::Watch(e)),
         }
     }
 }
@@ -205,11 +236,8 @@ where
     match tokio::time::timeout(st.timing.list_page, stream.next()).await {
         Ok(next) => Ok(next),
         Err(_) => {
-            let error = format!(
-                "a list page took longer than {}s",
-                st.timing.list_page.as_secs()
-            );
-            Err(fail(st, Category::Timeout, error))
+            let error = FeedError::ListPage(st.timing.list_page);
+            Err(fail(st, error))
         }
     }
 }
@@ -257,40 +285,20 @@ where
     }
 }
 
-/// A failed list or watch. The client error inside the watcher's wrapper is described as every
-/// other client error is: its innermost cause in one line, not the layers of wrapping.
-fn watch_failed<K, L: Stored>(st: &mut State<K, L>, e: watcher::Error) -> FeedItem<L>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    let category = Category::of_watch(&e);
-    let error = match &e {
-        watcher::Error::InitialListFailed(e)
-        | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => crate::watch::category::describe(e),
-        other => other.to_string(),
-    };
-    fail(st, category, error)
-}
-
+/// A failed list or watch: drops the watcher and sets the delay before the next one.
 fn fail<K: Resource<DynamicType = ()> + Clone + 'static, L: Stored>(
     st: &mut State<K, L>,
-    category: Category,
-    error: String,
+    error: FeedError,
 ) -> FeedItem<L> {
     // Drop the watcher (and its connection); the next one lists afresh.
     st.stream = None;
     st.listing = false;
-    let retry_in = match category {
+    let retry_in = match error.category() {
         // The watcher's own answer to 410 is a relist, at once.
         Category::Expired => Duration::ZERO,
         Category::NotFound => st.backoff.next_delay().min(st.timing.not_found_max),
         _ => st.backoff.next_delay(),
     };
     st.sleep = Some(retry_in);
-    FeedItem::Failed {
-        category,
-        error,
-        retry_in,
-    }
+    FeedItem::Failed { error, retry_in }
 }
