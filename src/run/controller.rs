@@ -29,13 +29,12 @@ use crate::decide::census::{Census, Resolved, image_ref};
 use crate::decide::classify::volume_source;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self, is_tombstone_of, published};
+use crate::decide::name::{Decision, Held, Memo, Published};
 use crate::decide::plan::Action;
 use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
-use crate::engine::schedule::{
-    Condition, Decision, Held, Limits, Memo, Published, Scheduler, WriteEnd,
-};
+use crate::engine::schedule::Limits;
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::image::ImageFound;
@@ -45,6 +44,7 @@ use crate::publish::events::Events;
 use crate::publish::leader::{Role, Standing};
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{Outcome, WriteError, Writer, Written};
+use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
 use crate::run::settings::Settings;
 use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
 use crate::telemetry::{
@@ -983,7 +983,7 @@ impl Loop {
             let start = Instant::now();
             let d = ctx.decide(name, memo);
             ctx.metrics.decision_duration(start.elapsed());
-            d
+            d.into()
         });
         for (name, (action, told)) in writes {
             let writer = self.writer.clone();

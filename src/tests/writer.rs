@@ -2,9 +2,9 @@
 
 use super::fixtures::{mariadb_finding, now};
 use crate::decide::plan::{Action, plan};
-use crate::engine::schedule::WriteEnd;
 use crate::model::finding::Verdict;
 use crate::publish::writer::{Op, Outcome};
+use crate::run::scheduling::WriteEnd;
 
 #[test]
 fn every_action_has_its_op_label() {
