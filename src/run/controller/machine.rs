@@ -1,43 +1,26 @@
-//! The operator's loop: four feeds in, decisions out, one writer. I/O.
-//!
-//! One task owns all state. It reads four feeds (PVs, claim metadata, StorageClasses and its own
-//! VolumeLeftovers; see [`crate::watch::feed`]), keeps the reverse index and the health of each store,
-//! and hands PV names to the [`Scheduler`], which says when each may be decided and which writes
-//! may start. Decisions are pure ([`crate::decide::classify`], [`crate::decide::plan`]); this module only gathers
-//! their inputs, keeps the books (metrics, logs once per change) and runs the writes
-//! ([`crate::publish::writer`]).
-//!
-//! Nothing is decided before every store it depends on has listed: an empty claim cache at
-//! start-up would otherwise turn every Released PV into "claim deleted". A store whose watch has
-//! been failing for longer than `stale_after` answers nothing: decisions that need it wait, and
-//! nothing published is changed or deleted on its account.
+//! The loop's state and what each input does to it: feeds, the role, written outcomes, ticks.
+//! It starts no task and makes no request.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::{FuturesUnordered, SelectAll};
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Client, ResourceExt};
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 use tokio::time::Instant;
 
-use crate::census::ceph::CensusReport;
-use crate::decide::census::{Census, Resolved, image_ref};
-use crate::decide::classify::volume_source;
-use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
-use crate::decide::name::{self, is_tombstone_of, published};
-use crate::decide::name::{Decision, Held, Memo, Published};
-use crate::decide::plan::Action;
+use super::decision::{Ctx, StoreLookup, View};
+use super::shell::{ReportFuture, WriteFuture};
+use super::{Ended, Told};
+use crate::decide::lookup::Claim;
+use crate::decide::name::Published;
+use crate::decide::name::{is_tombstone_of, published};
 use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
 use crate::engine::schedule::Limits;
-use crate::model::crd::VolumeSourceInfo;
 use crate::model::crd::{Reason, VolumeLeftover};
-use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::publish::events::Events;
@@ -46,130 +29,49 @@ use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{Outcome, WriteError, Writer, Written};
 use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
 use crate::run::settings::Settings;
-use crate::run::wiring::{self, Input, InputStream, Parts, Stores, Wired, volume_present};
+use crate::run::wiring::{Input, Parts, Stores, volume_present};
 use crate::telemetry::{
     CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust, WritesBlocked,
 };
 use crate::watch::category::Category;
-use crate::watch::feed::{FeedItem, Stored};
+use crate::watch::feed::FeedItem;
 use crate::watch::index::RefIndex;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// A store as a lookup sees it.
-pub enum View<'a, K: Stored> {
-    /// Trusted.
-    Current(&'a Store<K>),
-    /// Forbidden: answers are Unknown.
-    Forbidden,
-    /// Stale or not listed: nothing may be concluded.
-    Stale,
-}
-
-impl<'a, K: Stored> View<'a, K> {
-    /// The view of `store` given its trust.
-    pub fn new(store: &'a Store<K>, trust: Trust) -> Self {
-        match trust {
-            Trust::Current => View::Current(store),
-            Trust::Forbidden => View::Forbidden,
-            Trust::Stale | Trust::Pending => View::Stale,
-        }
-    }
-}
-
-/// Claims and classes as the operator sees them, from the reflector stores, and the census.
-pub struct StoreLookup<'a> {
-    /// Claim metadata.
-    pub claims: View<'a, Claim>,
-    /// StorageClasses.
-    pub classes: View<'a, StorageClass>,
-    /// The storage backend's census, when it is on.
-    pub census: Option<&'a Census>,
-}
-
-impl Lookup for StoreLookup<'_> {
-    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
-        match &self.claims {
-            View::Current(s) => match s.get(&ObjectRef::new(name).within(namespace)) {
-                Some(c) => Found::Yes(c.facts()),
-                None => Found::Absent,
-            },
-            View::Forbidden => Found::Unknown,
-            View::Stale => Found::Stale,
-        }
-    }
-
-    fn class(&self, name: &str) -> Found<ClassFacts> {
-        match &self.classes {
-            View::Current(s) => match s.get(&ObjectRef::new(name)) {
-                Some(c) => Found::Yes(class_facts(&c)),
-                None => Found::Absent,
-            },
-            View::Forbidden => Found::Unknown,
-            View::Stale => Found::Stale,
-        }
-    }
-
-    fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
-        match (self.census, image_ref(source)) {
-            (Some(c), Some(r)) => c.image(&r, created),
-            _ => ImageFound::NotCensused,
-        }
-    }
-}
-
-/// A write in flight: the name, what it did, and the change to tell people about once it landed.
-type WriteFuture =
-    Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>, Option<Told>)> + Send>>;
-
-pub use crate::decide::name::Told;
-
-/// How the loop ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
-    /// Shut down as asked.
-    Stopped,
-    /// This replica led and lost the Lease: it must not write again. The process exits so that
-    /// a fresh one starts as a standby.
-    LostLease,
-}
-
-struct Loop {
+pub(super) struct Loop {
     /// Something was read or written since the heap was last trimmed (see [`crate::engine::heap`]).
-    heap_used: bool,
-    settings: Settings,
-    role: tokio::sync::watch::Receiver<Role>,
-    stores: Stores,
-    health: Arc<Health>,
-    metrics: Arc<Metrics>,
-    writer: Writer,
-    index: RefIndex,
-    scheduler: Scheduler,
-    writes: FuturesUnordered<WriteFuture>,
-    events: Option<Events>,
-    report: Option<Report>,
-    census: Option<CensusState>,
+    pub(super) heap_used: bool,
+    pub(super) settings: Settings,
+    pub(super) role: tokio::sync::watch::Receiver<Role>,
+    pub(super) stores: Stores,
+    pub(super) health: Arc<Health>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) writer: Writer,
+    pub(super) index: RefIndex,
+    pub(super) scheduler: Scheduler,
+    pub(super) writes: FuturesUnordered<WriteFuture>,
+    pub(super) events: Option<Events>,
+    pub(super) report: Option<Report>,
+    pub(super) census: Option<CensusState>,
 }
 
 /// The census as the loop keeps it: each pool's state and the findings about images nothing
 /// references, by VolumeLeftover name.
-type CensusState = crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
-
-/// A ClusterReport write in flight: the content, and how it went.
-type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
+pub(super) type CensusState =
+    crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
 
 /// The OpenReports mirror: its writer, whether the findings changed since it was last written,
 /// the last content written, and the write in flight.
-struct Report {
-    writer: ReportWriter,
-    dirty: bool,
-    last: Option<serde_json::Value>,
-    in_flight: FuturesUnordered<ReportFuture>,
-    not_before: Instant,
-    missing_logged: bool,
+pub(super) struct Report {
+    pub(super) writer: ReportWriter,
+    pub(super) dirty: bool,
+    pub(super) last: Option<serde_json::Value>,
+    pub(super) in_flight: FuturesUnordered<ReportFuture>,
+    pub(super) not_before: Instant,
+    pub(super) missing_logged: bool,
 }
 
 /// What a feed says about its store, its failures set apart (see `Loop::on_feed`).
-enum Changed<K> {
+pub(super) enum Changed<K> {
     /// An object was added or changed (already in the store).
     Applied(K),
     /// An object was deleted (already gone from the store).
@@ -178,35 +80,14 @@ enum Changed<K> {
     Listed { gone: Vec<Arc<K>> },
 }
 
-/// Runs the controller until `shutdown` resolves. Returns only then: every error on the way
-/// (API outage, missing CRD, 403) is logged once per change, counted and retried with backoff.
-pub async fn run(
-    client: Client,
-    settings: Settings,
-    health: Arc<Health>,
-    metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()>,
-) -> Ended {
-    let Wired {
-        mut inputs,
-        parts,
-        mut tasks,
-    } = wiring::wire(client, &settings, &health, &metrics);
-    let mut l = Loop::new(parts, settings, health, metrics);
-    let ended = l.serve(&mut inputs, shutdown).await;
-    l.health.shutting_down();
-    drop(inputs);
-    tasks.stop_census(l.settings.shutdown_grace).await;
-    l.drain().await;
-    // Only now, with no write of ours in flight, may another replica take over.
-    tasks.stop_election().await;
-    tracing::info!("controller stopped");
-    ended
-}
-
 impl Loop {
     /// The loop over what [`wiring::wire`] built; it decides nothing before the stores list.
-    fn new(parts: Parts, settings: Settings, health: Arc<Health>, metrics: Arc<Metrics>) -> Loop {
+    pub(super) fn new(
+        parts: Parts,
+        settings: Settings,
+        health: Arc<Health>,
+        metrics: Arc<Metrics>,
+    ) -> Loop {
         let Parts {
             stores,
             role,
@@ -244,96 +125,11 @@ impl Loop {
             settings,
         }
     }
-
-    /// Reads the inputs, the role, the written and the timers until `shutdown` resolves or this
-    /// replica loses the Lease.
-    async fn serve(
-        &mut self,
-        inputs: &mut SelectAll<InputStream>,
-        shutdown: impl Future<Output = ()>,
-    ) -> Ended {
-        let mut resync = tokio::time::interval(self.settings.resync);
-        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        resync.tick().await;
-        let mut report_tick = tokio::time::interval(Duration::from_secs(5));
-        report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut ages = tokio::time::interval(Duration::from_secs(15));
-        ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut reminder = tokio::time::interval(self.settings.reminder);
-        reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        reminder.tick().await;
-        tokio::pin!(shutdown);
-
-        let l = self;
-        loop {
-            tokio::select! {
-                () = &mut shutdown => return Ended::Stopped,
-                Ok(()) = l.role.changed() => {
-                    if l.on_role() == Some(Ended::LostLease) {
-                        return Ended::LostLease;
-                    }
-                }
-                Some(input) = inputs.next() => {
-                    l.heap_used = true;
-                    l.on_input(input);
-                }
-                _ = l.scheduler.next_wake() => {}
-                Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
-                    l.heap_used = true;
-                    l.on_written(&name, result, told);
-                }
-                _ = resync.tick() => {
-                    if l.scheduler.is_active() {
-                        tracing::debug!("periodic sweep");
-                        l.sweep();
-                    }
-                }
-                _ = reminder.tick() => l.remind(),
-                _ = ages.tick() => {
-                    l.refresh_ages();
-                    if let Some(e) = &l.events {
-                        e.tidy();
-                    }
-                    if std::mem::take(&mut l.heap_used) {
-                        crate::engine::heap::release();
-                    }
-                }
-                _ = report_tick.tick() => l.report(),
-                Some((content, applied)) = async {
-                    match l.report.as_mut() {
-                        Some(r) if !r.in_flight.is_empty() => r.in_flight.next().await,
-                        _ => std::future::pending().await,
-                    }
-                } => l.reported(content, applied),
-            }
-            l.dispatch();
-        }
-    }
-
-    /// Lets writes in flight finish, within a bound; new ones are not started. What is still
-    /// in flight then is abandoned.
-    async fn drain(&mut self) {
-        let pending = self.writes.len();
-        let drained = tokio::time::timeout(self.settings.shutdown_grace, async {
-            while let Some((name, result, told)) = self.writes.next().await {
-                self.on_written(&name, result, told);
-            }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(
-                abandoned = self.writes.len(),
-                of = pending,
-                "writes still in flight after the shutdown grace period were abandoned"
-            );
-        }
-        drop(std::mem::take(&mut self.writes));
-    }
 }
 
 impl Loop {
     /// This replica's role changed.
-    fn on_role(&mut self) -> Option<Ended> {
+    pub(super) fn on_role(&mut self) -> Option<Ended> {
         let role = *self.role.borrow_and_update();
         match role {
             Role::Leading { .. } | Role::Unelected => {
@@ -359,9 +155,9 @@ impl Loop {
         }
     }
 
-    fn on_input(&mut self, input: Input) {
+    pub(super) fn on_input(&mut self, input: Input) {
         match input {
-            Input::Census(report) => self.on_census(*report),
+            Input::Census(report) => self.census_done(*report),
             Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume),
             Input::Pvc(item) => self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim),
             Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class),
@@ -372,7 +168,12 @@ impl Loop {
     /// What every store's feed shares: a failure changes only the store's health, and a
     /// completed list, once the store's own handling (`on_change`) has taken it, makes the store
     /// synced.
-    fn on_feed<K>(&mut self, kind: Kind, item: FeedItem<K>, on_change: fn(&mut Self, Changed<K>)) {
+    pub(super) fn on_feed<K>(
+        &mut self,
+        kind: Kind,
+        item: FeedItem<K>,
+        on_change: fn(&mut Self, Changed<K>),
+    ) {
         match item {
             FeedItem::Applied(o) => on_change(self, Changed::Applied(o)),
             FeedItem::Deleted(o) => on_change(self, Changed::Deleted(o)),
@@ -390,13 +191,13 @@ impl Loop {
 
     /// A PV's change is its own name's, and the index's; a relist also finds the PVs deleted
     /// unwatched.
-    fn on_volume(&mut self, change: Changed<Volume>) {
+    pub(super) fn on_volume(&mut self, change: Changed<Volume>) {
         match change {
             Changed::Applied(pv) => {
                 self.index.apply(&pv);
                 let name = pv.name().to_string();
                 self.shed_record(&name);
-                self.image_referenced(&pv);
+                self.volume_names_image(&pv);
                 // The name is a live volume's again (a tombstone not yet written is
                 // superseded by it).
                 self.scheduler.memo(&name).tombstone = None;
@@ -432,7 +233,7 @@ impl Loop {
     }
 
     /// A claim's change is decided again for the PVs that name it (the index says which).
-    fn on_claim(&mut self, change: Changed<Claim>) {
+    pub(super) fn on_claim(&mut self, change: Changed<Claim>) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
                 let pvs: Vec<Arc<str>> = self
@@ -447,7 +248,7 @@ impl Loop {
     }
 
     /// A class's change is decided again for the PVs of that class.
-    fn on_class(&mut self, change: Changed<StorageClass>) {
+    pub(super) fn on_class(&mut self, change: Changed<StorageClass>) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
                 // Rare: the store is scanned rather than indexed (`crate::watch::index`).
@@ -469,7 +270,7 @@ impl Loop {
 
     /// A VolumeLeftover's change is what is published: its name is decided again, and the
     /// gauges and the mirror follow.
-    fn on_leftover(&mut self, change: Changed<Leftover>) {
+    pub(super) fn on_leftover(&mut self, change: Changed<Leftover>) {
         match change {
             // Our own writes come back here and compare equal; hand edits do not.
             Changed::Applied(o) => {
@@ -499,7 +300,7 @@ impl Loop {
     /// A list completed (initial, or a relist after a 410 or a failure). The store has been
     /// swapped to the new list: objects that vanished in the gap are simply absent, so every PV
     /// and VolumeLeftover is re-evaluated.
-    fn listed(&mut self, kind: Kind) {
+    pub(super) fn listed(&mut self, kind: Kind) {
         let before = self.health.store(kind);
         self.health.set_store(
             kind,
@@ -529,7 +330,13 @@ impl Loop {
         crate::engine::heap::release();
     }
 
-    fn failed(&mut self, kind: Kind, category: Category, error: String, retry_in: Duration) {
+    pub(super) fn failed(
+        &mut self,
+        kind: Kind,
+        category: Category,
+        error: String,
+        retry_in: Duration,
+    ) {
         self.metrics.watch_error(kind, category);
         let before = self.health.store(kind);
         let state = match (category, before.state) {
@@ -598,7 +405,7 @@ impl Loop {
     }
 
     /// Logs again what still is wrong (a rate-limited reminder, not one line per attempt).
-    fn remind(&self) {
+    pub(super) fn remind(&self) {
         for kind in Kind::ALL {
             let s = self.health.store(kind);
             if s.state != StoreState::Synced {
@@ -623,7 +430,7 @@ impl Loop {
 
     /// PVs and VolumeLeftovers must have listed; claims and classes listed or be forbidden
     /// (then their answers are Unknown, never Absent).
-    fn maybe_start(&mut self) {
+    pub(super) fn maybe_start(&mut self) {
         if self.scheduler.is_active() || !self.role.borrow().leads() {
             return;
         }
@@ -650,21 +457,21 @@ impl Loop {
     /// Drops the facts a finding keeps for a tombstone once its volume (same name and uid) is in
     /// the PV store (`Leftover` keeps them only until then: see `leftover::Status::shed`).
     /// Returns whether any were dropped.
-    fn shed_if_seen(&self, o: &Leftover) -> bool {
+    pub(super) fn shed_if_seen(&self, o: &Leftover) -> bool {
         o.status.as_ref().is_some_and(|s| {
             volume_present(&self.stores.pv, o.volume_name(), &o.volume_uid) && s.shed()
         })
     }
 
     /// [`Self::shed_if_seen`] for the finding of the volume `name`.
-    fn shed_record(&self, name: &str) {
+    pub(super) fn shed_record(&self, name: &str) {
         if let Some(o) = self.stores.vl.get(&ObjectRef::new(name)) {
             self.shed_if_seen(&o);
         }
     }
 
     /// [`Self::shed_if_seen`] for every finding (after a list of PVs or of findings).
-    fn shed_records(&self) {
+    pub(super) fn shed_records(&self) {
         let shed = self
             .stores
             .vl
@@ -683,7 +490,7 @@ impl Loop {
     /// Keeps the tombstone of a volume that was deleted, from its last object (`watched`: its
     /// delete event; else what the store had before a relist no longer found it), unless deleting
     /// it did not leave its disk or its tombstone is already published.
-    fn stash_tombstone(&mut self, name: &str, pv: &Volume, watched: bool) {
+    pub(super) fn stash_tombstone(&mut self, name: &str, pv: &Volume, watched: bool) {
         let now_i = Instant::now();
         let lookup = StoreLookup {
             claims: View::new(
@@ -714,113 +521,8 @@ impl Loop {
         self.scheduler.memo(name).tombstone = t.map(Box::new);
     }
 
-    /// A pool's census completed (or failed): what it means is decided by
-    /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
-    /// measured and the names it concerns are decided again.
-    fn on_census(&mut self, report: CensusReport) {
-        use crate::decide::census_result::{CensusLog, Gauge, Naming, census_result};
-        let Some(cs) = self.census.as_mut() else {
-            return;
-        };
-        let CensusReport {
-            key,
-            result,
-            requests,
-            elapsed,
-        } = report;
-        let label = key.to_string();
-        let (stores, scheduler) = (&self.stores, &mut self.scheduler);
-        let naming = || Naming {
-            volumes: stores
-                .pv
-                .state()
-                .iter()
-                .filter_map(|pv| Some((pv.name().to_string(), volume_source(pv.spec.as_ref()?))))
-                .collect(),
-            leftovers: stores
-                .vl
-                .state()
-                .iter()
-                .filter_map(|o| {
-                    let s = o.status.as_ref().filter(|_| o.managed)?;
-                    let source = (s.reason == Reason::VolumeDeleted)
-                        .then(|| s.record().map(|r| r.source))
-                        .flatten();
-                    Some((o.name.to_string(), s.reason, source))
-                })
-                .collect(),
-            // Tombstones not written yet (a delete just watched) name their image too.
-            tombstones: scheduler
-                .names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some()))
-                .into_iter()
-                .filter_map(|n| {
-                    let t = scheduler.memo(&n).tombstone.as_deref()?;
-                    Some(t.status.source.clone())
-                })
-                .collect(),
-        };
-        let out = census_result(
-            cs,
-            &key,
-            result.map_err(|e| (e.category, e.message)),
-            &wall_clock(),
-            naming,
-        );
-        match out.gauge {
-            Gauge::Done { images, unread } => {
-                self.metrics
-                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
-            }
-            Gauge::Failed => self.metrics.census_failed(&label, requests),
-        }
-        for line in out.logs {
-            match line {
-                CensusLog::Recovered { after } => {
-                    tracing::info!(pool = %label, after = %after, "the census of the pool works again")
-                }
-                CensusLog::Done { images } => {
-                    tracing::debug!(pool = %label, images = images, "census done")
-                }
-                CensusLog::Unread {
-                    images,
-                    first,
-                    error,
-                } => {
-                    tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
-                }
-                CensusLog::ReadAgain => {
-                    tracing::info!(pool = %label, "the details of every image can be read again")
-                }
-                CensusLog::Failed { category, message } => {
-                    tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
-                }
-            }
-        }
-        for n in out.mark {
-            self.scheduler.mark(&n);
-        }
-    }
-
-    /// A volume names an image that was reported as referenced by nothing: that finding goes.
-    fn image_referenced(&mut self, pv: &Volume) {
-        let Some(cs) = self.census.as_mut() else {
-            return;
-        };
-        let Some(r) = pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))) else {
-            return;
-        };
-        let Resolved::Pool(key) = cs.census.resolve(&r) else {
-            return;
-        };
-        let name = crate::decide::census::leftover_name(key, &r.name);
-        let held = cs.held.remove(&name).is_some();
-        if cs.orphans.remove(&name).is_some() || held {
-            self.scheduler.mark(&name);
-        }
-    }
-
     /// Queues every PV and every VolumeLeftover.
-    fn sweep(&mut self) {
+    pub(super) fn sweep(&mut self) {
         // Deciding them all builds and drops state for every name: worth a release after.
         self.heap_used = true;
         for o in self.stores.vl.state() {
@@ -831,7 +533,7 @@ impl Loop {
         }
     }
 
-    fn set_published(&mut self, name: &str, now: Option<Published>) {
+    pub(super) fn set_published(&mut self, name: &str, now: Option<Published>) {
         let memo = self.scheduler.memo(name);
         let before = std::mem::replace(&mut memo.published, now.clone());
         if before != now {
@@ -846,7 +548,7 @@ impl Loop {
     }
 
     /// After a relist of VolumeLeftovers: objects deleted during the gap get no Delete event.
-    fn recount_published(&mut self) {
+    pub(super) fn recount_published(&mut self) {
         let state = self.stores.vl.state();
         let now: std::collections::HashMap<String, Published> = state
             .iter()
@@ -866,7 +568,7 @@ impl Loop {
         self.refresh_ages();
     }
 
-    fn report_changed(&mut self) {
+    pub(super) fn report_changed(&mut self) {
         if let Some(r) = self.report.as_mut() {
             r.dirty = true;
         }
@@ -875,7 +577,7 @@ impl Loop {
     /// Writes the OpenReports ClusterReport when the findings changed (the leader only; one
     /// write at a time; nothing when the content is what was last written, or, before the
     /// first write, what the report there already says).
-    fn report(&mut self) {
+    pub(super) fn report(&mut self) {
         let leading = self.role.borrow().may_write(Instant::now())
             && self.scheduler.is_active()
             && self.health.trust(Kind::volumeleftovers, Instant::now()) == Trust::Current;
@@ -909,7 +611,7 @@ impl Loop {
         }));
     }
 
-    fn reported(&mut self, content: serde_json::Value, applied: Applied) {
+    pub(super) fn reported(&mut self, content: serde_json::Value, applied: Applied) {
         let Some(r) = self.report.as_mut() else {
             return;
         };
@@ -942,7 +644,7 @@ impl Loop {
     }
 
     /// The age of the oldest open finding per reason (it grows with the clock alone).
-    fn refresh_ages(&self) {
+    pub(super) fn refresh_ages(&self) {
         let now = jiff::Timestamp::now().as_second();
         let mut oldest: std::collections::HashMap<Reason, i64> = std::collections::HashMap::new();
         for name in self.scheduler.names_where(|s| {
@@ -966,7 +668,7 @@ impl Loop {
         }
     }
 
-    fn dispatch(&mut self) {
+    pub(super) fn dispatch(&mut self) {
         // Only a leader whose lease is current decides: a holder that cannot renew stops
         // starting writes before the other replicas would consider its lease expired.
         if !self.scheduler.is_active() || !self.role.borrow().may_write(Instant::now()) {
@@ -1003,7 +705,12 @@ impl Loop {
             .backlog(self.scheduler.queued(), self.writes.len());
     }
 
-    fn on_written(&mut self, name: &str, result: Result<Written, WriteError>, told: Option<Told>) {
+    pub(super) fn on_written(
+        &mut self,
+        name: &str,
+        result: Result<Written, WriteError>,
+        told: Option<Told>,
+    ) {
         let end = match result {
             Ok(w) => {
                 if let (Outcome::Done, Some(t), Some(events)) = (w.outcome, &told, &self.events) {
@@ -1053,89 +760,5 @@ impl Loop {
             }
             None => {}
         }
-    }
-}
-
-/// What a decision may read.
-struct Ctx<'a> {
-    stores: &'a Stores,
-    health: &'a Health,
-    metrics: &'a Metrics,
-    settings: &'a Settings,
-    census: Option<&'a CensusState>,
-}
-
-/// The stores as [`name::Stores`] reads them, with the trust of the PV and VolumeLeftover
-/// stores read once per decision.
-struct Reading<'a> {
-    stores: &'a Stores,
-    current: bool,
-}
-
-impl name::Stores for Reading<'_> {
-    fn current(&self) -> bool {
-        self.current
-    }
-    fn volume(&self, name: &str) -> Option<Arc<Volume>> {
-        self.stores.pv.get(&ObjectRef::new(name))
-    }
-    fn leftover(&self, name: &str) -> Option<Arc<Leftover>> {
-        self.stores.vl.get(&ObjectRef::new(name))
-    }
-}
-
-impl Ctx<'_> {
-    /// Gathers what [`name::Inputs::decide`] reads, and performs its effects: gauges and logs.
-    fn decide(&self, name: &str, memo: &mut Memo) -> Decision<(Action, Option<Told>)> {
-        self.metrics.decided();
-        let now_i = Instant::now();
-        let trust = |kind| self.health.trust(kind, now_i);
-        let reading = Reading {
-            stores: self.stores,
-            current: [Kind::persistentvolumes, Kind::volumeleftovers]
-                .into_iter()
-                .all(|k| trust(k) == Trust::Current),
-        };
-        let lookup = StoreLookup {
-            claims: View::new(&self.stores.pvc, trust(Kind::persistentvolumeclaims)),
-            classes: View::new(&self.stores.sc, trust(Kind::storageclasses)),
-            census: self.census.map(|c| &c.census),
-        };
-        let inputs = name::Inputs {
-            stores: &reading,
-            lookup: &lookup,
-            images: self.census.map(|c| name::Images {
-                census: &c.census,
-                orphans: &c.orphans,
-                held: &c.held,
-            }),
-            rules: name::Rules {
-                graces: self.settings.graces,
-                tombstone_ttl: self.settings.tombstone_ttl,
-            },
-        };
-        let out = inputs.decide(name, memo, now_i.into_std(), &wall_clock());
-        if let Some(change) = out.held {
-            for (h, delta) in [(change.from, -1), (change.to, 1)] {
-                match h {
-                    Some(Held::Pending(r)) => self.metrics.pending(r, delta),
-                    Some(Held::Undecided) => self.metrics.undecided(delta),
-                    Some(Held::Skipped) => self.metrics.skipped(delta),
-                    Some(Held::Ignored) => self.metrics.ignored(delta),
-                    None => {}
-                }
-            }
-        }
-        for log in out.logs {
-            match log {
-                name::Log::Skipped { pv, why } => tracing::warn!(%pv, "{why}"),
-                name::Log::Undecided { pv, why } => tracing::debug!(%pv, "undecided: {why}"),
-                name::Log::Holding { pv, reason, wait } => {
-                    tracing::debug!(%pv, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends")
-                }
-                name::Log::Foreign { name: pv } => tracing::warn!(%pv, "{}", name::FOREIGN),
-            }
-        }
-        out.decision
     }
 }
