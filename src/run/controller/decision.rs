@@ -8,13 +8,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 
 use super::Told;
-use super::machine::CensusState;
 use crate::decide::census::{Census, image_ref};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self};
 use crate::decide::name::{Decision, Held, Memo};
 use crate::decide::plan::Action;
-use crate::engine::clock::wall_clock;
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
@@ -87,6 +85,11 @@ impl Lookup for StoreLookup<'_> {
     }
 }
 
+/// The census as the loop keeps it: each pool's state and the findings about images nothing
+/// references, by VolumeLeftover name.
+pub(super) type CensusState =
+    crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
+
 /// What a decision may read.
 pub(super) struct Ctx<'a> {
     pub(super) stores: &'a Stores,
@@ -117,9 +120,14 @@ impl name::Stores for Reading<'_> {
 
 impl Ctx<'_> {
     /// Gathers what [`name::Inputs::decide`] reads, and performs its effects: gauges and logs.
-    pub(super) fn decide(&self, name: &str, memo: &mut Memo) -> Decision<(Action, Option<Told>)> {
+    pub(super) fn decide(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        now_i: Instant,
+        now: &Time,
+    ) -> Decision<(Action, Option<Told>)> {
         self.metrics.decided();
-        let now_i = Instant::now();
         let trust = |kind| self.health.trust(kind, now_i);
         let reading = Reading {
             stores: self.stores,
@@ -145,7 +153,7 @@ impl Ctx<'_> {
                 tombstone_ttl: self.settings.tombstone_ttl,
             },
         };
-        let out = inputs.decide(name, memo, now_i.into_std(), &wall_clock());
+        let out = inputs.decide(name, memo, now_i.into_std(), now);
         if let Some(change) = out.held {
             for (h, delta) in [(change.from, -1), (change.to, 1)] {
                 match h {

@@ -1,21 +1,24 @@
-//! The loop's state and what each input does to it: feeds, the role, written outcomes, ticks.
-//! It starts no task and makes no request.
+//! The loop as a state machine: an [`Event`] (a feed's item, a census result, a role change, a
+//! write's outcome, a timer) and the time go in through [`Loop::step`], [`Effects`] (writes to
+//! start, the ClusterReport to apply, Events to publish, the end of the loop) come out. It
+//! starts no task and makes no request: the [`shell`](super::shell) does, and feeds back what
+//! came of it. Wake-ups (grace, echo wait, backoff) stay in the scheduler, whose timers run on
+//! tokio's clock, so tests drive them with paused time.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::stream::FuturesUnordered;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tokio::time::Instant;
 
-use super::decision::{Ctx, StoreLookup, View};
-use super::shell::{ReportFuture, WriteFuture};
+use super::decision::{CensusState, Ctx, StoreLookup, View};
 use super::{Ended, Told};
 use crate::decide::lookup::Claim;
 use crate::decide::name::Published;
 use crate::decide::name::{is_tombstone_of, published};
+use crate::decide::plan::Action;
 use crate::decide::report::cluster_report;
 use crate::engine::backoff::seed;
 use crate::engine::clock::wall_clock;
@@ -23,21 +26,23 @@ use crate::engine::schedule::Limits;
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
-use crate::publish::events::Events;
 use crate::publish::leader::{Role, Standing};
-use crate::publish::report::{Applied, ReportWriter};
-use crate::publish::writer::{Outcome, WriteError, Writer, Written};
+use crate::publish::report::Applied;
+use crate::publish::writer::{Outcome, WriteError, Written};
 use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
 use crate::run::settings::Settings;
-use crate::run::wiring::{Input, Parts, Stores, volume_present};
+use crate::run::wiring::{Input, Stores, volume_present};
 use crate::telemetry::{
     CRD_FIX, Health, Kind, Metrics, StoreHealth, StoreState, Trust, WritesBlocked,
 };
 use crate::watch::category::Category;
 use crate::watch::feed::FeedItem;
 use crate::watch::index::RefIndex;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub(super) struct Loop {
+/// The loop's state: the stores it decides from, their health, the scheduler and what it
+/// remembers per name, the census, the mirror's bookkeeping.
+pub(crate) struct Loop {
     /// Something was read or written since the heap was last trimmed (see [`crate::engine::heap`]).
     pub(super) heap_used: bool,
     pub(super) settings: Settings,
@@ -45,27 +50,18 @@ pub(super) struct Loop {
     pub(super) stores: Stores,
     pub(super) health: Arc<Health>,
     pub(super) metrics: Arc<Metrics>,
-    pub(super) writer: Writer,
     pub(super) index: RefIndex,
     pub(super) scheduler: Scheduler,
-    pub(super) writes: FuturesUnordered<WriteFuture>,
-    pub(super) events: Option<Events>,
     pub(super) report: Option<Report>,
     pub(super) census: Option<CensusState>,
 }
 
-/// The census as the loop keeps it: each pool's state and the findings about images nothing
-/// references, by VolumeLeftover name.
-pub(super) type CensusState =
-    crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
-
-/// The OpenReports mirror: its writer, whether the findings changed since it was last written,
-/// the last content written, and the write in flight.
+/// The OpenReports mirror's books: whether the findings changed since it was last written, the
+/// last content written, and whether a write is in flight.
 pub(super) struct Report {
-    pub(super) writer: ReportWriter,
     pub(super) dirty: bool,
     pub(super) last: Option<serde_json::Value>,
-    pub(super) in_flight: FuturesUnordered<ReportFuture>,
+    pub(super) in_flight: bool,
     pub(super) not_before: Instant,
     pub(super) missing_logged: bool,
 }
@@ -80,21 +76,93 @@ pub(super) enum Changed<K> {
     Listed { gone: Vec<Arc<K>> },
 }
 
+/// What happened, as the shell hands it to the machine.
+pub(crate) enum Event {
+    /// A feed's item or a census result.
+    Input(Input),
+    /// This replica's role changed (read it from the role's receiver).
+    Role,
+    /// A scheduler's timer fired (its name is marked already).
+    Woke,
+    /// A write the machine asked for ended.
+    Written {
+        /// The name it was for.
+        name: Arc<str>,
+        /// How it went.
+        result: Result<Written, WriteError>,
+        /// The Event to publish about its PV once it landed.
+        told: Option<Told>,
+    },
+    /// A ClusterReport write the machine asked for ended.
+    Reported {
+        /// What was written.
+        content: serde_json::Value,
+        /// How it went.
+        applied: Applied,
+    },
+    /// A periodic timer.
+    Tick(Tick),
+}
+
+/// The loop's periodic timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tick {
+    /// Decide every name again.
+    Resync,
+    /// Log again what still is wrong.
+    Reminder,
+    /// Refresh the age gauges (and release the heap after work).
+    Ages,
+    /// Write the ClusterReport if the findings changed.
+    Report,
+}
+
+/// A VolumeLeftover write to start.
+#[derive(Debug)]
+pub(crate) struct WriteStart {
+    /// The name it is for.
+    pub(crate) name: Arc<str>,
+    /// What to do.
+    pub(crate) action: Action,
+    /// The Event to publish once it landed.
+    pub(crate) told: Option<Told>,
+}
+
+/// A ClusterReport write to start.
+#[derive(Debug)]
+pub(crate) struct ReportWrite {
+    /// The content.
+    pub(crate) content: serde_json::Value,
+    /// Nothing was written by this process yet: read what is there first, and write only if
+    /// it differs.
+    pub(crate) compare: bool,
+}
+
+/// What the machine asks the shell to do after one event.
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    /// Writes to start, each to be fed back as [`Event::Written`].
+    pub(crate) writes: Vec<WriteStart>,
+    /// A ClusterReport write to start, to be fed back as [`Event::Reported`].
+    pub(crate) report: Option<ReportWrite>,
+    /// Events to publish on PVs (writes that landed).
+    pub(crate) events: Vec<Told>,
+    /// The loop must end.
+    pub(crate) ended: Option<Ended>,
+}
+
 impl Loop {
-    /// The loop over what [`wiring::wire`] built; it decides nothing before the stores list.
-    pub(super) fn new(
-        parts: Parts,
+    /// The loop over the stores the feeds fill (`report`: whether the OpenReports mirror is on);
+    /// it decides nothing before the stores list.
+    pub(crate) fn new(
+        stores: Stores,
+        role: tokio::sync::watch::Receiver<Role>,
+        report: bool,
         settings: Settings,
         health: Arc<Health>,
         metrics: Arc<Metrics>,
+        now: Instant,
     ) -> Loop {
-        let Parts {
-            stores,
-            role,
-            writer,
-            events,
-            report,
-        } = parts;
         let limits = Limits {
             concurrency: settings.concurrency,
             ..Limits::default()
@@ -102,21 +170,17 @@ impl Loop {
         Loop {
             heap_used: false,
             stores,
-            events,
-            report: report.map(|writer| Report {
-                writer,
+            report: report.then_some(Report {
                 dirty: true,
                 last: None,
-                in_flight: FuturesUnordered::new(),
-                not_before: Instant::now(),
+                in_flight: false,
+                not_before: now,
                 missing_logged: false,
             }),
-            writer,
             health,
             metrics,
             index: RefIndex::default(),
             scheduler: Scheduler::new(limits, seed("scheduler")),
-            writes: FuturesUnordered::new(),
             role,
             census: settings
                 .census
@@ -124,6 +188,46 @@ impl Loop {
                 .map(|c| CensusState::new(c.config.census(c.image_grace))),
             settings,
         }
+    }
+
+    /// Takes one event at `now` (`wall`: the wall clock then) and says what to do: after any
+    /// event but the loss of the Lease, the names ready are decided and their writes returned.
+    pub(crate) fn step(&mut self, event: Event, now: Instant, wall: &Time) -> Effects {
+        let mut fx = Effects::default();
+        match event {
+            Event::Role => {
+                if self.on_role() == Some(Ended::LostLease) {
+                    fx.ended = Some(Ended::LostLease);
+                    return fx;
+                }
+            }
+            Event::Input(input) => {
+                self.heap_used = true;
+                self.on_input(input, now);
+            }
+            Event::Woke => {}
+            Event::Written { name, result, told } => {
+                self.heap_used = true;
+                fx.events.extend(self.on_written(&name, result, told, now));
+            }
+            Event::Reported { content, applied } => self.reported(content, applied, now),
+            Event::Tick(Tick::Resync) => {
+                if self.scheduler.is_active() {
+                    tracing::debug!("periodic sweep");
+                    self.sweep();
+                }
+            }
+            Event::Tick(Tick::Reminder) => self.remind(),
+            Event::Tick(Tick::Ages) => {
+                self.refresh_ages();
+                if std::mem::take(&mut self.heap_used) {
+                    crate::engine::heap::release();
+                }
+            }
+            Event::Tick(Tick::Report) => fx.report = self.report(now),
+        }
+        fx.writes = self.dispatch(now, wall);
+        fx
     }
 }
 
@@ -155,13 +259,15 @@ impl Loop {
         }
     }
 
-    pub(super) fn on_input(&mut self, input: Input) {
+    pub(super) fn on_input(&mut self, input: Input, now: Instant) {
         match input {
             Input::Census(report) => self.census_done(*report),
-            Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume),
-            Input::Pvc(item) => self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim),
-            Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class),
-            Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover),
+            Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume, now),
+            Input::Pvc(item) => {
+                self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim, now)
+            }
+            Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class, now),
+            Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover, now),
         }
     }
 
@@ -173,6 +279,7 @@ impl Loop {
         kind: Kind,
         item: FeedItem<K>,
         on_change: fn(&mut Self, Changed<K>),
+        now: Instant,
     ) {
         match item {
             FeedItem::Applied(o) => on_change(self, Changed::Applied(o)),
@@ -185,7 +292,7 @@ impl Loop {
                 category,
                 error,
                 retry_in,
-            } => self.failed(kind, category, error, retry_in),
+            } => self.failed(kind, category, error, retry_in, now),
         }
     }
 
@@ -336,6 +443,7 @@ impl Loop {
         category: Category,
         error: String,
         retry_in: Duration,
+        now: Instant,
     ) {
         self.metrics.watch_error(kind, category);
         let before = self.health.store(kind);
@@ -348,7 +456,7 @@ impl Loop {
         let since = if before.state == state && before.since.is_some() {
             before.since
         } else {
-            Some(Instant::now())
+            Some(now)
         };
         // One line per change of the store's state; a different error in the same state is a
         // debug line (a cut connection alternates between "reset" and "handshake eof").
@@ -577,15 +685,13 @@ impl Loop {
     /// Writes the OpenReports ClusterReport when the findings changed (the leader only; one
     /// write at a time; nothing when the content is what was last written, or, before the
     /// first write, what the report there already says).
-    pub(super) fn report(&mut self) {
-        let leading = self.role.borrow().may_write(Instant::now())
+    pub(super) fn report(&mut self, now: Instant) -> Option<ReportWrite> {
+        let leading = self.role.borrow().may_write(now)
             && self.scheduler.is_active()
-            && self.health.trust(Kind::volumeleftovers, Instant::now()) == Trust::Current;
-        let Some(r) = self.report.as_mut() else {
-            return;
-        };
-        if !leading || !r.dirty || !r.in_flight.is_empty() || Instant::now() < r.not_before {
-            return;
+            && self.health.trust(Kind::volumeleftovers, now) == Trust::Current;
+        let r = self.report.as_mut()?;
+        if !leading || !r.dirty || r.in_flight || now < r.not_before {
+            return None;
         }
         // The store keeps every finding's facts and message for it (`Keep::report`).
         let objects: Vec<VolumeLeftover> = self
@@ -599,22 +705,20 @@ impl Loop {
         let content = cluster_report(&objects);
         r.dirty = false;
         if r.last.as_ref() == Some(&content) {
-            return;
+            return None;
         }
-        let writer = r.writer.clone();
         // Nothing written by this process yet (a start, a new leader, a failed write): what is
         // there may already say the same. Read it once rather than write it again.
         let compare = r.last.is_none();
-        r.in_flight.push(Box::pin(async move {
-            let applied = writer.write(&content, compare).await;
-            (content, applied)
-        }));
+        r.in_flight = true;
+        Some(ReportWrite { content, compare })
     }
 
-    pub(super) fn reported(&mut self, content: serde_json::Value, applied: Applied) {
+    pub(super) fn reported(&mut self, content: serde_json::Value, applied: Applied, now: Instant) {
         let Some(r) = self.report.as_mut() else {
             return;
         };
+        r.in_flight = false;
         match applied {
             Applied::Done | Applied::Unchanged => {
                 if r.missing_logged {
@@ -633,12 +737,12 @@ impl Loop {
                 }
                 r.missing_logged = true;
                 r.dirty = true;
-                r.not_before = Instant::now() + self.settings.resync;
+                r.not_before = now + self.settings.resync;
             }
             Applied::Failed(category, error) => {
                 tracing::warn!(category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
                 r.dirty = true;
-                r.not_before = Instant::now() + Duration::from_secs(30);
+                r.not_before = now + Duration::from_secs(30);
             }
         }
     }
@@ -668,11 +772,12 @@ impl Loop {
         }
     }
 
-    pub(super) fn dispatch(&mut self) {
+    /// Decides the names ready at `now` and returns the writes to start.
+    pub(super) fn dispatch(&mut self, now: Instant, wall: &Time) -> Vec<WriteStart> {
         // Only a leader whose lease is current decides: a holder that cannot renew stops
         // starting writes before the other replicas would consider its lease expired.
-        if !self.scheduler.is_active() || !self.role.borrow().may_write(Instant::now()) {
-            return;
+        if !self.scheduler.is_active() || !self.role.borrow().may_write(now) {
+            return Vec::new();
         }
         let ctx = Ctx {
             stores: &self.stores,
@@ -683,44 +788,38 @@ impl Loop {
         };
         let writes = self.scheduler.run(|name, memo| {
             let start = Instant::now();
-            let d = ctx.decide(name, memo);
+            let d = ctx.decide(name, memo, now, wall);
             ctx.metrics.decision_duration(start.elapsed());
             d.into()
         });
-        for (name, (action, told)) in writes {
-            let writer = self.writer.clone();
-            let metrics = self.metrics.clone();
-            self.writes.push(Box::pin(async move {
-                let start = Instant::now();
-                let r = writer.execute(action).await;
-                let op = match &r {
-                    Ok(w) => w.op,
-                    Err(e) => e.op(),
-                };
-                metrics.write_duration(op.as_str(), start.elapsed());
-                (name, r, told)
-            }));
-        }
+        // Every write returned is in flight until its outcome comes back (`on_written`).
         self.metrics
-            .backlog(self.scheduler.queued(), self.writes.len());
+            .backlog(self.scheduler.queued(), self.scheduler.in_flight());
+        writes
+            .into_iter()
+            .map(|(name, (action, told))| WriteStart { name, action, told })
+            .collect()
     }
 
+    /// A write ended at `now`; returns the Event to publish about its PV, if it landed.
     pub(super) fn on_written(
         &mut self,
         name: &str,
         result: Result<Written, WriteError>,
         told: Option<Told>,
-    ) {
+        now: Instant,
+    ) -> Option<Told> {
+        let mut tell = None;
         let end = match result {
             Ok(w) => {
-                if let (Outcome::Done, Some(t), Some(events)) = (w.outcome, &told, &self.events) {
-                    events.emit(&t.pv, &t.uid, &t.change);
+                if w.outcome == Outcome::Done {
+                    tell = told;
                 }
                 let result = w.outcome.as_str();
                 self.metrics.write(w.op.as_str(), result, w.requests);
                 if let Some(echo) = w.echo {
                     self.scheduler.memo(name).echo =
-                        Some((echo, (Instant::now() + self.settings.echo_wait).into_std()));
+                        Some((echo, (now + self.settings.echo_wait).into_std()));
                 }
                 tracing::debug!(%name, op = w.op.as_str(), result, "written");
                 w.outcome.into()
@@ -760,5 +859,6 @@ impl Loop {
             }
             None => {}
         }
+        tell
     }
 }

@@ -12,8 +12,9 @@
 //! been failing for longer than `stale_after` answers nothing: decisions that need it wait, and
 //! nothing published is changed or deleted on its account.
 //!
-//! - [`machine`]: the loop's state and what each input does to it (no task, no request);
-//! - [`shell`]: the async loop around it: reads the feeds and timers, runs the writes;
+//! - [`machine`]: the loop as a state machine: events and the time in, effects out (no task,
+//!   no request);
+//! - [`shell`]: the async loop around it: reads the feeds and timers, performs the effects;
 //! - [`census`]: what a pool's census result does to the loop's state;
 //! - [`decision`]: the views of the stores a decision reads, and one name's decision.
 
@@ -32,7 +33,8 @@ use crate::run::wiring::{self, Wired};
 use crate::telemetry::{Health, Metrics};
 
 pub use decision::{StoreLookup, View};
-use machine::Loop;
+pub(crate) use machine::{Effects, Event, Loop, Tick};
+use shell::Shell;
 
 pub use crate::decide::name::Told;
 
@@ -60,11 +62,11 @@ pub async fn run(
         parts,
         mut tasks,
     } = wiring::wire(client, &settings, &health, &metrics);
-    let mut l = Loop::new(parts, settings, health, metrics);
+    let mut l = Shell::new(parts, settings, health, metrics);
     let ended = l.serve(&mut inputs, shutdown).await;
-    l.health.shutting_down();
+    l.machine.health.shutting_down();
     drop(inputs);
-    tasks.stop_census(l.settings.shutdown_grace).await;
+    tasks.stop_census(l.machine.settings.shutdown_grace).await;
     l.drain().await;
     // Only now, with no write of ours in flight, may another replica take over.
     tasks.stop_election().await;

@@ -1,5 +1,6 @@
-//! The async loop around [`Loop`]: it selects over the feeds, the role, the timers and the writes
-//! in flight, and runs the writes. I/O.
+//! The async shell around the [`Loop`]: it selects over the feeds, the role, the timers and the
+//! writes in flight, hands each to [`Loop::step`] with the time, and performs what comes back
+//! (starts the writes, publishes the Events, writes the ClusterReport). Only I/O.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -7,21 +8,96 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::stream::SelectAll;
+use futures::stream::{FuturesUnordered, SelectAll};
+use tokio::time::{Instant, Interval};
 
-use super::{Ended, Loop, Told};
-use crate::publish::report::Applied;
-use crate::publish::writer::{WriteError, Written};
-use crate::run::wiring::InputStream;
+use super::{Effects, Ended, Event, Loop, Tick, Told};
+use crate::engine::clock::wall_clock;
+use crate::publish::events::Events;
+use crate::publish::report::{Applied, ReportWriter};
+use crate::publish::writer::{WriteError, Writer, Written};
+use crate::run::settings::Settings;
+use crate::run::wiring::{InputStream, Parts};
+use crate::telemetry::{Health, Metrics};
 
 /// A write in flight: the name, what it did, and the change to tell people about once it landed.
-pub(super) type WriteFuture =
+type WriteFuture =
     Pin<Box<dyn Future<Output = (Arc<str>, Result<Written, WriteError>, Option<Told>)> + Send>>;
 
 /// A ClusterReport write in flight: the content, and how it went.
-pub(super) type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
+type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
 
-impl Loop {
+/// The loop and what it performs its effects with.
+pub(super) struct Shell {
+    pub(super) machine: Loop,
+    writer: Writer,
+    writes: FuturesUnordered<WriteFuture>,
+    events: Option<Events>,
+    report: Option<ReportWriter>,
+    reporting: FuturesUnordered<ReportFuture>,
+}
+
+/// The periodic timers, each ticking after its first period.
+struct Timers {
+    resync: Interval,
+    report: Interval,
+    ages: Interval,
+    reminder: Interval,
+}
+
+impl Timers {
+    async fn new(settings: &Settings) -> Timers {
+        let every = |period| {
+            let mut i = tokio::time::interval(period);
+            i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            i
+        };
+        let mut t = Timers {
+            resync: every(settings.resync),
+            report: every(Duration::from_secs(5)),
+            ages: every(Duration::from_secs(15)),
+            reminder: every(settings.reminder),
+        };
+        t.resync.tick().await;
+        t.reminder.tick().await;
+        t
+    }
+}
+
+impl Shell {
+    /// The loop over what [`wiring::wire`](crate::run::wiring::wire) built.
+    pub(super) fn new(
+        parts: Parts,
+        settings: Settings,
+        health: Arc<Health>,
+        metrics: Arc<Metrics>,
+    ) -> Shell {
+        let Parts {
+            stores,
+            role,
+            writer,
+            events,
+            report,
+        } = parts;
+        let machine = Loop::new(
+            stores,
+            role,
+            report.is_some(),
+            settings,
+            health,
+            metrics,
+            Instant::now(),
+        );
+        Shell {
+            machine,
+            writer,
+            writes: FuturesUnordered::new(),
+            events,
+            report,
+            reporting: FuturesUnordered::new(),
+        }
+    }
+
     /// Reads the inputs, the role, the written and the timers until `shutdown` resolves or this
     /// replica loses the Lease.
     pub(super) async fn serve(
@@ -29,61 +105,76 @@ impl Loop {
         inputs: &mut SelectAll<InputStream>,
         shutdown: impl Future<Output = ()>,
     ) -> Ended {
-        let mut resync = tokio::time::interval(self.settings.resync);
-        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        resync.tick().await;
-        let mut report_tick = tokio::time::interval(Duration::from_secs(5));
-        report_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut ages = tokio::time::interval(Duration::from_secs(15));
-        ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut reminder = tokio::time::interval(self.settings.reminder);
-        reminder.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        reminder.tick().await;
+        let mut t = Timers::new(&self.machine.settings).await;
         tokio::pin!(shutdown);
-
         let l = self;
         loop {
-            tokio::select! {
+            let event = tokio::select! {
                 () = &mut shutdown => return Ended::Stopped,
-                Ok(()) = l.role.changed() => {
-                    if l.on_role() == Some(Ended::LostLease) {
-                        return Ended::LostLease;
-                    }
-                }
-                Some(input) = inputs.next() => {
-                    l.heap_used = true;
-                    l.on_input(input);
-                }
-                _ = l.scheduler.next_wake() => {}
+                Ok(()) = l.machine.role.changed() => Event::Role,
+                Some(input) = inputs.next() => Event::Input(input),
+                _ = l.machine.scheduler.next_wake() => Event::Woke,
                 Some((name, result, told)) = l.writes.next(), if !l.writes.is_empty() => {
-                    l.heap_used = true;
-                    l.on_written(&name, result, told);
+                    Event::Written { name, result, told }
                 }
-                _ = resync.tick() => {
-                    if l.scheduler.is_active() {
-                        tracing::debug!("periodic sweep");
-                        l.sweep();
-                    }
-                }
-                _ = reminder.tick() => l.remind(),
-                _ = ages.tick() => {
-                    l.refresh_ages();
+                _ = t.resync.tick() => Event::Tick(Tick::Resync),
+                _ = t.reminder.tick() => Event::Tick(Tick::Reminder),
+                _ = t.ages.tick() => {
                     if let Some(e) = &l.events {
                         e.tidy();
                     }
-                    if std::mem::take(&mut l.heap_used) {
-                        crate::engine::heap::release();
-                    }
+                    Event::Tick(Tick::Ages)
                 }
-                _ = report_tick.tick() => l.report(),
-                Some((content, applied)) = async {
-                    match l.report.as_mut() {
-                        Some(r) if !r.in_flight.is_empty() => r.in_flight.next().await,
-                        _ => std::future::pending().await,
-                    }
-                } => l.reported(content, applied),
+                _ = t.report.tick() => Event::Tick(Tick::Report),
+                Some((content, applied)) = l.reporting.next(), if !l.reporting.is_empty() => {
+                    Event::Reported { content, applied }
+                }
+            };
+            let effects = l.machine.step(event, Instant::now(), &wall_clock());
+            if let Some(ended) = l.perform(effects) {
+                return ended;
             }
-            l.dispatch();
+        }
+    }
+
+    /// Starts the writes the machine asked for and publishes its Events.
+    fn perform(&mut self, effects: Effects) -> Option<Ended> {
+        let Effects {
+            writes,
+            report,
+            events,
+            ended,
+        } = effects;
+        for told in events {
+            self.tell(&told);
+        }
+        for w in writes {
+            let writer = self.writer.clone();
+            let metrics = self.machine.metrics.clone();
+            self.writes.push(Box::pin(async move {
+                let start = Instant::now();
+                let r = writer.execute(w.action).await;
+                let op = match &r {
+                    Ok(w) => w.op,
+                    Err(e) => e.op(),
+                };
+                metrics.write_duration(op.as_str(), start.elapsed());
+                (w.name, r, w.told)
+            }));
+        }
+        if let (Some(r), Some(writer)) = (report, &self.report) {
+            let writer = writer.clone();
+            self.reporting.push(Box::pin(async move {
+                let applied = writer.write(&r.content, r.compare).await;
+                (r.content, applied)
+            }));
+        }
+        ended
+    }
+
+    fn tell(&self, told: &Told) {
+        if let Some(events) = &self.events {
+            events.emit(&told.pv, &told.uid, &told.change);
         }
     }
 
@@ -91,9 +182,11 @@ impl Loop {
     /// in flight then is abandoned.
     pub(super) async fn drain(&mut self) {
         let pending = self.writes.len();
-        let drained = tokio::time::timeout(self.settings.shutdown_grace, async {
+        let drained = tokio::time::timeout(self.machine.settings.shutdown_grace, async {
             while let Some((name, result, told)) = self.writes.next().await {
-                self.on_written(&name, result, told);
+                if let Some(t) = self.machine.on_written(&name, result, told, Instant::now()) {
+                    self.tell(&t);
+                }
             }
         })
         .await;
