@@ -188,7 +188,9 @@ async fn nothing_is_decided_before_every_store_listed() {
         asked.extend(writes(&w.step(event)));
     }
     assert_eq!(asked, Vec::<String>::new(), "the claims have not listed");
+    assert!(!w.machine.is_deciding(), "nothing is decided yet");
     let fx = w.step(listed_claims());
+    assert!(w.machine.is_deciding());
     assert_eq!(writes(&fx), ["create mariadb-pv"], "every store listed");
 }
 

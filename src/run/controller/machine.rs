@@ -190,6 +190,12 @@ impl Loop {
         }
     }
 
+    /// Whether names are decided: every store has listed (or is forbidden) and this replica
+    /// leads.
+    pub(crate) fn is_deciding(&self) -> bool {
+        self.scheduler.is_active()
+    }
+
     /// Takes one event at `now` (`wall`: the wall clock then) and says what to do: after any
     /// event but the loss of the Lease, the names ready are decided and their writes returned.
     pub(crate) fn step(&mut self, event: Event, now: Instant, wall: &Time) -> Effects {
