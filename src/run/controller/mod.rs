@@ -15,11 +15,13 @@
 //! - [`machine`]: the loop as a state machine: events and the time in, effects out (no task,
 //!   no request);
 //! - [`shell`]: the async loop around it: reads the feeds and timers, performs the effects;
+//! - [`feeds`]: what the feeds' items do to the loop's state;
 //! - [`census`]: what a pool's census result does to the loop's state;
 //! - [`decision`]: the views of the stores a decision reads, and one name's decision.
 
 mod census;
 mod decision;
+mod feeds;
 mod machine;
 mod shell;
 
