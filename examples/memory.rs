@@ -38,14 +38,16 @@ use kube::runtime::watcher::Event;
 use serde::de::DeserializeOwned;
 use volume_leftovers::decide::classify::classify;
 use volume_leftovers::decide::lookup::Claim;
+use volume_leftovers::decide::name::Published;
 use volume_leftovers::decide::plan::desired;
-use volume_leftovers::engine::schedule::{Limits, Published, Scheduler};
+use volume_leftovers::engine::schedule::Limits;
 use volume_leftovers::model::crd::VolumeLeftover;
 use volume_leftovers::model::exclude::Exclusions;
 use volume_leftovers::model::finding::Verdict;
 use volume_leftovers::model::leftover::{Keep, Leftover, LeftoverObject};
 use volume_leftovers::model::volume::{Volume, VolumeObject};
 use volume_leftovers::run::controller::{StoreLookup, View};
+use volume_leftovers::run::scheduling::Scheduler;
 use volume_leftovers::run::wiring::{ClaimMeta, lean_leftover, strip_class};
 use volume_leftovers::watch::index::RefIndex;
 
@@ -687,7 +689,7 @@ fn main() {
             s.mark(pv.name());
         }
         let _: Vec<(Arc<str>, ())> =
-            s.run(|_, _| volume_leftovers::engine::schedule::Decision::Idle);
+            s.run(|_, _| volume_leftovers::engine::schedule::Next::<()>::Idle);
         for o in vl_store.state() {
             let st = o.status.as_ref().unwrap();
             let name = o.name.to_string();
@@ -804,7 +806,7 @@ fn main() {
         row(
             format!(
                 "loop memory of published findings, after a sweep of every name (Scheduler; NameState {} B)",
-                std::mem::size_of::<volume_leftovers::engine::schedule::NameState>()
+                std::mem::size_of::<volume_leftovers::run::scheduling::NameState>()
             ),
             vl_count,
             sched_heap,

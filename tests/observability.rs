@@ -1033,7 +1033,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
 
 #[test]
 fn the_exported_list_is_the_operators_real_exposition() {
-    use volume_leftovers::engine::schedule::Published;
+    use volume_leftovers::decide::name::Published;
     use volume_leftovers::model::crd::{Reason, State};
     use volume_leftovers::telemetry::{Kind, Metrics, StoreState};
     use volume_leftovers::watch::category::Category;

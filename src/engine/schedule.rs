@@ -2,8 +2,10 @@
 //! No I/O: it reads tokio's clock (so tests drive it with paused time) and never talks to the API.
 //!
 //! Everything the loop remembers about one name lives in one [`NameState`]: its queue entry,
-//! in-flight write, pending wake-up, failure count and backoff, and the decision memory the
-//! controller keeps (echo wait, grace clock, what is published, what was logged). The value is
+//! in-flight write, pending wake-up, failure count and backoff, and the caller's memory of the
+//! name (`M`, a [`Memory`]: for the operator, the echo wait, grace clock, what is published,
+//! what was logged). The scheduler knows nothing of the domain: the memory and the category of
+//! a failed write (`C`) are type parameters. The value is
 //! removed in one place, [`Scheduler::settle`], as soon as nothing about the name is pending, so
 //! nothing leaks when a PV is deleted during a watch gap or skipped.
 //!
@@ -26,9 +28,25 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::time::{DelayQueue, delay_queue};
 
-pub use crate::decide::name::{Decision, Echo, Held, Memo, Published};
 use crate::engine::backoff::Backoff;
-use crate::watch::category::Category;
+
+/// What the caller remembers about one name between decisions.
+pub trait Memory: Default {
+    /// Whether nothing is remembered: the scheduler then drops the memory, and the name's state
+    /// once nothing else about it is pending.
+    fn is_empty(&self) -> bool;
+}
+
+/// What the caller decided for a name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next<W> {
+    /// Nothing to write; decide again when something changes.
+    Idle,
+    /// Nothing to write now; decide again after this long.
+    WaitFor(Duration),
+    /// Start this write.
+    Write(W),
+}
 
 /// The farthest ahead a wake-up is set. Wake-ups come from data the operator does not control
 /// (an acknowledgement's `until` a ticket bot wrote as 2099 or 9999, transition times, tombstone
@@ -39,8 +57,8 @@ use crate::watch::category::Category;
 pub const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Everything about one name.
-#[derive(Debug, Default)]
-pub struct NameState {
+#[derive(Debug)]
+pub struct NameState<M> {
     queued: bool,
     in_flight: bool,
     /// Marked while it could not be decided (write in flight, backing off, parked).
@@ -52,10 +70,26 @@ pub struct NameState {
     backoff: Option<Backoff>,
     /// The controller's memory, when it holds anything: boxed, so that the state of each of the
     /// tens of thousands of names a sweep queues stays small.
-    memo: Option<Box<Memo>>,
+    memo: Option<Box<M>>,
 }
 
-impl NameState {
+impl<M> Default for NameState<M> {
+    fn default() -> Self {
+        NameState {
+            queued: false,
+            in_flight: false,
+            dirty: false,
+            timer: None,
+            backing_off: false,
+            parked: false,
+            failures: 0,
+            backoff: None,
+            memo: None,
+        }
+    }
+}
+
+impl<M: Memory> NameState<M> {
     fn is_idle(&self) -> bool {
         !self.queued
             && !self.in_flight
@@ -63,11 +97,11 @@ impl NameState {
             && self.timer.is_none()
             && !self.parked
             && self.failures == 0
-            && self.memo.as_deref().is_none_or(Memo::is_empty)
+            && self.memo.as_deref().is_none_or(M::is_empty)
     }
 
     /// The controller's memory of this name (`None`: nothing remembered).
-    pub fn memo(&self) -> Option<&Memo> {
+    pub fn memo(&self) -> Option<&M> {
         self.memo.as_deref()
     }
 
@@ -79,7 +113,7 @@ impl NameState {
 
 /// How a write ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WriteEnd {
+pub enum WriteEnd<C> {
     /// It landed.
     Done,
     /// It was refused because the decision was made on an outdated view (already exists,
@@ -88,7 +122,7 @@ pub enum WriteEnd {
     /// It failed.
     Failed {
         /// Why.
-        category: Category,
+        category: C,
         /// The failure is about the resource type, not this object (403 on the operator's own
         /// objects, 404 on a create: the CRD is missing).
         write_wide: bool,
@@ -99,11 +133,11 @@ pub enum WriteEnd {
 
 /// Writes are failing for a reason that is not about one object.
 #[derive(Clone, Debug)]
-pub struct Blocked {
+pub struct Blocked<C> {
     /// Since when.
     pub since: Instant,
     /// The category of the last failure.
-    pub category: Category,
+    pub category: C,
     /// The last error.
     pub error: String,
     backoff: Backoff,
@@ -113,11 +147,11 @@ pub struct Blocked {
 
 /// A change of the write-wide condition, for the caller to log once and expose.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Condition {
+pub enum Condition<C> {
     /// Writes started failing as a whole.
     Blocked {
         /// Why.
-        category: Category,
+        category: C,
         /// The last error.
         error: String,
     },
@@ -152,24 +186,25 @@ impl Default for Limits {
     }
 }
 
-/// The state machine. See the module documentation.
-pub struct Scheduler {
+/// The state machine, over the caller's memory of a name (`M`) and the category of a failed
+/// write (`C`). See the module documentation.
+pub struct Scheduler<M, C> {
     limits: Limits,
-    names: HashMap<Arc<str>, NameState>,
+    names: HashMap<Arc<str>, NameState<M>>,
     queue: VecDeque<Arc<str>>,
     timers: DelayQueue<Arc<str>>,
     in_flight: usize,
     active: bool,
-    blocked: Option<Blocked>,
+    blocked: Option<Blocked<C>>,
     parked: VecDeque<Arc<str>>,
     /// Distinct names that failed in a row, since the last successful write.
     streak: HashSet<Arc<str>>,
     seed: u64,
 }
 
-impl Scheduler {
+impl<M: Memory, C: Copy> Scheduler<M, C> {
     /// A scheduler that drops marks until [`Scheduler::activate`] (the first sweep covers them).
-    pub fn new(limits: Limits, seed: u64) -> Scheduler {
+    pub fn new(limits: Limits, seed: u64) -> Self {
         Scheduler {
             limits: Limits {
                 concurrency: limits.concurrency.max(1),
@@ -198,7 +233,7 @@ impl Scheduler {
     }
 
     /// The write-wide condition, if writes are blocked.
-    pub fn blocked(&self) -> Option<&Blocked> {
+    pub fn blocked(&self) -> Option<&Blocked<C>> {
         self.blocked.as_ref()
     }
 
@@ -223,16 +258,16 @@ impl Scheduler {
     }
 
     /// The state of `name`, if any.
-    pub fn get(&self, name: &str) -> Option<&NameState> {
+    pub fn get(&self, name: &str) -> Option<&NameState<M>> {
         self.names.get(name)
     }
 
     /// The memo of `name`, created if needed. Call [`Scheduler::settle`] after changing it.
-    pub fn memo(&mut self, name: &str) -> &mut Memo {
+    pub fn memo(&mut self, name: &str) -> &mut M {
         self.entry(name).memo.get_or_insert_with(Box::default)
     }
 
-    fn entry(&mut self, name: &str) -> &mut NameState {
+    fn entry(&mut self, name: &str) -> &mut NameState<M> {
         if !self.names.contains_key(name) {
             self.names.insert(Arc::from(name), NameState::default());
         }
@@ -267,10 +302,10 @@ impl Scheduler {
     }
 
     /// Decides queued names with `decide` while write slots are free, and returns the writes to
-    /// start. `decide` may read and change the name's [`Memo`].
+    /// start. `decide` may read and change the name's memory.
     pub fn run<W>(
         &mut self,
-        mut decide: impl FnMut(&str, &mut Memo) -> Decision<W>,
+        mut decide: impl FnMut(&str, &mut M) -> Next<W>,
     ) -> Vec<(Arc<str>, W)> {
         let mut writes = Vec::new();
         while self.in_flight < self.limits.concurrency {
@@ -287,12 +322,12 @@ impl Scheduler {
                 s.memo = None;
             }
             match decision {
-                Decision::Idle => {
+                Next::Idle => {
                     s.failures = 0;
                     s.backoff = None;
                 }
-                Decision::WaitFor(d) => self.wake_after(&name, d),
-                Decision::Write(w) => {
+                Next::WaitFor(d) => self.wake_after(&name, d),
+                Next::Write(w) => {
                     if self.begin_write(&name) {
                         writes.push((name.clone(), w));
                     }
@@ -342,7 +377,7 @@ impl Scheduler {
     }
 
     /// A write of `name` ended. Returns a change of the write-wide condition, if any.
-    pub fn end_write(&mut self, name: &str, end: WriteEnd) -> Option<Condition> {
+    pub fn end_write(&mut self, name: &str, end: WriteEnd<C>) -> Option<Condition<C>> {
         let key = self.key(name);
         let s = self.names.get_mut(name)?;
         if s.in_flight {
@@ -357,7 +392,7 @@ impl Scheduler {
                 if again {
                     self.mark(name);
                 }
-                if end == WriteEnd::Done {
+                if matches!(end, WriteEnd::Done) {
                     self.succeeded()
                 } else {
                     if let Some(b) = &mut self.blocked {
@@ -392,7 +427,7 @@ impl Scheduler {
         change
     }
 
-    fn succeeded(&mut self) -> Option<Condition> {
+    fn succeeded(&mut self) -> Option<Condition<C>> {
         self.streak.clear();
         self.blocked.take()?;
         while let Some(n) = self.parked.pop_front() {
@@ -407,11 +442,11 @@ impl Scheduler {
 
     fn failed(
         &mut self,
-        category: Category,
+        category: C,
         error: String,
         wide: bool,
         seed: u64,
-    ) -> Option<Condition> {
+    ) -> Option<Condition<C>> {
         let now = Instant::now();
         match &mut self.blocked {
             Some(b) => {
@@ -505,7 +540,7 @@ impl Scheduler {
                 self.names.remove(name);
                 self.shrink_if_sparse();
             }
-            Some(s) if s.memo.as_deref().is_some_and(Memo::is_empty) => s.memo = None,
+            Some(s) if s.memo.as_deref().is_some_and(M::is_empty) => s.memo = None,
             _ => {}
         }
     }
@@ -542,7 +577,7 @@ impl Scheduler {
     }
 
     /// Names whose state holds `pred` (for sweeps over the memo).
-    pub fn names_where(&self, pred: impl Fn(&NameState) -> bool) -> Vec<Arc<str>> {
+    pub fn names_where(&self, pred: impl Fn(&NameState<M>) -> bool) -> Vec<Arc<str>> {
         self.names
             .iter()
             .filter(|(_, s)| pred(s))

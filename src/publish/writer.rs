@@ -8,8 +8,9 @@ use std::time::Duration;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Resource, ResourceExt};
 
+use crate::decide::name::Echo;
 use crate::decide::plan::Action;
-use crate::engine::schedule::{Echo, WriteEnd};
+use crate::engine::schedule::WriteEnd;
 use crate::model::crd::VolumeLeftover;
 use crate::model::labels::FIELD_MANAGER;
 use crate::watch::category::{Category, RequestError};
@@ -154,8 +155,8 @@ impl Outcome {
     }
 }
 
-impl From<Outcome> for WriteEnd {
-    fn from(o: Outcome) -> WriteEnd {
+impl<C> From<Outcome> for WriteEnd<C> {
+    fn from(o: Outcome) -> WriteEnd<C> {
         match o {
             Outcome::Done => WriteEnd::Done,
             Outcome::Outdated => WriteEnd::Outdated,

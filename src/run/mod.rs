@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod controller;
+pub mod scheduling;
 pub mod settings;
 pub mod wiring;
 

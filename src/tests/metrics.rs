@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::engine::schedule::Published;
+use crate::decide::name::Published;
 use crate::model::crd::{Reason, State};
 use crate::telemetry::{Kind, Metrics, StoreState};
 use crate::watch::category::Category;

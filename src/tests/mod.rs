@@ -13,6 +13,7 @@ mod health;
 mod index;
 mod leader;
 mod leftover;
+mod machine;
 mod metrics;
 mod name;
 mod plan;

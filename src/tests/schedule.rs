@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::decide::name::{Held, Published};
 use crate::engine::backoff::Backoff;
-use crate::engine::schedule::{Condition, Decision, HORIZON, Held, Limits, Scheduler, WriteEnd};
+use crate::engine::schedule::{HORIZON, Limits, Next};
 use crate::model::crd::Reason;
+use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
 use crate::watch::category::Category;
 
 fn limits(concurrency: usize) -> Limits {
@@ -25,7 +27,7 @@ fn active(concurrency: usize) -> Scheduler {
 
 /// Decides every queued name as a write of its own name.
 fn write_all(s: &mut Scheduler) -> Vec<String> {
-    s.run(|name, _| Decision::Write(name.to_string()))
+    s.run(|name, _| Next::Write(name.to_string()))
         .into_iter()
         .map(|(_, w)| w)
         .collect()
@@ -35,7 +37,7 @@ fn idle_all(s: &mut Scheduler) -> Vec<String> {
     let mut seen = Vec::new();
     let _: Vec<(Arc<str>, ())> = s.run(|name, _| {
         seen.push(name.to_string());
-        Decision::Idle
+        Next::Idle
     });
     seen
 }
@@ -110,7 +112,7 @@ async fn a_name_marked_while_its_write_is_in_flight_is_decided_again_after_it() 
 async fn a_wait_brings_the_name_back_after_it() {
     let mut s = active(4);
     s.mark("a");
-    let _: Vec<(Arc<str>, ())> = s.run(|_, _| Decision::WaitFor(Duration::from_secs(90)));
+    let _: Vec<(Arc<str>, ())> = s.run(|_, _| Next::WaitFor(Duration::from_secs(90)));
     assert!(s.contains("a"), "a pending wake-up is state");
     let start = Instant::now();
     let woke = s.next_wake().await;
@@ -281,7 +283,7 @@ async fn a_forbidden_write_blocks_at_once_and_the_first_success_releases_every_p
 #[tokio::test(start_paused = true)]
 async fn a_memo_keeps_the_name_and_clearing_it_lets_the_state_go() {
     let mut s = active(4);
-    s.memo("a").published = Some(crate::engine::schedule::Published {
+    s.memo("a").published = Some(Published {
         reason: Reason::ClaimDeleted,
         storage_class: String::new(),
         state: crate::model::crd::State::Open,
@@ -301,14 +303,14 @@ async fn a_held_name_keeps_its_memo_between_decisions() {
     s.mark("a");
     let _: Vec<(Arc<str>, ())> = s.run(|_, memo| {
         memo.held = Some(Held::Pending(Reason::BoundClaimMissing));
-        Decision::WaitFor(Duration::from_secs(120))
+        Next::WaitFor(Duration::from_secs(120))
     });
     s.mark("a");
     let mut saw = None;
     let _: Vec<(Arc<str>, ())> = s.run(|_, memo| {
         saw = memo.held;
         memo.held = None;
-        Decision::Idle
+        Next::Idle
     });
     assert_eq!(saw, Some(Held::Pending(Reason::BoundClaimMissing)));
     // The wake-up is still pending: state stays until it fires.

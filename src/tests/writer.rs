@@ -3,10 +3,10 @@
 
 use super::fixtures::{mariadb_finding, now};
 use crate::decide::plan::{Action, plan};
-use crate::engine::schedule::WriteEnd;
 use crate::model::finding::Verdict;
 use crate::publish::report::ReportError;
 use crate::publish::writer::{Op, Outcome, WriteError};
+use crate::run::scheduling::WriteEnd;
 use crate::watch::category::{Category, RequestError};
 use std::time::Duration;
 

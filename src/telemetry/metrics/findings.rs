@@ -6,7 +6,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::common::{ReasonLabel, registered};
-use crate::engine::schedule::Published;
+use crate::decide::name::Published;
 use crate::model::crd::Reason;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -22,7 +22,7 @@ use self::feeds::FeedMetrics;
 use self::findings::FindingMetrics;
 use self::replica::ReplicaMetrics;
 use self::writes::WriteMetrics;
-use crate::engine::schedule::Published;
+use crate::decide::name::Published;
 use crate::model::crd::Reason;
 use crate::telemetry::health::{Kind, StoreState};
 use crate::watch::category::Category;

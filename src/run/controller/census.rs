@@ -1,0 +1,129 @@
+//! What a pool's census result does to the loop's state (and a volume naming an image that
+//! was reported as referenced by nothing).
+
+use super::Loop;
+use crate::census::ceph::CensusReport;
+use crate::decide::census::{Resolved, image_ref};
+use crate::decide::classify::volume_source;
+use crate::engine::clock::wall_clock;
+use crate::model::crd::Reason;
+use crate::model::volume::Volume;
+
+impl Loop {
+    /// A pool's census completed (or failed): what it means is decided by
+    /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
+    /// measured and the names it concerns are decided again.
+    fn on_census(&mut self, report: CensusReport) {
+        use crate::decide::census_result::{CensusLog, Gauge, Naming, census_result};
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let CensusReport {
+            key,
+            result,
+            requests,
+            elapsed,
+        } = report;
+        let label = key.to_string();
+        let (stores, scheduler) = (&self.stores, &mut self.scheduler);
+        let naming = || Naming {
+            volumes: stores
+                .pv
+                .state()
+                .iter()
+                .filter_map(|pv| Some((pv.name().to_string(), volume_source(pv.spec.as_ref()?))))
+                .collect(),
+            leftovers: stores
+                .vl
+                .state()
+                .iter()
+                .filter_map(|o| {
+                    let s = o.status.as_ref().filter(|_| o.managed)?;
+                    let source = (s.reason == Reason::VolumeDeleted)
+                        .then(|| s.record().map(|r| r.source))
+                        .flatten();
+                    Some((o.name.to_string(), s.reason, source))
+                })
+                .collect(),
+            // Tombstones not written yet (a delete just watched) name their image too.
+            tombstones: scheduler
+                .names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some()))
+                .into_iter()
+                .filter_map(|n| {
+                    let t = scheduler.memo(&n).tombstone.as_deref()?;
+                    Some(t.status.source.clone())
+                })
+                .collect(),
+        };
+        let out = census_result(
+            cs,
+            &key,
+            result.map_err(|e| (e.category, e.message)),
+            &wall_clock(),
+            naming,
+        );
+        match out.gauge {
+            Gauge::Done { images, unread } => {
+                self.metrics
+                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
+            }
+            Gauge::Failed => self.metrics.census_failed(&label, requests),
+        }
+        for line in out.logs {
+            match line {
+                CensusLog::Recovered { after } => {
+                    tracing::info!(pool = %label, after = %after, "the census of the pool works again")
+                }
+                CensusLog::Done { images } => {
+                    tracing::debug!(pool = %label, images = images, "census done")
+                }
+                CensusLog::Unread {
+                    images,
+                    first,
+                    error,
+                } => {
+                    tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+                }
+                CensusLog::ReadAgain => {
+                    tracing::info!(pool = %label, "the details of every image can be read again")
+                }
+                CensusLog::Failed { category, message } => {
+                    tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+                }
+            }
+        }
+        for n in out.mark {
+            self.scheduler.mark(&n);
+        }
+    }
+
+    /// A volume names an image that was reported as referenced by nothing: that finding goes.
+    fn image_referenced(&mut self, pv: &Volume) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let Some(r) = pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))) else {
+            return;
+        };
+        let Resolved::Pool(key) = cs.census.resolve(&r) else {
+            return;
+        };
+        let name = crate::decide::census::leftover_name(key, &r.name);
+        let held = cs.held.remove(&name).is_some();
+        if cs.orphans.remove(&name).is_some() || held {
+            self.scheduler.mark(&name);
+        }
+    }
+}
+
+impl Loop {
+    /// [`Loop::on_census`], for the rest of the loop.
+    pub(super) fn census_done(&mut self, report: CensusReport) {
+        self.on_census(report);
+    }
+
+    /// [`Loop::image_referenced`], for the rest of the loop.
+    pub(super) fn volume_names_image(&mut self, pv: &Volume) {
+        self.image_referenced(pv);
+    }
+}

@@ -1,0 +1,180 @@
+//! What one name's decision reads (the stores as views that follow their health, the census)
+//! and the decision itself with its gauges and logs.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::time::Instant;
+
+use super::Told;
+use crate::decide::census::{Census, image_ref};
+use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
+use crate::decide::name::{self};
+use crate::decide::name::{Decision, Held, Memo};
+use crate::decide::plan::Action;
+use crate::model::crd::VolumeSourceInfo;
+use crate::model::image::ImageFound;
+use crate::model::leftover::Leftover;
+use crate::model::volume::Volume;
+use crate::run::settings::Settings;
+use crate::run::wiring::Stores;
+use crate::telemetry::{Health, Kind, Metrics, Trust};
+use crate::watch::feed::Stored;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// A store as a lookup sees it.
+pub enum View<'a, K: Stored> {
+    /// Trusted.
+    Current(&'a Store<K>),
+    /// Forbidden: answers are Unknown.
+    Forbidden,
+    /// Stale or not listed: nothing may be concluded.
+    Stale,
+}
+
+impl<'a, K: Stored> View<'a, K> {
+    /// The view of `store` given its trust.
+    pub fn new(store: &'a Store<K>, trust: Trust) -> Self {
+        match trust {
+            Trust::Current => View::Current(store),
+            Trust::Forbidden => View::Forbidden,
+            Trust::Stale | Trust::Pending => View::Stale,
+        }
+    }
+}
+
+/// Claims and classes as the operator sees them, from the reflector stores, and the census.
+pub struct StoreLookup<'a> {
+    /// Claim metadata.
+    pub claims: View<'a, Claim>,
+    /// StorageClasses.
+    pub classes: View<'a, StorageClass>,
+    /// The storage backend's census, when it is on.
+    pub census: Option<&'a Census>,
+}
+
+impl Lookup for StoreLookup<'_> {
+    fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts> {
+        match &self.claims {
+            View::Current(s) => match s.get(&ObjectRef::new(name).within(namespace)) {
+                Some(c) => Found::Yes(c.facts()),
+                None => Found::Absent,
+            },
+            View::Forbidden => Found::Unknown,
+            View::Stale => Found::Stale,
+        }
+    }
+
+    fn class(&self, name: &str) -> Found<ClassFacts> {
+        match &self.classes {
+            View::Current(s) => match s.get(&ObjectRef::new(name)) {
+                Some(c) => Found::Yes(class_facts(&c)),
+                None => Found::Absent,
+            },
+            View::Forbidden => Found::Unknown,
+            View::Stale => Found::Stale,
+        }
+    }
+
+    fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
+        match (self.census, image_ref(source)) {
+            (Some(c), Some(r)) => c.image(&r, created),
+            _ => ImageFound::NotCensused,
+        }
+    }
+}
+
+/// The census as the loop keeps it: each pool's state and the findings about images nothing
+/// references, by VolumeLeftover name.
+pub(super) type CensusState =
+    crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
+
+/// What a decision may read.
+pub(super) struct Ctx<'a> {
+    pub(super) stores: &'a Stores,
+    pub(super) health: &'a Health,
+    pub(super) metrics: &'a Metrics,
+    pub(super) settings: &'a Settings,
+    pub(super) census: Option<&'a CensusState>,
+}
+
+/// The stores as [`name::Stores`] reads them, with the trust of the PV and VolumeLeftover
+/// stores read once per decision.
+struct Reading<'a> {
+    stores: &'a Stores,
+    current: bool,
+}
+
+impl name::Stores for Reading<'_> {
+    fn current(&self) -> bool {
+        self.current
+    }
+    fn volume(&self, name: &str) -> Option<Arc<Volume>> {
+        self.stores.pv.get(&ObjectRef::new(name))
+    }
+    fn leftover(&self, name: &str) -> Option<Arc<Leftover>> {
+        self.stores.vl.get(&ObjectRef::new(name))
+    }
+}
+
+impl Ctx<'_> {
+    /// Gathers what [`name::Inputs::decide`] reads, and performs its effects: gauges and logs.
+    pub(super) fn decide(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        now_i: Instant,
+        now: &Time,
+    ) -> Decision<(Action, Option<Told>)> {
+        self.metrics.decided();
+        let trust = |kind| self.health.trust(kind, now_i);
+        let reading = Reading {
+            stores: self.stores,
+            current: [Kind::persistentvolumes, Kind::volumeleftovers]
+                .into_iter()
+                .all(|k| trust(k) == Trust::Current),
+        };
+        let lookup = StoreLookup {
+            claims: View::new(&self.stores.pvc, trust(Kind::persistentvolumeclaims)),
+            classes: View::new(&self.stores.sc, trust(Kind::storageclasses)),
+            census: self.census.map(|c| &c.census),
+        };
+        let inputs = name::Inputs {
+            stores: &reading,
+            lookup: &lookup,
+            images: self.census.map(|c| name::Images {
+                census: &c.census,
+                orphans: &c.orphans,
+                held: &c.held,
+            }),
+            rules: name::Rules {
+                graces: self.settings.graces,
+                tombstone_ttl: self.settings.tombstone_ttl,
+            },
+        };
+        let out = inputs.decide(name, memo, now_i.into_std(), now);
+        if let Some(change) = out.held {
+            for (h, delta) in [(change.from, -1), (change.to, 1)] {
+                match h {
+                    Some(Held::Pending(r)) => self.metrics.pending(r, delta),
+                    Some(Held::Undecided) => self.metrics.undecided(delta),
+                    Some(Held::Skipped) => self.metrics.skipped(delta),
+                    Some(Held::Ignored) => self.metrics.ignored(delta),
+                    None => {}
+                }
+            }
+        }
+        for log in out.logs {
+            match log {
+                name::Log::Skipped { pv, why } => tracing::warn!(%pv, "{why}"),
+                name::Log::Undecided { pv, why } => tracing::debug!(%pv, "undecided: {why}"),
+                name::Log::Holding { pv, reason, wait } => {
+                    tracing::debug!(%pv, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends")
+                }
+                name::Log::Foreign { name: pv } => tracing::warn!(%pv, "{}", name::FOREIGN),
+            }
+        }
+        out.decision
+    }
+}

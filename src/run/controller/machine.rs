@@ -1,0 +1,478 @@
+//! The loop as a state machine: an [`Event`] (a feed's item, a census result, a role change, a
+//! write's outcome, a timer) and the time go in through [`Loop::step`], [`Effects`] (writes to
+//! start, the ClusterReport to apply, Events to publish, the end of the loop) come out. It
+//! starts no task and makes no request: the [`shell`](super::shell) does, and feeds back what
+//! came of it. Wake-ups (grace, echo wait, backoff) stay in the scheduler, whose timers run on
+//! tokio's clock, so tests drive them with paused time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::decision::{CensusState, Ctx};
+use super::{Ended, Told};
+use crate::decide::name::Published;
+use crate::decide::name::published;
+use crate::decide::plan::Action;
+use crate::decide::report::cluster_report;
+use crate::engine::backoff::seed;
+use crate::engine::schedule::Limits;
+use crate::model::crd::{Reason, VolumeLeftover};
+use crate::publish::leader::{Role, Standing};
+use crate::publish::report::Applied;
+use crate::publish::writer::{Outcome, WriteError, Written};
+use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
+use crate::run::settings::Settings;
+use crate::run::wiring::{Input, Stores};
+use crate::telemetry::{Health, Kind, Metrics, Trust, WritesBlocked};
+use crate::watch::index::RefIndex;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// The loop's state: the stores it decides from, their health, the scheduler and what it
+/// remembers per name, the census, the mirror's bookkeeping.
+pub(crate) struct Loop {
+    /// Something was read or written since the heap was last trimmed (see [`crate::engine::heap`]).
+    pub(super) heap_used: bool,
+    pub(super) settings: Settings,
+    pub(super) role: tokio::sync::watch::Receiver<Role>,
+    pub(super) stores: Stores,
+    pub(super) health: Arc<Health>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) index: RefIndex,
+    pub(super) scheduler: Scheduler,
+    pub(super) report: Option<Report>,
+    pub(super) census: Option<CensusState>,
+}
+
+/// The OpenReports mirror's books: whether the findings changed since it was last written, the
+/// last content written, and whether a write is in flight.
+pub(super) struct Report {
+    pub(super) dirty: bool,
+    pub(super) last: Option<serde_json::Value>,
+    pub(super) in_flight: bool,
+    pub(super) not_before: Instant,
+    pub(super) missing_logged: bool,
+}
+
+/// What happened, as the shell hands it to the machine.
+pub(crate) enum Event {
+    /// A feed's item or a census result.
+    Input(Input),
+    /// This replica's role changed (read it from the role's receiver).
+    Role,
+    /// A scheduler's timer fired (its name is marked already).
+    Woke,
+    /// A write the machine asked for ended.
+    Written {
+        /// The name it was for.
+        name: Arc<str>,
+        /// How it went.
+        result: Result<Written, WriteError>,
+        /// The Event to publish about its PV once it landed.
+        told: Option<Told>,
+    },
+    /// A ClusterReport write the machine asked for ended.
+    Reported {
+        /// What was written.
+        content: serde_json::Value,
+        /// How it went.
+        applied: Applied,
+    },
+    /// A periodic timer.
+    Tick(Tick),
+}
+
+/// The loop's periodic timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tick {
+    /// Decide every name again.
+    Resync,
+    /// Log again what still is wrong.
+    Reminder,
+    /// Refresh the age gauges (and release the heap after work).
+    Ages,
+    /// Write the ClusterReport if the findings changed.
+    Report,
+}
+
+/// A VolumeLeftover write to start.
+#[derive(Debug)]
+pub(crate) struct WriteStart {
+    /// The name it is for.
+    pub(crate) name: Arc<str>,
+    /// What to do.
+    pub(crate) action: Action,
+    /// The Event to publish once it landed.
+    pub(crate) told: Option<Told>,
+}
+
+/// A ClusterReport write to start.
+#[derive(Debug)]
+pub(crate) struct ReportWrite {
+    /// The content.
+    pub(crate) content: serde_json::Value,
+    /// Nothing was written by this process yet: read what is there first, and write only if
+    /// it differs.
+    pub(crate) compare: bool,
+}
+
+/// What the machine asks the shell to do after one event.
+#[derive(Debug, Default)]
+pub(crate) struct Effects {
+    /// Writes to start, each to be fed back as [`Event::Written`].
+    pub(crate) writes: Vec<WriteStart>,
+    /// A ClusterReport write to start, to be fed back as [`Event::Reported`].
+    pub(crate) report: Option<ReportWrite>,
+    /// Events to publish on PVs (writes that landed).
+    pub(crate) events: Vec<Told>,
+    /// The loop must end.
+    pub(crate) ended: Option<Ended>,
+}
+
+impl Loop {
+    /// The loop over the stores the feeds fill (`report`: whether the OpenReports mirror is on);
+    /// it decides nothing before the stores list.
+    pub(crate) fn new(
+        stores: Stores,
+        role: tokio::sync::watch::Receiver<Role>,
+        report: bool,
+        settings: Settings,
+        health: Arc<Health>,
+        metrics: Arc<Metrics>,
+        now: Instant,
+    ) -> Loop {
+        let limits = Limits {
+            concurrency: settings.concurrency,
+            ..Limits::default()
+        };
+        Loop {
+            heap_used: false,
+            stores,
+            report: report.then_some(Report {
+                dirty: true,
+                last: None,
+                in_flight: false,
+                not_before: now,
+                missing_logged: false,
+            }),
+            health,
+            metrics,
+            index: RefIndex::default(),
+            scheduler: Scheduler::new(limits, seed("scheduler")),
+            role,
+            census: settings
+                .census
+                .as_ref()
+                .map(|c| CensusState::new(c.config.census(c.image_grace))),
+            settings,
+        }
+    }
+
+    /// Whether names are decided: every store has listed (or is forbidden) and this replica
+    /// leads.
+    pub(crate) fn is_deciding(&self) -> bool {
+        self.scheduler.is_active()
+    }
+
+    /// Takes one event at `now` (`wall`: the wall clock then) and says what to do: after any
+    /// event but the loss of the Lease, the names ready are decided and their writes returned.
+    pub(crate) fn step(&mut self, event: Event, now: Instant, wall: &Time) -> Effects {
+        let mut fx = Effects::default();
+        match event {
+            Event::Role => {
+                if self.on_role() == Some(Ended::LostLease) {
+                    fx.ended = Some(Ended::LostLease);
+                    return fx;
+                }
+            }
+            Event::Input(input) => {
+                self.heap_used = true;
+                self.on_input(input, now);
+            }
+            Event::Woke => {}
+            Event::Written { name, result, told } => {
+                self.heap_used = true;
+                fx.events.extend(self.on_written(&name, result, told, now));
+            }
+            Event::Reported { content, applied } => self.reported(content, applied, now),
+            Event::Tick(Tick::Resync) => {
+                if self.is_deciding() {
+                    tracing::debug!("periodic sweep");
+                    self.sweep();
+                }
+            }
+            Event::Tick(Tick::Reminder) => self.remind(),
+            Event::Tick(Tick::Ages) => {
+                self.refresh_ages();
+                if std::mem::take(&mut self.heap_used) {
+                    crate::engine::heap::release();
+                }
+            }
+            Event::Tick(Tick::Report) => fx.report = self.report(now),
+        }
+        fx.writes = self.dispatch(now, wall);
+        fx
+    }
+}
+
+impl Loop {
+    /// This replica's role changed.
+    pub(super) fn on_role(&mut self) -> Option<Ended> {
+        let role = *self.role.borrow_and_update();
+        match role {
+            Role::Leading { .. } | Role::Unelected => {
+                if !self.scheduler.is_active() {
+                    self.metrics.leader(true);
+                    self.health.set_leader(Standing::Leading);
+                    self.maybe_start();
+                    if self.scheduler.is_active() {
+                        self.sweep();
+                    }
+                }
+                None
+            }
+            Role::Standby => None,
+            Role::Lost => {
+                self.metrics.leader(false);
+                self.health.set_leader(Standing::Lost);
+                tracing::error!(
+                    "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
+                );
+                Some(Ended::LostLease)
+            }
+        }
+    }
+    /// Queues every PV and every VolumeLeftover.
+    pub(super) fn sweep(&mut self) {
+        // Deciding them all builds and drops state for every name: worth a release after.
+        self.heap_used = true;
+        for o in self.stores.vl.state() {
+            self.scheduler.mark(&o.name);
+        }
+        for pv in self.stores.pv.state() {
+            self.scheduler.mark(pv.name());
+        }
+    }
+
+    pub(super) fn set_published(&mut self, name: &str, now: Option<Published>) {
+        let memo = self.scheduler.memo(name);
+        let before = std::mem::replace(&mut memo.published, now.clone());
+        if before != now {
+            if let Some(p) = &before {
+                self.metrics.finding(p, -1);
+            }
+            if let Some(p) = &now {
+                self.metrics.finding(p, 1);
+            }
+        }
+        self.scheduler.settle(name);
+    }
+
+    /// After a relist of VolumeLeftovers: objects deleted during the gap get no Delete event.
+    pub(super) fn recount_published(&mut self) {
+        let state = self.stores.vl.state();
+        let now: std::collections::HashMap<String, Published> = state
+            .iter()
+            .filter_map(|o| Some((o.name.to_string(), published(o)?)))
+            .collect();
+        let stale = self
+            .scheduler
+            .names_where(|s| s.memo().is_some_and(|m| m.published.is_some()));
+        for name in stale {
+            if !now.contains_key(name.as_ref()) {
+                self.set_published(&name, None);
+            }
+        }
+        for (name, p) in now {
+            self.set_published(&name, Some(p));
+        }
+        self.refresh_ages();
+    }
+
+    pub(super) fn report_changed(&mut self) {
+        if let Some(r) = self.report.as_mut() {
+            r.dirty = true;
+        }
+    }
+
+    /// Writes the OpenReports ClusterReport when the findings changed (the leader only; one
+    /// write at a time; nothing when the content is what was last written, or, before the
+    /// first write, what the report there already says).
+    pub(super) fn report(&mut self, now: Instant) -> Option<ReportWrite> {
+        let leading = self.role.borrow().may_write(now)
+            && self.scheduler.is_active()
+            && self.health.trust(Kind::volumeleftovers, now) == Trust::Current;
+        let r = self.report.as_mut()?;
+        if !leading || !r.dirty || r.in_flight || now < r.not_before {
+            return None;
+        }
+        // The store keeps every finding's facts and message for it (`Keep::report`).
+        let objects: Vec<VolumeLeftover> = self
+            .stores
+            .vl
+            .state()
+            .iter()
+            .filter(|o| o.managed && o.status.is_some())
+            .map(|o| o.to_object())
+            .collect();
+        let content = cluster_report(&objects);
+        r.dirty = false;
+        if r.last.as_ref() == Some(&content) {
+            return None;
+        }
+        // Nothing written by this process yet (a start, a new leader, a failed write): what is
+        // there may already say the same. Read it once rather than write it again.
+        let compare = r.last.is_none();
+        r.in_flight = true;
+        Some(ReportWrite { content, compare })
+    }
+
+    pub(super) fn reported(&mut self, content: serde_json::Value, applied: Applied, now: Instant) {
+        let Some(r) = self.report.as_mut() else {
+            return;
+        };
+        r.in_flight = false;
+        match applied {
+            Applied::Done | Applied::Unchanged => {
+                if r.missing_logged {
+                    tracing::info!(
+                        "OpenReports ClusterReport written again (its CRD is installed)"
+                    );
+                }
+                r.missing_logged = false;
+                r.last = Some(content);
+            }
+            Applied::NotInstalled => {
+                if !r.missing_logged {
+                    tracing::warn!(
+                        "the OpenReports CRD (clusterreports.openreports.io) is not installed: the findings are not mirrored; trying again at the next resync"
+                    );
+                }
+                r.missing_logged = true;
+                r.dirty = true;
+                r.not_before = now + self.settings.resync;
+            }
+            Applied::Failed(error) => {
+                tracing::warn!(category = error.category().as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
+                r.dirty = true;
+                r.not_before = now + Duration::from_secs(30);
+            }
+        }
+    }
+
+    /// The age of the oldest open finding per reason (it grows with the clock alone).
+    pub(super) fn refresh_ages(&self) {
+        let now = jiff::Timestamp::now().as_second();
+        let mut oldest: std::collections::HashMap<Reason, i64> = std::collections::HashMap::new();
+        for name in self.scheduler.names_where(|s| {
+            s.memo()
+                .and_then(|m| m.published.as_ref())
+                .is_some_and(|p| p.state.is_open())
+        }) {
+            if let Some(p) = self
+                .scheduler
+                .get(&name)
+                .and_then(|s| s.memo()?.published.as_ref())
+            {
+                let age = (now - p.first_seen).max(0);
+                let e = oldest.entry(p.reason).or_default();
+                *e = (*e).max(age);
+            }
+        }
+        for r in Reason::ALL {
+            self.metrics
+                .oldest_open(r, oldest.get(&r).copied().unwrap_or(0));
+        }
+    }
+
+    /// Decides the names ready at `now` and returns the writes to start.
+    pub(super) fn dispatch(&mut self, now: Instant, wall: &Time) -> Vec<WriteStart> {
+        // Only a leader whose lease is current decides: a holder that cannot renew stops
+        // starting writes before the other replicas would consider its lease expired.
+        if !self.scheduler.is_active() || !self.role.borrow().may_write(now) {
+            return Vec::new();
+        }
+        let ctx = Ctx {
+            stores: &self.stores,
+            health: &self.health,
+            metrics: &self.metrics,
+            settings: &self.settings,
+            census: self.census.as_ref(),
+        };
+        let writes = self.scheduler.run(|name, memo| {
+            let start = Instant::now();
+            let d = ctx.decide(name, memo, now, wall);
+            ctx.metrics.decision_duration(start.elapsed());
+            d.into()
+        });
+        // Every write returned is in flight until its outcome comes back (`on_written`).
+        self.metrics
+            .backlog(self.scheduler.queued(), self.scheduler.in_flight());
+        writes
+            .into_iter()
+            .map(|(name, (action, told))| WriteStart { name, action, told })
+            .collect()
+    }
+
+    /// A write ended at `now`; returns the Event to publish about its PV, if it landed.
+    pub(super) fn on_written(
+        &mut self,
+        name: &str,
+        result: Result<Written, WriteError>,
+        told: Option<Told>,
+        now: Instant,
+    ) -> Option<Told> {
+        let mut tell = None;
+        let end = match result {
+            Ok(w) => {
+                if w.outcome == Outcome::Done {
+                    tell = told;
+                }
+                let result = w.outcome.as_str();
+                self.metrics.write(w.op.as_str(), result, w.requests);
+                if let Some(echo) = w.echo {
+                    self.scheduler.memo(name).echo =
+                        Some((echo, (now + self.settings.echo_wait).into_std()));
+                }
+                tracing::debug!(%name, op = w.op.as_str(), result, "written");
+                w.outcome.into()
+            }
+            Err(e) => {
+                self.metrics
+                    .write(e.op().as_str(), e.category().as_str(), 1);
+                let first = self.scheduler.get(name).is_none_or(|s| s.failures() == 0);
+                if first && self.scheduler.blocked().is_none() {
+                    tracing::warn!(error = %e, "write failed; retrying with backoff");
+                } else {
+                    tracing::debug!(error = %e, "write failed again");
+                }
+                WriteEnd::Failed {
+                    category: e.category(),
+                    write_wide: e.write_wide(),
+                    error: e.to_string(),
+                }
+            }
+        };
+        match self.scheduler.end_write(name, end) {
+            Some(Condition::Blocked { category, error }) => {
+                let why = WritesBlocked::new(category, error);
+                tracing::error!(
+                    category = category.as_str(),
+                    error = %why.error(),
+                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{}",
+                    why.fix()
+                );
+                self.health.set_writes_blocked(Some(why));
+                self.metrics.writes_blocked(true);
+            }
+            Some(Condition::Unblocked) => {
+                tracing::info!("writes to VolumeLeftovers work again");
+                self.health.set_writes_blocked(None);
+                self.metrics.writes_blocked(false);
+            }
+            None => {}
+        }
+        tell
+    }
+}

@@ -1,0 +1,379 @@
+//! The loop as a state machine (`run::controller::Loop`), driven without a server: the stores
+//! are real reflector stores filled by hand, the feeds' items, write outcomes and ticks are
+//! handed to `Loop::step` with the time, and what comes back is what the shell would perform.
+//! Time is tokio's paused clock (the scheduler's wake-ups run on it) and a fixed wall clock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use tokio::time::Instant;
+
+use super::fixtures::{PvBuilder, VlBuilder, finding, lookup, mariadb_pv, now, now_plus, pv};
+use crate::decide::lookup::Claim;
+use crate::decide::name::Echo;
+use crate::decide::plan::{Action, desired};
+use crate::model::crd::{Reason, VolumeLeftover};
+use crate::model::leftover::Leftover;
+use crate::model::volume::Volume;
+use crate::publish::leader::Role;
+use crate::publish::writer::{Op, Outcome, Written};
+use crate::run::controller::{Effects, Event, Loop, Tick};
+use crate::run::settings::Settings;
+use crate::run::wiring::{Input, Stores};
+use crate::telemetry::{Health, Metrics};
+use crate::watch::feed::{FeedError, FeedItem};
+
+const STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// The loop with its four stores, and the hands that fill them (as the feeds do, before they
+/// hand the item to the loop).
+struct World {
+    machine: Loop,
+    pv: Writer<Volume>,
+    pvc: Writer<Claim>,
+    sc: Writer<StorageClass>,
+    vl: Writer<Leftover>,
+    _role: tokio::sync::watch::Sender<Role>,
+}
+
+fn world() -> World {
+    world_with(Settings::default())
+}
+
+fn world_with(settings: Settings) -> World {
+    let (pv_store, pv) = reflector::store();
+    let (pvc_store, pvc) = reflector::store();
+    let (sc_store, sc) = reflector::store();
+    let (vl_store, vl) = reflector::store();
+    let (role_tx, role) = tokio::sync::watch::channel(Role::Unelected);
+    let machine = Loop::new(
+        Stores {
+            pv: pv_store,
+            pvc: pvc_store,
+            sc: sc_store,
+            vl: vl_store,
+        },
+        role,
+        false,
+        settings,
+        Arc::new(Health::new(STALE_AFTER)),
+        Arc::new(Metrics::default()),
+        Instant::now(),
+    );
+    World {
+        machine,
+        pv,
+        pvc,
+        sc,
+        vl,
+        _role: role_tx,
+    }
+}
+
+fn class(name: &str, policy: &str) -> StorageClass {
+    StorageClass {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        provisioner: "test.csi".into(),
+        reclaim_policy: Some(policy.into()),
+        ..StorageClass::default()
+    }
+}
+
+fn claim(namespace: &str, name: &str, uid: &str) -> Claim {
+    Claim::of(&ObjectMeta {
+        namespace: Some(namespace.into()),
+        name: Some(name.into()),
+        uid: Some(uid.into()),
+        ..ObjectMeta::default()
+    })
+}
+
+/// What the operator published for the Bound PV `b` whose claim was missing.
+fn published_claim_missing() -> VolumeLeftover {
+    let p = pv("b").retain().bound().claim("ns", "c", "uid-1");
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.reason, Reason::BoundClaimMissing);
+    desired(&f, None, &now_plus(-3600), &now_plus(-3600)).stored_as("vl-uid-1")
+}
+
+impl World {
+    fn step(&mut self, event: Event) -> Effects {
+        self.machine.step(event, Instant::now(), &now())
+    }
+    fn put_pv(&mut self, p: &PersistentVolume) -> Event {
+        let v = Volume::from(p);
+        self.pv
+            .apply_watcher_event(&watcher::Event::Apply(v.clone()));
+        Event::Input(Input::Pv(Box::new(FeedItem::Applied(v))))
+    }
+    fn put_claim(&mut self, c: Claim) -> Event {
+        self.pvc
+            .apply_watcher_event(&watcher::Event::Apply(c.clone()));
+        Event::Input(Input::Pvc(Box::new(FeedItem::Applied(c))))
+    }
+    fn put_class(&mut self, c: StorageClass) -> Event {
+        self.sc
+            .apply_watcher_event(&watcher::Event::Apply(c.clone()));
+        Event::Input(Input::Sc(Box::new(FeedItem::Applied(c))))
+    }
+    fn put_leftover(&mut self, o: &VolumeLeftover) -> Event {
+        let l = super::fixtures::lean(o);
+        self.vl
+            .apply_watcher_event(&watcher::Event::Apply(l.clone()));
+        Event::Input(Input::Vl(Box::new(FeedItem::Applied(l))))
+    }
+}
+
+fn listed_pvs() -> Event {
+    Event::Input(Input::Pv(Box::new(FeedItem::Listed { gone: Vec::new() })))
+}
+fn listed_claims() -> Event {
+    Event::Input(Input::Pvc(Box::new(FeedItem::Listed { gone: Vec::new() })))
+}
+fn listed_classes() -> Event {
+    Event::Input(Input::Sc(Box::new(FeedItem::Listed { gone: Vec::new() })))
+}
+fn listed_leftovers() -> Event {
+    Event::Input(Input::Vl(Box::new(FeedItem::Listed { gone: Vec::new() })))
+}
+fn pvs_failing() -> Event {
+    Event::Input(Input::Pv(Box::new(FeedItem::Failed {
+        error: FeedError::ListPage(Duration::from_secs(60)),
+        retry_in: Duration::from_secs(1),
+    })))
+}
+
+/// The writes asked for, as `op name`.
+fn writes(fx: &Effects) -> Vec<String> {
+    fx.writes
+        .iter()
+        .map(|w| {
+            let op = match &w.action {
+                Action::Create { .. } => "create",
+                Action::Apply { .. } => "apply",
+                Action::Delete { .. } => "delete",
+                a => panic!("not a write: {a:?}"),
+            };
+            format!("{op} {}", w.name)
+        })
+        .collect()
+}
+
+/// An empty claim store at start-up would turn every Released PV into "claim deleted": until
+/// every store has listed, nothing is decided, whatever the other stores say.
+#[tokio::test(start_paused = true)]
+async fn nothing_is_decided_before_every_store_listed() {
+    let mut w = world();
+    let mut asked = Vec::new();
+    let pv_in = w.put_pv(&mariadb_pv());
+    let sc_in = w.put_class(class("standard", "Retain"));
+    for event in [
+        pv_in,
+        sc_in,
+        listed_pvs(),
+        listed_classes(),
+        listed_leftovers(),
+        Event::Tick(Tick::Resync),
+    ] {
+        asked.extend(writes(&w.step(event)));
+    }
+    assert_eq!(asked, Vec::<String>::new(), "the claims have not listed");
+    assert!(!w.machine.is_deciding(), "nothing is decided yet");
+    let fx = w.step(listed_claims());
+    assert!(w.machine.is_deciding());
+    assert_eq!(writes(&fx), ["create mariadb-pv"], "every store listed");
+}
+
+/// A store whose watch has failed for longer than `stale_after` answers nothing: a published
+/// finding is not deleted on its account, and is once the store has listed again.
+#[tokio::test(start_paused = true)]
+async fn a_stale_store_holds_decisions_and_deletes_nothing_published() {
+    let mut w = world();
+    let events = [
+        w.put_pv(&pv("b").retain().bound().claim("ns", "c", "uid-1")),
+        w.put_claim(claim("ns", "c", "uid-1")),
+        w.put_class(class("standard", "Retain")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ];
+    for event in events {
+        assert!(w.step(event).writes.is_empty(), "b is healthy");
+    }
+    assert!(w.step(pvs_failing()).writes.is_empty());
+    tokio::time::advance(STALE_AFTER + Duration::from_secs(1)).await;
+    // A finding about b shows up (another replica wrote it before the claim came back).
+    let vl_in = w.put_leftover(&published_claim_missing());
+    assert!(w.step(vl_in).writes.is_empty(), "the PV store is stale");
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(fx.writes.is_empty(), "still stale at the sweep");
+    let fx = w.step(listed_pvs());
+    assert_eq!(writes(&fx), ["delete b"], "the PV store is current again");
+}
+
+/// After a write the name waits until the VolumeLeftover store shows what it left: the echo
+/// the writer reports is what the next decision waits for, until `echo_wait` ends.
+#[tokio::test(start_paused = true)]
+async fn a_written_outcome_makes_the_name_wait_for_its_echo() {
+    let mut w = world();
+    let events = [
+        w.put_pv(&mariadb_pv()),
+        w.put_class(class("standard", "Retain")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+    ];
+    for event in events {
+        assert!(w.step(event).writes.is_empty());
+    }
+    let fx = w.step(listed_leftovers());
+    assert_eq!(writes(&fx), ["create mariadb-pv"]);
+    let start = fx.writes.into_iter().next().expect("one write");
+    let fx = w.step(Event::Written {
+        name: start.name,
+        result: Ok(Written {
+            op: Op::Create,
+            outcome: Outcome::Done,
+            echo: Some(Echo::Version("1001".into())),
+            requests: 1,
+        }),
+        told: start.told,
+    });
+    assert!(
+        fx.writes.is_empty(),
+        "the store has not shown the write yet"
+    );
+    assert_eq!(fx.events.len(), 1, "the Event of the change that landed");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(fx.writes.is_empty(), "a sweep waits for the echo too");
+    // The echo never came: the wait ends and the name is decided on what the store says.
+    let echo_wait = Settings::default().echo_wait;
+    tokio::time::advance(echo_wait).await;
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert_eq!(writes(&fx), ["create mariadb-pv"], "after the echo wait");
+}
+
+// ---- Census ----
+
+const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
+
+fn census_world() -> World {
+    let config = crate::census::ceph::config::CensusConfig::parse(&format!(
+        "clusterName: e2e\nclusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    pools:\n      - name: k8s-rbd\n"
+    ))
+    .expect("config parses");
+    world_with(Settings {
+        census: Some(crate::census::ceph::CensusSettings {
+            config,
+            interval: Duration::from_secs(60),
+            image_grace: Duration::from_secs(3600),
+            timeout: Duration::from_secs(10),
+            deadline: Duration::from_secs(30),
+        }),
+        ..Settings::default()
+    })
+}
+
+/// A listing of the pool with these images, each two hours old, its details read.
+fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
+    use crate::decide::census::{Seen, SeenDetail, Snapshot};
+    Snapshot {
+        started: now_plus(-60),
+        pool_id: 2,
+        images: images
+            .iter()
+            .map(|n| {
+                let seen = Seen {
+                    id: format!("id-{n}"),
+                    detail: Some(Box::new(SeenDetail {
+                        size: 1024,
+                        created: Some(now_plus(-7200).0),
+                        watchers: Vec::new(),
+                        owner: None,
+                    })),
+                };
+                (n.to_string(), seen)
+            })
+            .collect(),
+        trash: Default::default(),
+        unread: Default::default(),
+    }
+}
+
+fn census_done(images: &[&str]) -> Event {
+    census_report(Ok(listing(images)))
+}
+
+fn census_report(
+    result: Result<crate::decide::census::Snapshot, crate::census::ceph::CensusFailure>,
+) -> Event {
+    Event::Input(Input::Census(Box::new(crate::census::ceph::CensusReport {
+        key: crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None),
+        result,
+        requests: 3,
+        elapsed: Duration::from_millis(20),
+    })))
+}
+
+/// A pool whose census fails is Unknown: the finding about an image nothing references stays
+/// (it goes only when a census that works no longer lists the image).
+#[tokio::test(start_paused = true)]
+async fn a_failed_census_deletes_nothing() {
+    let mut w = census_world();
+    for event in [
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ] {
+        assert!(w.step(event).writes.is_empty(), "no volume, no finding");
+    }
+    let fx = w.step(census_done(&["orphan"]));
+    let [start] = <[_; 1]>::try_from(fx.writes).expect("one write");
+    let Action::Create { object } = &start.action else {
+        panic!("expected a Create, got {:?}", start.action);
+    };
+    // It landed, and the store shows it.
+    let published = object.clone().stored_as("vl-uid-1");
+    let vl_in = w.put_leftover(&published);
+    w.step(Event::Written {
+        name: start.name.clone(),
+        result: Ok(Written {
+            op: Op::Create,
+            outcome: Outcome::Done,
+            echo: None,
+            requests: 1,
+        }),
+        told: None,
+    });
+    assert!(w.step(vl_in).writes.is_empty(), "published as decided");
+
+    let failure = crate::census::ceph::CensusFailure {
+        category: crate::census::ceph::rbd::Category::Unavailable,
+        message: "Ceph is unavailable".into(),
+    };
+    let fx = w.step(census_report(Err(failure)));
+    assert!(
+        fx.writes.is_empty(),
+        "the pool is Unknown: {:?}",
+        writes(&fx)
+    );
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(fx.writes.is_empty(), "at the sweep too: {:?}", writes(&fx));
+    // A census that works again and no longer lists it: now it goes.
+    let mut asked = Vec::new();
+    for _ in 0..2 {
+        asked.extend(writes(&w.step(census_done(&[]))));
+    }
+    assert_eq!(asked, [format!("delete {}", start.name)]);
+}
