@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{
-    Census, Failing, PoolKey, Resolved, Snapshot, image_ref, leftover_name,
+    Census, DiskRef, Failing, Resolved, Scope, Snapshot, disk_leftover_name, disk_ref,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
 use crate::model::finding::Finding;
@@ -20,14 +20,14 @@ pub struct CensusState<K> {
     /// Each pool's listings.
     pub census: Census,
     /// The findings about images nothing references, by VolumeLeftover name.
-    pub orphans: BTreeMap<String, (PoolKey, Finding)>,
+    pub orphans: BTreeMap<String, (Scope, Finding)>,
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
-    pub held: BTreeMap<String, PoolKey>,
+    pub held: BTreeMap<String, Scope>,
     /// Which pools are failing, to log once per problem.
     pub failing: Failing<K>,
     /// The images of each pool whose details could not be read, to log once per change.
-    pub unread: BTreeMap<PoolKey, Vec<String>>,
+    pub unread: BTreeMap<Scope, Vec<String>>,
 }
 
 impl<K> CensusState<K> {
@@ -46,8 +46,8 @@ impl<K> CensusState<K> {
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
 pub struct Naming {
-    /// Each volume: its name and source.
-    pub volumes: Vec<(String, VolumeSourceInfo)>,
+    /// Each volume: its name and the disk it names ([`disk_ref`] of its source and zones).
+    pub volumes: Vec<(String, Option<DiskRef>)>,
     /// Each managed VolumeLeftover: its name, its reason, and (for a tombstone) the source its
     /// record names.
     pub leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
@@ -98,7 +98,7 @@ pub struct CensusOutcome<K> {
 /// and says what follows. `naming` is called only when the pool's census may conclude.
 pub fn census_result<K: Copy + PartialEq>(
     state: &mut CensusState<K>,
-    key: &PoolKey,
+    key: &Scope,
     result: Result<Snapshot, (K, String)>,
     now: &Time,
     naming: impl FnOnce() -> Naming,
@@ -164,12 +164,12 @@ pub fn census_result<K: Copy + PartialEq>(
     let pool = &state.census.pools[key];
     let (cur, prev) = (pool.current.clone(), pool.previous.clone());
     let census = &state.census;
-    let in_pool = |source: &VolumeSourceInfo| {
-        let r = image_ref(source)?;
-        matches!(census.resolve(&r), Resolved::Pool(k) if k == key).then_some(r.name)
+    let in_scope = |r: &DiskRef| {
+        matches!(census.resolve(r), Resolved::In(k) if k == key).then(|| r.name().to_string())
     };
-    for (name, source) in &naming.volumes {
-        if let Some(img) = in_pool(source) {
+    let in_pool = |source: &VolumeSourceInfo| in_scope(&disk_ref(source, &[])?);
+    for (name, disk) in &naming.volumes {
+        if let Some(img) = disk.as_ref().and_then(in_scope) {
             let now_missing = cur.as_ref().is_some_and(|c| !c.images.contains_key(&img));
             let was_missing = prev.as_ref().is_some_and(|p| !p.images.contains_key(&img));
             if now_missing || was_missing {
@@ -197,7 +197,7 @@ pub fn census_result<K: Copy + PartialEq>(
     state.held.retain(|_, k| k != key);
     for img in cur.iter().flat_map(|c| c.unread.keys()) {
         if !referenced.contains(img) {
-            state.held.insert(leftover_name(key, img), key.clone());
+            state.held.insert(disk_leftover_name(key, img), key.clone());
         }
     }
     let found = state.census.orphans(key, &referenced, now);

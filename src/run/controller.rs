@@ -25,7 +25,7 @@ use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
 use crate::census::ceph::CensusReport;
-use crate::decide::census::{Census, Resolved, image_ref};
+use crate::decide::census::{Census, Resolved, disk_ref};
 use crate::decide::classify::volume_source;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self, is_tombstone_of, published};
@@ -110,7 +110,9 @@ impl Lookup for StoreLookup<'_> {
     }
 
     fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
-        match (self.census, image_ref(source)) {
+        // A PV's zones are not at hand here: an in-tree disk that only they locate is not
+        // censused.
+        match (self.census, disk_ref(source, &[])) {
             (Some(c), Some(r)) => c.image(&r, created),
             _ => ImageFound::NotCensused,
         }
@@ -735,7 +737,11 @@ impl Loop {
                 .pv
                 .state()
                 .iter()
-                .filter_map(|pv| Some((pv.name().to_string(), volume_source(pv.spec.as_ref()?))))
+                .filter_map(|pv| {
+                    let spec = pv.spec.as_ref()?;
+                    let disk = disk_ref(&volume_source(spec), &spec.zones());
+                    Some((pv.name().to_string(), disk))
+                })
                 .collect(),
             leftovers: stores
                 .vl
@@ -806,13 +812,17 @@ impl Loop {
         let Some(cs) = self.census.as_mut() else {
             return;
         };
-        let Some(r) = pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))) else {
+        let Some(r) = pv
+            .spec
+            .as_ref()
+            .and_then(|s| disk_ref(&volume_source(s), &s.zones()))
+        else {
             return;
         };
-        let Resolved::Pool(key) = cs.census.resolve(&r) else {
+        let Resolved::In(key) = cs.census.resolve(&r) else {
             return;
         };
-        let name = crate::decide::census::leftover_name(key, &r.name);
+        let name = crate::decide::census::disk_leftover_name(key, r.name());
         let held = cs.held.remove(&name).is_some();
         if cs.orphans.remove(&name).is_some() || held {
             self.scheduler.mark(&name);

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::fixtures::{now, now_plus};
 use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::rbd::Category;
-use crate::decide::census::{PoolKey, Seen, SeenDetail, Snapshot, leftover_name};
+use crate::decide::census::{PoolKey, Scope, Seen, SeenDetail, Snapshot, disk_ref, leftover_name};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
@@ -18,8 +18,12 @@ use crate::model::crd::{Reason, VolumeSourceInfo};
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
-fn key() -> PoolKey {
+fn pool() -> PoolKey {
     PoolKey::new(FSID, "k8s-rbd", None)
+}
+
+fn key() -> Scope {
+    pool().into()
 }
 
 fn state() -> CensusState<Category> {
@@ -81,7 +85,10 @@ fn source(image: &str) -> VolumeSourceInfo {
 
 fn volumes(v: &[(&str, &str)]) -> Naming {
     Naming {
-        volumes: v.iter().map(|(n, i)| (n.to_string(), source(i))).collect(),
+        volumes: v
+            .iter()
+            .map(|(n, i)| (n.to_string(), disk_ref(&source(i), &[])))
+            .collect(),
         ..Default::default()
     }
 }
@@ -177,7 +184,7 @@ fn unreadable_images_are_logged_once_per_change_and_held() {
     }));
     assert_eq!(
         st.held.keys().collect::<Vec<_>>(),
-        vec![&leftover_name(&key(), "b")],
+        vec![&leftover_name(&pool(), "b")],
         "what is published about the unread image stays"
     );
     let same = run(&mut st, Ok(s), &now(), Naming::default());
@@ -209,7 +216,7 @@ fn volumes_are_decided_again_when_their_image_leaves_or_comes_back() {
 #[test]
 fn an_unreferenced_old_image_is_a_finding_until_something_names_it() {
     let mut st = state();
-    let name = leftover_name(&key(), "orphan");
+    let name = leftover_name(&pool(), "orphan");
     let naming = Naming {
         leftovers: vec![
             ("tomb".into(), Reason::VolumeDeleted, Some(source("kept"))),

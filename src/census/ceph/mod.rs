@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::census::ceph::config::{CensusConfig, ClusterConfig};
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::decide::census::{PoolKey, Seen, SeenDetail, Snapshot, image_ref};
+use crate::decide::census::{PoolKey, Scope, Seen, SeenDetail, Snapshot, image_ref};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::ImageOwner;
@@ -70,7 +70,7 @@ impl CensusFailure {
 #[derive(Debug)]
 pub struct CensusReport {
     /// The pool.
-    pub key: PoolKey,
+    pub key: Scope,
     /// The census, or why there is none.
     pub result: Result<Snapshot, CensusFailure>,
     /// Library calls it made.
@@ -245,7 +245,7 @@ async fn reconnect(
             for key in keys.iter().cloned() {
                 let _ = tx
                     .send(CensusReport {
-                        key,
+                        key: key.into(),
                         result: Err(e.clone()),
                         requests: 0,
                         elapsed: started.elapsed(),
@@ -268,7 +268,7 @@ async fn not_censused(
     for key in rest {
         let _ = tx
             .send(CensusReport {
-                key: key.clone(),
+                key: key.clone().into(),
                 result: Err(CensusFailure::new(
                     category,
                     format!("not censused: the census of pool {failed} failed first"),
@@ -329,7 +329,7 @@ async fn census_pool(
     };
     (
         CensusReport {
-            key: key.clone(),
+            key: key.clone().into(),
             result,
             requests,
             elapsed: started.elapsed(),
@@ -343,7 +343,7 @@ async fn census_pool(
 pub async fn census_once(
     settings: &CensusSettings,
     census: &mut crate::decide::census::Census,
-    details: &std::collections::HashMap<PoolKey, HashSet<String>>,
+    details: &std::collections::HashMap<Scope, HashSet<String>>,
 ) -> Vec<CensusReport> {
     let mut reports = Vec::new();
     for cluster in &settings.config.clusters {
@@ -351,8 +351,11 @@ pub async fn census_once(
             Ok(c) => Kept(Some(Arc::new(c))),
             Err(e) => {
                 for p in &cluster.pools {
-                    let key =
-                        PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
+                    let key = Scope::from(PoolKey::new(
+                        &cluster.cluster_id,
+                        &p.name,
+                        p.rados_namespace.as_deref(),
+                    ));
                     census.record(&key, Err(e.message.clone()));
                     reports.push(CensusReport {
                         key,
@@ -367,12 +370,15 @@ pub async fn census_once(
         let Some(c) = &conn.0 else { continue };
         for p in &cluster.pools {
             let key = PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
-            let wanted = details.get(&key).cloned().unwrap_or_default();
+            let wanted = details
+                .get(&Scope::Ceph(key.clone()))
+                .cloned()
+                .unwrap_or_default();
             let (report, _) = census_pool(c.clone(), &key, p, settings.deadline, move |n| {
                 wanted.contains(n)
             })
             .await;
-            census.record(&key, report.result.clone().map_err(|f| f.message));
+            census.record(&report.key, report.result.clone().map_err(|f| f.message));
             reports.push(report);
         }
     }
