@@ -187,9 +187,9 @@ pub enum Resolved<'a> {
     NotYet,
 }
 
-/// The census's state of one pool.
+/// The census's state of one scope: its listings, and what the log has said about it.
 #[derive(Clone, Debug, Default)]
-pub struct PoolState {
+pub struct ScopeState {
     /// The last complete census.
     pub current: Option<Arc<Snapshot>>,
     /// The one before it.
@@ -199,9 +199,43 @@ pub struct PoolState {
     /// When each listed image was first listed by this process (images without a creation
     /// time are dated by it).
     first_listed: HashMap<String, Time>,
+    /// The failure the log last said the scope has, with its first message: one line when a
+    /// scope starts failing or fails in another way (another kind), one when it works again.
+    /// The same problem in other words (an outage that times out in `rbd_list2`, then in
+    /// `rados_connect`) is not news.
+    failing: Option<(FailureKind, String)>,
+    /// The images whose details the log last said could not be read (`None`: it said none).
+    unread_said: Option<Vec<String>>,
 }
 
-impl PoolState {
+impl ScopeState {
+    /// Records a failure; true when it is news to log.
+    pub fn failed(&mut self, kind: FailureKind, message: &str) -> bool {
+        let news = self.failing.as_ref().is_none_or(|(k, _)| *k != kind);
+        if news {
+            self.failing = Some((kind, message.to_string()));
+        }
+        news
+    }
+
+    /// Records a census that worked; the failure it ends, when the scope was failing.
+    pub fn recovered(&mut self) -> Option<String> {
+        self.failing.take().map(|(_, message)| message)
+    }
+
+    /// Records the images whose details a census could not read; true when that is news to
+    /// log (the set changed, and it or the last one said is not empty).
+    pub fn unread_now(&mut self, unread: Vec<String>) -> bool {
+        let news = self
+            .unread_said
+            .as_ref()
+            .map_or(!unread.is_empty(), |u| *u != unread);
+        if news {
+            self.unread_said = Some(unread);
+        }
+        news
+    }
+
     /// The census that answers now, if it may.
     fn trusted(&self) -> Option<&Snapshot> {
         if self.error.is_some() {
@@ -215,7 +249,7 @@ impl PoolState {
 #[derive(Clone, Debug, Default)]
 pub struct Census {
     /// Each scope's state.
-    pub pools: BTreeMap<Scope, PoolState>,
+    pub pools: BTreeMap<Scope, ScopeState>,
     /// This Kubernetes cluster's name in ceph-csi's metadata.
     pub cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
@@ -233,7 +267,7 @@ impl Census {
         Census {
             pools: pools
                 .into_iter()
-                .map(|k| (k.into(), PoolState::default()))
+                .map(|k| (k.into(), ScopeState::default()))
                 .collect(),
             cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
@@ -666,36 +700,62 @@ fn ownership_sentence(owner: Option<&ImageOwner>, cluster_name: Option<&str>) ->
     }
 }
 
-/// What the log has said about each failing pool: one line when a pool starts failing or fails
-/// in another way (another kind `K`, the backend's error category), one when it works again.
-/// The same problem in other words (an outage that times out in `rbd_list2`, then in
-/// `rados_connect`) is not news.
-#[derive(Debug)]
-pub struct Failing<K> {
-    by_pool: BTreeMap<Scope, (K, String)>,
+/// What stopped a census, for any backend: each backend maps its own errors (librados codes, an
+/// SDK's HTTP statuses) to one of these once, where it meets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureCategory {
+    /// No usable credentials, or they were refused (GCE/AWS 401, an expired token).
+    Auth,
+    /// The credentials may not do this (a 403, cephx caps).
+    Forbidden,
+    /// A rate or quota limit (429, `RequestLimitExceeded`).
+    Quota,
+    /// The service failed (5xx).
+    Server,
+    /// No answer in time, or no connection: the service is unavailable.
+    Timeout,
+    /// Anything else (a missing pool, an unusable configuration, a library that cannot load).
+    Other,
 }
 
-impl<K> Default for Failing<K> {
-    fn default() -> Self {
-        Failing {
-            by_pool: BTreeMap::new(),
+impl FailureCategory {
+    /// Stable short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCategory::Auth => "auth",
+            FailureCategory::Forbidden => "forbidden",
+            FailureCategory::Quota => "quota",
+            FailureCategory::Server => "server",
+            FailureCategory::Timeout => "timeout",
+            FailureCategory::Other => "other",
         }
     }
 }
 
-impl<K: Copy + PartialEq> Failing<K> {
-    /// Records a failure of `key`; true when it is news to log.
-    pub fn failed(&mut self, key: &Scope, category: K, message: &str) -> bool {
-        let news = self.by_pool.get(key).is_none_or(|(c, _)| *c != category);
-        if news {
-            self.by_pool
-                .insert(key.clone(), (category, message.to_string()));
-        }
-        news
-    }
+/// A census failure's kind: the neutral category, and the backend's own finer name for it (Ceph:
+/// `unavailable`, `not_found`, `config`, ...), which the logs print and by which one problem
+/// is told from another (a pool that goes from a refused key to a missing pool is news, though
+/// both may be [`FailureCategory::Other`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FailureKind {
+    /// The category.
+    pub category: FailureCategory,
+    /// The backend's stable short name for it.
+    pub name: &'static str,
+}
 
-    /// Records a census of `key` that worked; the failure it ends, when the pool was failing.
-    pub fn recovered(&mut self, key: &Scope) -> Option<String> {
-        self.by_pool.remove(key).map(|(_, message)| message)
+impl FailureKind {
+    /// A kind whose backend has no finer name than the category's.
+    pub fn of(category: FailureCategory) -> FailureKind {
+        FailureKind {
+            category,
+            name: category.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
     }
 }

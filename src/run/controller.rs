@@ -24,7 +24,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-use crate::census::ceph::CensusReport;
+use crate::census::CensusReport;
 use crate::decide::census::{Census, Resolved, disk_ref};
 use crate::decide::classify::volume_source;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
@@ -154,7 +154,7 @@ struct Loop {
 
 /// The census as the loop keeps it: each pool's state and the findings about images nothing
 /// references, by VolumeLeftover name.
-type CensusState = crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
+type CensusState = crate::decide::census_result::CensusState;
 
 /// A ClusterReport write in flight: the content, and how it went.
 type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + Send>>;
@@ -716,11 +716,11 @@ impl Loop {
         self.scheduler.memo(name).tombstone = t.map(Box::new);
     }
 
-    /// A pool's census completed (or failed): what it means is decided by
+    /// A scope's census completed (or failed): what it means is decided by
     /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
     /// measured and the names it concerns are decided again.
     fn on_census(&mut self, report: CensusReport) {
-        use crate::decide::census_result::{CensusLog, Gauge, Naming, census_result};
+        use crate::decide::census_result::{Gauge, census_result};
         let Some(cs) = self.census.as_mut() else {
             return;
         };
@@ -732,7 +732,34 @@ impl Loop {
         } = report;
         let label = key.to_string();
         let (stores, scheduler) = (&self.stores, &mut self.scheduler);
-        let naming = || Naming {
+        let out = census_result(
+            cs,
+            &key,
+            result.map_err(|e| (e.kind, e.message)),
+            &wall_clock(),
+            || Self::census_naming(stores, scheduler),
+        );
+        match out.gauge {
+            Gauge::Done { images, unread } => {
+                self.metrics
+                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
+            }
+            Gauge::Failed => self.metrics.census_failed(&label, requests),
+        }
+        for line in out.logs {
+            Self::log_census(&label, line);
+        }
+        for n in out.mark {
+            self.scheduler.mark(&n);
+        }
+    }
+
+    /// What names disks now, as the stores and the tombstones not written yet say.
+    fn census_naming(
+        stores: &Stores,
+        scheduler: &mut Scheduler,
+    ) -> crate::decide::census_result::Naming {
+        crate::decide::census_result::Naming {
             volumes: stores
                 .pv
                 .state()
@@ -764,46 +791,32 @@ impl Loop {
                     Some(t.status.source.clone())
                 })
                 .collect(),
-        };
-        let out = census_result(
-            cs,
-            &key,
-            result.map_err(|e| (e.category, e.message)),
-            &wall_clock(),
-            naming,
-        );
-        match out.gauge {
-            Gauge::Done { images, unread } => {
-                self.metrics
-                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
-            }
-            Gauge::Failed => self.metrics.census_failed(&label, requests),
         }
-        for line in out.logs {
-            match line {
-                CensusLog::Recovered { after } => {
-                    tracing::info!(pool = %label, after = %after, "the census of the pool works again")
-                }
-                CensusLog::Done { images } => {
-                    tracing::debug!(pool = %label, images = images, "census done")
-                }
-                CensusLog::Unread {
-                    images,
-                    first,
-                    error,
-                } => {
-                    tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
-                }
-                CensusLog::ReadAgain => {
-                    tracing::info!(pool = %label, "the details of every image can be read again")
-                }
-                CensusLog::Failed { category, message } => {
-                    tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
-                }
+    }
+
+    /// Logs a line of a census outcome of the scope labelled `label`.
+    fn log_census(label: &str, line: crate::decide::census_result::CensusLog) {
+        use crate::decide::census_result::CensusLog;
+        match line {
+            CensusLog::Recovered { after } => {
+                tracing::info!(pool = %label, after = %after, "the census of the pool works again")
             }
-        }
-        for n in out.mark {
-            self.scheduler.mark(&n);
+            CensusLog::Done { images } => {
+                tracing::debug!(pool = %label, images = images, "census done")
+            }
+            CensusLog::Unread {
+                images,
+                first,
+                error,
+            } => {
+                tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+            }
+            CensusLog::ReadAgain => {
+                tracing::info!(pool = %label, "the details of every image can be read again")
+            }
+            CensusLog::Failed { category, message } => {
+                tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+            }
         }
     }
 

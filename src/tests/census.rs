@@ -574,18 +574,70 @@ fn images_whose_details_could_not_be_read_are_listed_and_unread() {
 #[test]
 fn one_problem_is_logged_once_whatever_its_text_and_its_end_once() {
     use crate::census::ceph::rbd::Category;
-    use crate::decide::census::Failing;
-    let mut f = Failing::default();
-    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    let mut f = crate::decide::census::ScopeState::default();
+    assert!(f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
     // The same outage in other words (the next census times out in rados_connect), again and
     // again: not news.
     for _ in 0..3 {
-        assert!(!f.failed(&key(), Category::Unavailable, "rados_connect timed out"));
-        assert!(!f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+        assert!(!f.failed(Category::Unavailable.into(), "rados_connect timed out"));
+        assert!(!f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
     }
     // Another problem is.
-    assert!(f.failed(&key(), Category::Forbidden, "the key was refused"));
-    assert_eq!(f.recovered(&key()).as_deref(), Some("the key was refused"));
-    assert_eq!(f.recovered(&key()), None, "its end is said once");
-    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    assert!(f.failed(Category::Forbidden.into(), "the key was refused"));
+    assert_eq!(f.recovered().as_deref(), Some("the key was refused"));
+    assert_eq!(f.recovered(), None, "its end is said once");
+    assert!(f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
+}
+
+#[test]
+fn a_ceph_error_gets_its_category_once_and_keeps_its_name_text_and_source() {
+    use crate::census::CensusFailure;
+    use crate::census::ceph::rbd::Category;
+    use crate::decide::census::{FailureCategory, FailureKind};
+    let cases = [
+        (
+            Category::Unavailable,
+            FailureCategory::Timeout,
+            "unavailable",
+        ),
+        (Category::Forbidden, FailureCategory::Forbidden, "forbidden"),
+        (Category::NotFound, FailureCategory::Other, "not_found"),
+        (
+            Category::LibraryMissing,
+            FailureCategory::Other,
+            "library_missing",
+        ),
+        (Category::Config, FailureCategory::Other, "config"),
+        (Category::Other, FailureCategory::Other, "other"),
+    ];
+    for (ceph, category, name) in cases {
+        let kind = FailureKind::from(ceph);
+        assert_eq!(
+            (kind.category, kind.to_string()),
+            (category, name.to_string())
+        );
+    }
+    // The line is what the logs printed before ("context: cause"); the cause stays reachable.
+    let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    let f = CensusFailure::caused(
+        Category::Config,
+        Some("cannot read the key file /k".into()),
+        io,
+    );
+    assert_eq!(f.to_string(), "cannot read the key file /k: no such file");
+    let cause = std::error::Error::source(&f).expect("a source");
+    assert_eq!(cause.to_string(), "no such file");
+    assert!(cause.downcast_ref::<std::io::Error>().is_some());
+    assert_eq!(f.category(), FailureCategory::Other);
+    let bare = CensusFailure::caused(
+        Category::Unavailable,
+        None,
+        std::io::Error::other("timed out"),
+    );
+    assert_eq!(bare.to_string(), "timed out");
+    // Two problems of one category are still two problems to the log.
+    let mut failing = crate::decide::census::ScopeState::default();
+    assert!(failing.failed(FailureKind::from(Category::NotFound), "no pool"));
+    assert!(failing.failed(FailureKind::from(Category::Config), "bad option"));
+    assert!(!failing.failed(FailureKind::from(Category::Config), "bad option again"));
 }

@@ -26,7 +26,7 @@ fn key() -> Scope {
     pool().into()
 }
 
-fn state() -> CensusState<Category> {
+fn state() -> CensusState {
     let config = CensusConfig::parse(&format!(
         "clusterName: e2e\nclusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    pools:\n      - name: k8s-rbd\n"
     ))
@@ -94,22 +94,22 @@ fn volumes(v: &[(&str, &str)]) -> Naming {
 }
 
 fn run(
-    st: &mut CensusState<Category>,
+    st: &mut CensusState,
     result: Result<Snapshot, (Category, &str)>,
     at: &Time,
     naming: Naming,
-) -> CensusOutcome<Category> {
+) -> CensusOutcome {
     census_result(
         st,
         &key(),
-        result.map_err(|(c, m)| (c, m.to_string())),
+        result.map_err(|(c, m)| (c.into(), m.to_string())),
         at,
         || naming,
     )
 }
 
-fn failed(st: &mut CensusState<Category>, c: Category, m: &str) -> CensusOutcome<Category> {
-    census_result(st, &key(), Err((c, m.to_string())), &now(), || {
+fn failed(st: &mut CensusState, c: Category, m: &str) -> CensusOutcome {
+    census_result(st, &key(), Err((c.into(), m.to_string())), &now(), || {
         panic!("a failed census reads no names: it concludes nothing")
     })
 }
@@ -122,7 +122,7 @@ fn a_failure_is_logged_once_per_kind_and_concludes_nothing() {
     assert_eq!(
         out.logs,
         vec![CensusLog::Failed {
-            category: Category::Unavailable,
+            category: Category::Unavailable.into(),
             message: "rbd_list2 timed out".into()
         }]
     );
@@ -136,7 +136,7 @@ fn a_failure_is_logged_once_per_kind_and_concludes_nothing() {
     assert_eq!(
         other.logs,
         vec![CensusLog::Failed {
-            category: Category::Forbidden,
+            category: Category::Forbidden.into(),
             message: "the key was refused".into()
         }]
     );

@@ -20,7 +20,9 @@ use tokio::sync::mpsc;
 
 use crate::census::ceph::config::{CensusConfig, ClusterConfig};
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::decide::census::{PoolKey, Scope, Seen, SeenDetail, Snapshot, image_ref};
+use crate::decide::census::{
+    FailureCategory, FailureKind, PoolKey, Scope, Seen, SeenDetail, Snapshot, image_ref,
+};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::ImageOwner;
@@ -42,41 +44,29 @@ pub struct CensusSettings {
     pub deadline: Duration,
 }
 
-/// Why a pool's census failed. Its category is the problem (Ceph unavailable, a refused key, a
-/// missing pool): one outage can fail with changing texts (an `rbd_list2` timeout, then a
-/// `rados_connect` timeout), and is still one problem, logged once.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct CensusFailure {
-    /// What kind of problem it is.
-    pub category: Category,
-    /// What failed, in one line.
-    pub message: String,
-}
+pub use crate::census::{CensusFailure, CensusReport};
 
-impl CensusFailure {
-    fn new(category: Category, message: String) -> CensusFailure {
-        CensusFailure { category, message }
-    }
-
-    /// A request or connect that outlived its bound: Ceph is not answering, as with librados's
-    /// own timeout (-110), which is [`Category::Unavailable`] too.
-    fn abandoned(message: String) -> CensusFailure {
-        CensusFailure::new(Category::Unavailable, message)
+impl From<Category> for FailureKind {
+    /// Ceph's categories, mapped once: what the logs print stays Ceph's own name.
+    fn from(c: Category) -> FailureKind {
+        let category = match c {
+            Category::Unavailable => FailureCategory::Timeout,
+            Category::Forbidden => FailureCategory::Forbidden,
+            Category::NotFound | Category::LibraryMissing | Category::Config | Category::Other => {
+                FailureCategory::Other
+            }
+        };
+        FailureKind {
+            category,
+            name: c.as_str(),
+        }
     }
 }
 
-/// The result of one pool's census.
-#[derive(Debug)]
-pub struct CensusReport {
-    /// The pool.
-    pub key: Scope,
-    /// The census, or why there is none.
-    pub result: Result<Snapshot, CensusFailure>,
-    /// Library calls it made.
-    pub requests: u64,
-    /// How long it took.
-    pub elapsed: Duration,
+/// A request or connect that outlived its bound: Ceph is not answering, as with librados's
+/// own timeout (-110), which is [`Category::Unavailable`] too.
+fn abandoned(message: String) -> CensusFailure {
+    CensusFailure::new(Category::Unavailable, message)
 }
 
 /// Runs the census until `tx` is closed.
@@ -211,7 +201,7 @@ async fn census_cluster(
         if abort {
             *conn = Kept(None);
         }
-        let failed = report.result.as_ref().err().map(|f| f.category);
+        let failed = report.result.as_ref().err().map(|f| f.kind);
         if tx.send(report).await.is_err() {
             return;
         }
@@ -262,7 +252,7 @@ async fn reconnect(
 async fn not_censused(
     rest: &[PoolKey],
     failed: &PoolKey,
-    category: Category,
+    kind: FailureKind,
     tx: &mpsc::Sender<CensusReport>,
 ) {
     for key in rest {
@@ -270,7 +260,7 @@ async fn not_censused(
             .send(CensusReport {
                 key: key.clone().into(),
                 result: Err(CensusFailure::new(
-                    category,
+                    kind,
                     format!("not censused: the census of pool {failed} failed first"),
                 )),
                 requests: 0,
@@ -303,22 +293,19 @@ async fn census_pool(
         }
         Ok(Ok(Err(e))) => {
             let abort = e.aborts_census();
-            (
-                Err(CensusFailure::new(e.category(), e.to_string())),
-                0,
-                abort,
-            )
+            (Err(CensusFailure::caused(e.category(), None, e)), 0, abort)
         }
         Ok(Err(join)) => (
-            Err(CensusFailure::new(
+            Err(CensusFailure::caused(
                 Category::Other,
-                format!("the census task failed: {join}"),
+                Some("the census task failed".into()),
+                join,
             )),
             0,
             true,
         ),
         Err(_) => (
-            Err(CensusFailure::abandoned(format!(
+            Err(abandoned(format!(
                 "the census of pool {key} took longer than {}s; it is abandoned",
                 deadline.as_secs()
             ))),
@@ -397,9 +384,10 @@ async fn connect(
         Some(path) => Some(
             std::fs::read_to_string(path)
                 .map_err(|e| {
-                    CensusFailure::new(
+                    CensusFailure::caused(
                         Category::Config,
-                        format!("cannot read the key file {}: {e}", path.display()),
+                        Some(format!("cannot read the key file {}", path.display())),
+                        e,
                     )
                 })?
                 .trim()
@@ -430,7 +418,7 @@ async fn connect(
     });
     match tokio::time::timeout(settings.deadline, &mut rx).await {
         Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| {
-            CensusFailure::new(e.category(), format!("cluster {id}: {e}"))
+            CensusFailure::caused(e.category(), Some(format!("cluster {id}")), e)
         }),
         Ok(Err(_)) => Err(CensusFailure::new(
             Category::Other,
@@ -446,7 +434,7 @@ async fn connect(
             if let Ok(Ok(late)) = rx.try_recv() {
                 release(Arc::new(late));
             }
-            Err(CensusFailure::abandoned(format!(
+            Err(abandoned(format!(
                 "cluster {id}: connecting took longer than {}s; it is abandoned",
                 settings.deadline.as_secs()
             )))
