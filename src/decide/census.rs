@@ -142,20 +142,100 @@ pub struct Seen {
     pub id: String,
     /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
     /// entry per image).
-    pub detail: Option<Box<SeenDetail>>,
+    pub detail: Option<Box<DiskFacts>>,
 }
 
-/// The details of an image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SeenDetail {
+/// What a census read of one disk or image, for any backend: read only for disks no volume
+/// names, and what the decisions about them use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskFacts {
     /// Provisioned size in bytes.
     pub size: u64,
-    /// When it was created (not recorded by images older than Mimic).
+    /// When it was created (not recorded by RBD images older than Mimic).
     pub created: Option<jiff::Timestamp>,
-    /// Addresses of its watchers, sorted.
-    pub watchers: Vec<String>,
+    /// Its type (`pd-balanced`, `gp3`), where the backend has one.
+    pub kind: Option<String>,
+    /// What uses it now, sorted: an RBD image's watchers, a GCE disk's `users`, the instances
+    /// an EBS volume is attached to. Not empty: in use, never a plain orphan.
+    pub in_use: Vec<String>,
+    /// When it was last detached, where the backend records it (GCE `lastDetachTimestamp`).
+    pub last_detached: Option<jiff::Timestamp>,
+    /// The PV and claim its provisioner recorded it for (ceph-csi's image metadata; the GCE
+    /// description's or EBS tags' `kubernetes.io/created-for/...`), when it recorded any.
+    pub created_for: Option<CreatedFor>,
+    /// The Kubernetes cluster the disk names as its owner (ceph-csi's `csi.ceph.com/cluster/name`,
+    /// GKE's `goog-k8s-cluster-name`, EBS `kubernetes.io/cluster/<name>`, ...).
+    pub cluster: Option<String>,
+    /// A regional disk's replica zones.
+    pub replica_zones: Vec<String>,
+}
+
+/// The PV and claim a provisioner recorded a disk for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreatedFor {
+    /// The PV's name.
+    pub pv: Option<String>,
+    /// The claim's name.
+    pub pvc: Option<String>,
+    /// The claim's namespace.
+    pub pvc_namespace: Option<String>,
+}
+
+/// Whose a disk is, as far as it says and this operator's cluster name allows to tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// This cluster's (or, with no cluster named on either side, the provisioner recorded it
+    /// and nothing says it is another's).
+    Ours,
+    /// Another cluster's: not a finding.
+    OtherCluster(String),
+    /// Cannot be told: a finding that says so, never a plain orphan.
+    Unknown,
+}
+
+impl DiskFacts {
+    /// The facts of an RBD image as the Ceph census reads them: its watchers' addresses and
     /// ceph-csi's ownership metadata.
-    pub owner: Option<ImageOwner>,
+    pub fn ceph(
+        size: u64,
+        created: Option<jiff::Timestamp>,
+        mut watchers: Vec<String>,
+        owner: Option<ImageOwner>,
+    ) -> DiskFacts {
+        watchers.sort();
+        DiskFacts {
+            size,
+            created,
+            in_use: watchers,
+            cluster: owner.as_ref().and_then(|o| o.cluster_name.clone()),
+            created_for: owner.map(|o| CreatedFor {
+                pv: o.volume_name,
+                pvc: o.claim_name,
+                pvc_namespace: o.claim_namespace,
+            }),
+            ..DiskFacts::default()
+        }
+    }
+
+    /// Whose it is, `ours` being this cluster's name (when configured).
+    pub fn owner(&self, ours: Option<&str>) -> Owner {
+        match (self.cluster.as_deref(), ours) {
+            (Some(theirs), Some(ours)) if theirs != ours => Owner::OtherCluster(theirs.into()),
+            (Some(_), Some(_)) => Owner::Ours,
+            (None, None) if self.created_for.is_some() => Owner::Ours,
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// The ownership as the CRD's `image.owner` says it.
+    fn image_owner(&self) -> Option<ImageOwner> {
+        self.created_for.as_ref().map(|c| ImageOwner {
+            volume_name: c.pv.clone(),
+            claim_namespace: c.pvc_namespace.clone(),
+            claim_name: c.pvc.clone(),
+            cluster_name: self.cluster.clone(),
+        })
+    }
 }
 
 /// One complete census of one pool.
@@ -384,7 +464,7 @@ impl Census {
         };
         if let Some(seen) = cur.images.get(r.name()) {
             return ImageFound::Present {
-                watchers: seen.detail.as_ref().map_or(0, |d| d.watchers.len()),
+                watchers: seen.detail.as_ref().map_or(0, |d| d.in_use.len()),
             };
         }
         let Some(prev) = st.previous.as_deref() else {
@@ -424,10 +504,8 @@ impl Census {
                 // Without its details (not read, or gone since the listing), its owner is
                 // unknown: nothing is asserted.
                 let d = seen.detail.as_ref()?;
-                let owner_cluster = d.owner.as_ref().and_then(|o| o.cluster_name.as_deref());
-                if let (Some(theirs), Some(ours)) = (owner_cluster, self.cluster_name.as_deref())
-                    && theirs != ours
-                {
+                let owner = d.owner(self.cluster_name.as_deref());
+                if let Owner::OtherCluster(_) = owner {
                     return None;
                 }
                 let born = d
@@ -438,7 +516,15 @@ impl Census {
                 if age < self.image_grace {
                     return None;
                 }
-                Some(orphan(key, n, seen, d, self.cluster_name.as_deref(), now))
+                Some(orphan(
+                    key,
+                    n,
+                    seen,
+                    d,
+                    &owner,
+                    self.cluster_name.as_deref(),
+                    now,
+                ))
             })
             .collect()
     }
@@ -518,7 +604,8 @@ fn orphan(
     key: &Scope,
     name: &str,
     seen: &Seen,
-    d: &SeenDetail,
+    d: &DiskFacts,
+    owner: &Owner,
     cluster_name: Option<&str>,
     now: &Time,
 ) -> Finding {
@@ -535,7 +622,7 @@ fn orphan(
             conditions: Vec::new(),
             acknowledged: None,
             message: orphan_message(key, name, d, cluster_name),
-            hints: orphan_hints(d, cluster_name),
+            hints: orphan_hints(d, owner),
             phase: String::new(),
             phase_since: None,
             phase_message: None,
@@ -555,8 +642,8 @@ fn orphan(
                 id: Some(seen.id.clone()),
                 size_bytes: size,
                 created: d.created.map(Time),
-                watchers: d.watchers.clone(),
-                owner: d.owner.clone(),
+                watchers: d.in_use.clone(),
+                owner: d.image_owner(),
                 ..image_location(key)
             }),
         },
@@ -630,19 +717,14 @@ pub fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
     }
 }
 
-/// An orphan's hints, sorted: in use (it has watchers), and whose it is cannot be told (no
-/// ownership metadata, or only one side of the comparison names a cluster).
-fn orphan_hints(d: &SeenDetail, cluster_name: Option<&str>) -> Vec<Hint> {
+/// An orphan's hints, sorted: in use (something uses it), and whose it is cannot be told (no
+/// ownership recorded, or only one side of the comparison names a cluster).
+fn orphan_hints(d: &DiskFacts, owner: &Owner) -> Vec<Hint> {
     let mut hints = Vec::new();
-    if !d.watchers.is_empty() {
+    if !d.in_use.is_empty() {
         hints.push(Hint::ImageInUse);
     }
-    let owner = d.owner.as_ref();
-    let owner_cluster = owner.and_then(|o| o.cluster_name.as_deref());
-    if owner.is_none()
-        || (owner_cluster.is_none() && cluster_name.is_some())
-        || (owner_cluster.is_some() && cluster_name.is_none())
-    {
+    if *owner == Owner::Unknown {
         hints.push(Hint::OwnerUnknown);
     }
     hints.sort();
@@ -651,7 +733,7 @@ fn orphan_hints(d: &SeenDetail, cluster_name: Option<&str>) -> Vec<Hint> {
 
 /// An orphan's message: where the image is, whose ceph-csi says it was, and whether it is in
 /// use.
-fn orphan_message(key: &Scope, name: &str, d: &SeenDetail, cluster_name: Option<&str>) -> String {
+fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&str>) -> String {
     let what = match key {
         Scope::Ceph(key) => {
             let where_ = if key.namespace.is_empty() {
@@ -667,11 +749,19 @@ fn orphan_message(key: &Scope, name: &str, d: &SeenDetail, cluster_name: Option<
         Scope::Ebs { region, .. } => format!("EBS volume {name} ({region})"),
     };
     let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
-    m.push_str(&ownership_sentence(d.owner.as_ref(), cluster_name));
-    if !d.watchers.is_empty() {
+    m.push_str(&ownership_sentence(
+        key,
+        d.image_owner().as_ref(),
+        cluster_name,
+    ));
+    if !d.in_use.is_empty() {
+        let used = match key {
+            Scope::Ceph(_) => "open or mapped by",
+            Scope::Gce { .. } | Scope::Ebs { .. } => "attached to",
+        };
         m.push_str(&format!(
-            " It is open or mapped by {}: in use, not a plain orphan.",
-            d.watchers.join(", ")
+            " It is {used} {}: in use, not a plain orphan.",
+            d.in_use.join(", ")
         ));
     }
     m
@@ -679,23 +769,35 @@ fn orphan_message(key: &Scope, name: &str, d: &SeenDetail, cluster_name: Option<
 
 /// What ceph-csi's ownership metadata says of the image (with its leading space), and how far
 /// it can be trusted to be this cluster's: the pool may be shared with other clusters.
-fn ownership_sentence(owner: Option<&ImageOwner>, cluster_name: Option<&str>) -> String {
+fn ownership_sentence(
+    key: &Scope,
+    owner: Option<&ImageOwner>,
+    cluster_name: Option<&str>,
+) -> String {
+    // Who records the ownership (as a sentence's subject too), and what several clusters share.
+    let (who, subject, shared) = match key {
+        Scope::Ceph(_) => ("ceph-csi", "ceph-csi", "pool"),
+        Scope::Gce { .. } => ("GCE PD CSI driver", "The GCE PD CSI driver", "project"),
+        Scope::Ebs { .. } => ("EBS CSI driver", "The EBS CSI driver", "account"),
+    };
     let Some(o) = owner else {
-        return " It carries no ceph-csi ownership metadata: it may belong to another cluster sharing the pool, or to none.".to_string();
+        return format!(
+            " It carries no {who} ownership metadata: it may belong to another cluster sharing the {shared}, or to none."
+        );
     };
     let pv = o.volume_name.as_deref().unwrap_or("?");
     let claim = match (&o.claim_namespace, &o.claim_name) {
         (Some(ns), Some(n)) => format!("{ns}/{n}"),
         _ => "?".into(),
     };
-    let recorded = format!(" ceph-csi recorded it as PersistentVolume {pv} for claim {claim}");
+    let recorded = format!(" {subject} recorded it as PersistentVolume {pv} for claim {claim}");
     match (o.cluster_name.as_deref(), cluster_name) {
         (Some(c), Some(_)) => format!("{recorded} in this cluster ({c})."),
         (Some(c), None) => format!(
             "{recorded} in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
         ),
         (None, _) => format!(
-            "{recorded} without naming a cluster: it may belong to another cluster sharing the pool."
+            "{recorded} without naming a cluster: it may belong to another cluster sharing the {shared}."
         ),
     }
 }

@@ -12,7 +12,7 @@ use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
 use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::snapshot_of;
 use crate::decide::census::{
-    Census, DiskRef, ImageRef, PoolKey, Resolved, Scope, Seen, SeenDetail, Snapshot, image_ref,
+    Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, Seen, Snapshot, image_ref,
     leftover_name,
 };
 use crate::decide::classify::{classify, volume_source};
@@ -56,17 +56,17 @@ fn census() -> Census {
 fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
     Seen {
         id: "1234abcd".into(),
-        detail: Some(Box::new(SeenDetail {
-            size: 10 * 1024 * 1024 * 1024,
-            created: Some(now_plus(-age).0),
-            watchers: watchers.iter().map(|w| w.to_string()).collect(),
-            owner: cluster.map(|c| ImageOwner {
+        detail: Some(Box::new(DiskFacts::ceph(
+            10 * 1024 * 1024 * 1024,
+            Some(now_plus(-age).0),
+            watchers.iter().map(|w| w.to_string()).collect(),
+            cluster.map(|c| ImageOwner {
                 volume_name: Some("pvc-1".into()),
                 claim_namespace: Some("db".into()),
                 claim_name: Some("data".into()),
                 cluster_name: Some(c.into()),
             }),
-        })),
+        ))),
     }
 }
 

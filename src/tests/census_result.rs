@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::fixtures::{now, now_plus};
 use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::rbd::Category;
-use crate::decide::census::{PoolKey, Scope, Seen, SeenDetail, Snapshot, disk_ref, leftover_name};
+use crate::decide::census::{DiskFacts, PoolKey, Scope, Seen, Snapshot, disk_ref, leftover_name};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
@@ -60,12 +60,12 @@ fn old(mut s: Snapshot, image: &str) -> Snapshot {
         image.to_string(),
         Seen {
             id: format!("id-{image}"),
-            detail: Some(Box::new(SeenDetail {
-                size: 1024,
-                created: Some(now_plus(-7200).0),
-                watchers: Vec::new(),
-                owner: None,
-            })),
+            detail: Some(Box::new(DiskFacts::ceph(
+                1024,
+                Some(now_plus(-7200).0),
+                Vec::new(),
+                None,
+            ))),
         },
     );
     s

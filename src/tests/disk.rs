@@ -408,3 +408,118 @@ fn cloud_leftover_names_follow_the_rbd_scheme_and_never_collide() {
         assert!(n.len() <= 253 && !n.ends_with('-'), "{n}");
     }
 }
+
+#[test]
+fn whose_a_disk_is_follows_what_it_says_and_what_this_cluster_is_called() {
+    use crate::decide::census::{CreatedFor, DiskFacts, Owner};
+    let facts = |cluster: Option<&str>, recorded: bool| DiskFacts {
+        cluster: cluster.map(str::to_string),
+        created_for: recorded.then(CreatedFor::default),
+        ..DiskFacts::default()
+    };
+    let cases = [
+        (Some("a"), true, Some("a"), Owner::Ours),
+        (Some("a"), false, Some("a"), Owner::Ours),
+        (Some("b"), true, Some("a"), Owner::OtherCluster("b".into())),
+        (Some("b"), false, Some("a"), Owner::OtherCluster("b".into())),
+        // Only one side names a cluster: cannot tell.
+        (Some("a"), true, None, Owner::Unknown),
+        (None, true, Some("a"), Owner::Unknown),
+        // Neither does, and the provisioner recorded it: one cluster, this one.
+        (None, true, None, Owner::Ours),
+        // Nothing recorded at all.
+        (None, false, None, Owner::Unknown),
+        (None, false, Some("a"), Owner::Unknown),
+    ];
+    for (cluster, recorded, ours, want) in cases {
+        assert_eq!(
+            facts(cluster, recorded).owner(ours),
+            want,
+            "{cluster:?} {recorded} {ours:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster_owns_it() {
+    use crate::decide::census::{CreatedFor, DiskFacts};
+    use crate::model::crd::{Hint, Reason};
+    let scope = gce_scope("p1", "us-central1");
+    let mut c = Census::new([scope.clone()], Some("prod"), Duration::from_secs(3600));
+    let disk = |cluster: Option<&str>, users: &[&str]| Seen {
+        id: "4711".into(),
+        detail: Some(Box::new(DiskFacts {
+            size: 10 << 30,
+            created: Some(now_plus(-7200).0),
+            kind: Some("pd-balanced".into()),
+            in_use: users.iter().map(|u| u.to_string()).collect(),
+            created_for: Some(CreatedFor {
+                pv: Some("pvc-1".into()),
+                pvc: Some("data".into()),
+                pvc_namespace: Some("db".into()),
+            }),
+            cluster: cluster.map(str::to_string),
+            replica_zones: vec!["us-central1-a".into(), "us-central1-b".into()],
+            ..DiskFacts::default()
+        })),
+    };
+    let images = [
+        ("ours", disk(Some("prod"), &[])),
+        ("theirs", disk(Some("staging"), &[])),
+        ("nobody-says", disk(None, &[])),
+        ("attached", disk(Some("prod"), &["vm-1"])),
+    ];
+    c.record(
+        &scope,
+        Ok(Snapshot {
+            started: now_plus(0),
+            pool_id: 0,
+            images: images
+                .into_iter()
+                .map(|(n, s)| (n.to_string(), s))
+                .collect(),
+            trash: Default::default(),
+            unread: Default::default(),
+        }),
+    );
+    let found = c.orphans(&scope, &Default::default(), &now_plus(0));
+    let by_disk: std::collections::BTreeMap<_, _> = found
+        .iter()
+        .map(|f| (f.status.image.as_ref().expect("image").name.as_str(), f))
+        .collect();
+    assert_eq!(
+        by_disk.keys().copied().collect::<Vec<_>>(),
+        ["attached", "nobody-says", "ours"],
+        "another cluster's disk is not a finding"
+    );
+    let ours = by_disk["ours"];
+    assert_eq!(ours.name(), disk_leftover_name(&scope, "ours"));
+    assert_eq!(ours.status.reason, Reason::ImageWithoutVolume);
+    assert!(ours.status.hints.is_empty(), "{:?}", ours.status.hints);
+    assert_eq!(ours.status.capacity_bytes, Some(10 << 30));
+    assert_eq!(ours.status.source.kind, "gcePersistentDisk");
+    assert_eq!(ours.status.source.disk_name.as_deref(), Some("ours"));
+    let image = ours.status.image.as_ref().expect("image");
+    assert_eq!(
+        (image.cluster_id.as_str(), image.pool.as_str()),
+        ("p1", "us-central1")
+    );
+    let owner = image.owner.as_ref().expect("owner");
+    assert_eq!(owner.volume_name.as_deref(), Some("pvc-1"));
+    assert_eq!(owner.cluster_name.as_deref(), Some("prod"));
+    assert_eq!(
+        ours.status.message,
+        "GCE persistent disk ours (project p1, us-central1) is not referenced by any PersistentVolume or tombstone. The GCE PD CSI driver recorded it as PersistentVolume pvc-1 for claim db/data in this cluster (prod)."
+    );
+    assert_eq!(by_disk["nobody-says"].status.hints, [Hint::OwnerUnknown]);
+    let attached = by_disk["attached"];
+    assert_eq!(attached.status.hints, [Hint::ImageInUse]);
+    assert!(
+        attached
+            .status
+            .message
+            .ends_with(" It is attached to vm-1: in use, not a plain orphan."),
+        "{}",
+        attached.status.message
+    );
+}

@@ -13,7 +13,7 @@ use super::fixtures::{
     FakeLookup, PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus,
     pv,
 };
-use crate::decide::census::{Census, PoolKey, Scope, Seen, SeenDetail, Snapshot, leftover_name};
+use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, Seen, Snapshot, leftover_name};
 use crate::decide::classify::{classify, tombstone};
 use crate::decide::name::{
     Decision, Echo, FOREIGN, Held, HeldChange, Images, Inputs, Log, Memo, Outcome, Rules, Stores,
@@ -171,17 +171,17 @@ fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> Snapshot {
 fn old_image() -> Seen {
     Seen {
         id: "1234abcd".into(),
-        detail: Some(Box::new(SeenDetail {
-            size: 1 << 30,
-            created: Some(now_plus(-7200).0),
-            watchers: vec![],
-            owner: Some(ImageOwner {
+        detail: Some(Box::new(DiskFacts::ceph(
+            1 << 30,
+            Some(now_plus(-7200).0),
+            vec![],
+            Some(ImageOwner {
                 volume_name: Some("pvc-1".into()),
                 claim_namespace: Some("db".into()),
                 claim_name: Some("data".into()),
                 cluster_name: Some("e2e".into()),
             }),
-        })),
+        ))),
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::census::ceph::config::{CensusConfig, ClusterConfig};
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
 use crate::decide::census::{
-    FailureCategory, FailureKind, PoolKey, Scope, Seen, SeenDetail, Snapshot, image_ref,
+    DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, Seen, Snapshot, image_ref,
 };
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
@@ -474,22 +474,17 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
         .into_iter()
         .map(|i| {
             let detail = match i.detail {
-                rbd::Detail::Read(d) => Some(Box::new(SeenDetail {
-                    size: d.size,
-                    created: d.created,
-                    watchers: {
-                        let mut w: Vec<String> =
-                            d.watchers.iter().map(|w| w.address.clone()).collect();
-                        w.sort();
-                        w
-                    },
-                    owner: d.csi_owner().map(|o| ImageOwner {
+                rbd::Detail::Read(d) => Some(Box::new(DiskFacts::ceph(
+                    d.size,
+                    d.created,
+                    d.watchers.iter().map(|w| w.address.clone()).collect(),
+                    d.csi_owner().map(|o| ImageOwner {
                         volume_name: o.pv_name,
                         claim_namespace: o.pvc_namespace,
                         claim_name: o.pvc_name,
                         cluster_name: o.cluster_name,
                     }),
-                })),
+                ))),
                 _ => None,
             };
             (
