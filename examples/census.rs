@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volume_leftovers::census::ceph::config::CensusConfig;
 use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
 use volume_leftovers::census::ceph::{CensusSettings, census_once, snapshot_of};
-use volume_leftovers::decide::census::{PoolKey, RBD_CSI_DRIVER, Seen, image_ref};
+use volume_leftovers::decide::census::{PoolKey, RBD_CSI_DRIVER, Scope, Seen, image_ref};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
 use volume_leftovers::model::image::ImageFound;
@@ -466,7 +466,7 @@ fn main() {
     let image_grace = Duration::from_secs(3600);
     let mut census = census_config.census(image_grace);
     let setup_time = t.elapsed();
-    let key = PoolKey::new(&fsid, &pool, None);
+    let key = Scope::from(PoolKey::new(&fsid, &pool, None));
     let mut of_time = Duration::ZERO;
     let mut record_time = Duration::ZERO;
     let mut first = None;
@@ -522,7 +522,7 @@ fn main() {
     let mut referenced: HashSet<String> = HashSet::new();
     for s in &sources {
         let r = image_ref(s).expect("an RBD image");
-        let a = match census.image(&r, Some(&volume_created)) {
+        let a = match census.image(&r.clone().into(), Some(&volume_created)) {
             ImageFound::Present { .. } => "present",
             ImageFound::Missing { in_trash: true } => "missing, in the trash",
             ImageFound::Missing { in_trash: false } => "missing",
@@ -570,7 +570,7 @@ fn main() {
         timeout: Duration::from_secs(10),
         deadline: Duration::from_secs(600),
     };
-    let details: HashMap<PoolKey, HashSet<String>> = [(key.clone(), unref1.clone())].into();
+    let details: HashMap<Scope, HashSet<String>> = [(key.clone(), unref1.clone())].into();
     let mut scan_census = census_config.census(image_grace);
     let t = Instant::now();
     let reports = rt.block_on(census_once(&settings, &mut scan_census, &details));

@@ -17,9 +17,9 @@
 //! Kubernetes cluster. An image whose details were asked for and could not be read is in
 //! [`Snapshot::unread`]: nothing is concluded about it either way.
 //!
-//! **A second backend** (cloud disks, say) is one more module producing [`Snapshot`]s for its own
-//! [`PoolKey`]s (a project and zone instead of a cluster and pool) and one more arm in
-//! [`image_ref`]; the answers, the confirmation rule and the findings stay as they are.
+//! **Other backends** (GCE persistent disks, EBS volumes) produce [`Snapshot`]s for their own
+//! [`Scope`]s (a project and zone or region; an account and region) and [`disk_ref`] names their
+//! disks; the answers, the confirmation rule and the findings are the same for every backend.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -33,52 +33,7 @@ use crate::model::crd::{
 use crate::model::finding::Finding;
 pub use crate::model::image::ImageFound;
 
-/// One censused pool (one namespace of it) of one cluster.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PoolKey {
-    /// ceph-csi's cluster id.
-    pub cluster_id: String,
-    /// The pool.
-    pub pool: String,
-    /// The RADOS namespace (empty: the default one).
-    pub namespace: String,
-}
-
-impl PoolKey {
-    /// A key.
-    pub fn new(cluster_id: &str, pool: &str, namespace: Option<&str>) -> PoolKey {
-        PoolKey {
-            cluster_id: cluster_id.to_string(),
-            pool: pool.to_string(),
-            namespace: namespace.unwrap_or_default().to_string(),
-        }
-    }
-}
-
-impl std::fmt::Display for PoolKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{}/{}", self.cluster_id, self.pool)
-        } else {
-            write!(f, "{}/{}/{}", self.cluster_id, self.pool, self.namespace)
-        }
-    }
-}
-
-/// The image a volume names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ImageRef {
-    /// ceph-csi's cluster id (`None`: an in-tree volume, which does not say).
-    pub cluster_id: Option<String>,
-    /// The pool's name, when the volume says it.
-    pub pool: Option<String>,
-    /// The pool's id, from a ceph-csi volume handle.
-    pub pool_id: Option<i64>,
-    /// The RADOS namespace (empty: the default one).
-    pub namespace: String,
-    /// The image's name.
-    pub name: String,
-}
+pub use crate::model::image::{DiskRef, ImageRef, PoolKey, Scope};
 
 /// The ceph-csi RBD driver's name (also the suffix of a renamed one, `<prefix>.rbd.csi.ceph.com`).
 pub const RBD_CSI_DRIVER: &str = "rbd.csi.ceph.com";
@@ -122,6 +77,64 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
     }
 }
 
+/// The disk a volume names, for any backend: [`image_ref`]'s RBD image, a GCE persistent disk
+/// (`pd.csi.storage.gke.io`'s handle, or the in-tree `gcePersistentDisk` located by `zones`) or
+/// an EBS volume (`ebs.csi.aws.com`'s handle or the in-tree `awsElasticBlockStore`, its region
+/// from the zone in its volume id or in `zones`). `zones` are the zones the PV's node affinity
+/// requires (empty when only a recorded source is at hand, as for a tombstone). A handle that
+/// does not parse names nothing: the volume is not censused.
+pub fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
+    use crate::model::csi::{
+        EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, aws_region_of, gce_location, parse_ebs_volume_id,
+        parse_gce_handle,
+    };
+    let driver = s.driver.as_deref().unwrap_or_default();
+    let one_region = |zone: Option<&str>| {
+        let mut regions: Vec<Option<String>> = match zone {
+            Some(z) => vec![aws_region_of(z)],
+            None => zones.iter().map(|z| aws_region_of(z)).collect(),
+        };
+        regions.dedup();
+        match regions[..] {
+            [Some(ref r)] => Some(r.clone()),
+            _ => None,
+        }
+    };
+    match s.kind.as_str() {
+        "csi" if driver == GCE_PD_CSI_DRIVER => {
+            let h = parse_gce_handle(s.volume_handle.as_deref()?)?;
+            Some(DiskRef::Gce {
+                project: h.project,
+                location: Some(h.location),
+                name: h.name,
+            })
+        }
+        "csi" if driver == EBS_CSI_DRIVER => {
+            let id = s.volume_handle.as_deref()?;
+            crate::model::csi::is_ebs_volume_id(id).then(|| DiskRef::Ebs {
+                volume_id: id.to_string(),
+                region: one_region(None),
+            })
+        }
+        "gcePersistentDisk" => Some(DiskRef::Gce {
+            project: None,
+            location: gce_location(zones),
+            name: s
+                .disk_name
+                .clone()
+                .filter(|n| !n.is_empty() && !n.contains('/'))?,
+        }),
+        "awsElasticBlockStore" => {
+            let (volume_id, zone) = parse_ebs_volume_id(s.disk_name.as_deref()?)?;
+            Some(DiskRef::Ebs {
+                volume_id,
+                region: one_region(zone.as_deref()),
+            })
+        }
+        _ => image_ref(s).map(DiskRef::Ceph),
+    }
+}
+
 /// What the census learned of one image.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
@@ -129,20 +142,100 @@ pub struct Seen {
     pub id: String,
     /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
     /// entry per image).
-    pub detail: Option<Box<SeenDetail>>,
+    pub detail: Option<Box<DiskFacts>>,
 }
 
-/// The details of an image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SeenDetail {
+/// What a census read of one disk or image, for any backend: read only for disks no volume
+/// names, and what the decisions about them use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskFacts {
     /// Provisioned size in bytes.
     pub size: u64,
-    /// When it was created (not recorded by images older than Mimic).
+    /// When it was created (not recorded by RBD images older than Mimic).
     pub created: Option<jiff::Timestamp>,
-    /// Addresses of its watchers, sorted.
-    pub watchers: Vec<String>,
+    /// Its type (`pd-balanced`, `gp3`), where the backend has one.
+    pub kind: Option<String>,
+    /// What uses it now, sorted: an RBD image's watchers, a GCE disk's `users`, the instances
+    /// an EBS volume is attached to. Not empty: in use, never a plain orphan.
+    pub in_use: Vec<String>,
+    /// When it was last detached, where the backend records it (GCE `lastDetachTimestamp`).
+    pub last_detached: Option<jiff::Timestamp>,
+    /// The PV and claim its provisioner recorded it for (ceph-csi's image metadata; the GCE
+    /// description's or EBS tags' `kubernetes.io/created-for/...`), when it recorded any.
+    pub created_for: Option<CreatedFor>,
+    /// The Kubernetes cluster the disk names as its owner (ceph-csi's `csi.ceph.com/cluster/name`,
+    /// GKE's `goog-k8s-cluster-name`, EBS `kubernetes.io/cluster/<name>`, ...).
+    pub cluster: Option<String>,
+    /// A regional disk's replica zones.
+    pub replica_zones: Vec<String>,
+}
+
+/// The PV and claim a provisioner recorded a disk for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreatedFor {
+    /// The PV's name.
+    pub pv: Option<String>,
+    /// The claim's name.
+    pub pvc: Option<String>,
+    /// The claim's namespace.
+    pub pvc_namespace: Option<String>,
+}
+
+/// Whose a disk is, as far as it says and this operator's cluster name allows to tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// This cluster's (or, with no cluster named on either side, the provisioner recorded it
+    /// and nothing says it is another's).
+    Ours,
+    /// Another cluster's: not a finding.
+    OtherCluster(String),
+    /// Cannot be told: a finding that says so, never a plain orphan.
+    Unknown,
+}
+
+impl DiskFacts {
+    /// The facts of an RBD image as the Ceph census reads them: its watchers' addresses and
     /// ceph-csi's ownership metadata.
-    pub owner: Option<ImageOwner>,
+    pub fn ceph(
+        size: u64,
+        created: Option<jiff::Timestamp>,
+        mut watchers: Vec<String>,
+        owner: Option<ImageOwner>,
+    ) -> DiskFacts {
+        watchers.sort();
+        DiskFacts {
+            size,
+            created,
+            in_use: watchers,
+            cluster: owner.as_ref().and_then(|o| o.cluster_name.clone()),
+            created_for: owner.map(|o| CreatedFor {
+                pv: o.volume_name,
+                pvc: o.claim_name,
+                pvc_namespace: o.claim_namespace,
+            }),
+            ..DiskFacts::default()
+        }
+    }
+
+    /// Whose it is, `ours` being this cluster's name (when configured).
+    pub fn owner(&self, ours: Option<&str>) -> Owner {
+        match (self.cluster.as_deref(), ours) {
+            (Some(theirs), Some(ours)) if theirs != ours => Owner::OtherCluster(theirs.into()),
+            (Some(_), Some(_)) => Owner::Ours,
+            (None, None) if self.created_for.is_some() => Owner::Ours,
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// The ownership as the CRD's `image.owner` says it.
+    fn image_owner(&self) -> Option<ImageOwner> {
+        self.created_for.as_ref().map(|c| ImageOwner {
+            volume_name: c.pv.clone(),
+            claim_namespace: c.pvc_namespace.clone(),
+            claim_name: c.pvc.clone(),
+            cluster_name: self.cluster.clone(),
+        })
+    }
 }
 
 /// One complete census of one pool.
@@ -161,22 +254,22 @@ pub struct Snapshot {
     pub unread: BTreeMap<String, String>,
 }
 
-/// Which censused pool an image is in.
+/// Which censused scope a disk is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved<'a> {
     /// This one.
-    Pool(&'a PoolKey),
-    /// None (another cluster or pool; or two clusters have a pool of that name and the volume
-    /// does not say which).
+    In(&'a Scope),
+    /// None (another cluster, pool, project, zone, region or account; or two scopes could hold
+    /// it and the volume does not say which).
     NotCensused,
     /// The image is in a configured cluster whose pool cannot be told yet (a volume handle names
     /// the pool by id, and the pool has not been listed yet).
     NotYet,
 }
 
-/// The census's state of one pool.
+/// The census's state of one scope: its listings, and what the log has said about it.
 #[derive(Clone, Debug, Default)]
-pub struct PoolState {
+pub struct ScopeState {
     /// The last complete census.
     pub current: Option<Arc<Snapshot>>,
     /// The one before it.
@@ -186,9 +279,43 @@ pub struct PoolState {
     /// When each listed image was first listed by this process (images without a creation
     /// time are dated by it).
     first_listed: HashMap<String, Time>,
+    /// The failure the log last said the scope has, with its first message: one line when a
+    /// scope starts failing or fails in another way (another kind), one when it works again.
+    /// The same problem in other words (an outage that times out in `rbd_list2`, then in
+    /// `rados_connect`) is not news.
+    failing: Option<(FailureKind, String)>,
+    /// The images whose details the log last said could not be read (`None`: it said none).
+    unread_said: Option<Vec<String>>,
 }
 
-impl PoolState {
+impl ScopeState {
+    /// Records a failure; true when it is news to log.
+    pub fn failed(&mut self, kind: FailureKind, message: &str) -> bool {
+        let news = self.failing.as_ref().is_none_or(|(k, _)| *k != kind);
+        if news {
+            self.failing = Some((kind, message.to_string()));
+        }
+        news
+    }
+
+    /// Records a census that worked; the failure it ends, when the scope was failing.
+    pub fn recovered(&mut self) -> Option<String> {
+        self.failing.take().map(|(_, message)| message)
+    }
+
+    /// Records the images whose details a census could not read; true when that is news to
+    /// log (the set changed, and it or the last one said is not empty).
+    pub fn unread_now(&mut self, unread: Vec<String>) -> bool {
+        let news = self
+            .unread_said
+            .as_ref()
+            .map_or(!unread.is_empty(), |u| *u != unread);
+        if news {
+            self.unread_said = Some(unread);
+        }
+        news
+    }
+
     /// The census that answers now, if it may.
     fn trusted(&self) -> Option<&Snapshot> {
         if self.error.is_some() {
@@ -201,8 +328,8 @@ impl PoolState {
 /// The census of every configured pool.
 #[derive(Clone, Debug, Default)]
 pub struct Census {
-    /// Each pool's state.
-    pub pools: BTreeMap<PoolKey, PoolState>,
+    /// Each scope's state.
+    pub pools: BTreeMap<Scope, ScopeState>,
     /// This Kubernetes cluster's name in ceph-csi's metadata.
     pub cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
@@ -213,14 +340,14 @@ impl Census {
     /// No census yet: every pool answers Unknown. `cluster_name` is this Kubernetes cluster's
     /// name in the backend's ownership metadata.
     pub fn new(
-        pools: impl IntoIterator<Item = PoolKey>,
+        pools: impl IntoIterator<Item = impl Into<Scope>>,
         cluster_name: Option<&str>,
         image_grace: Duration,
     ) -> Census {
         Census {
             pools: pools
                 .into_iter()
-                .map(|k| (k, PoolState::default()))
+                .map(|k| (k.into(), ScopeState::default()))
                 .collect(),
             cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
@@ -228,7 +355,7 @@ impl Census {
     }
 
     /// Records a pool's census (or why it failed).
-    pub fn record(&mut self, key: &PoolKey, result: Result<Snapshot, String>) {
+    pub fn record(&mut self, key: &Scope, result: Result<Snapshot, String>) {
         let Some(st) = self.pools.get_mut(key) else {
             return;
         };
@@ -250,15 +377,21 @@ impl Census {
     }
 
     /// Whether the pool's census may be trusted now.
-    pub fn is_trusted(&self, key: &PoolKey) -> bool {
+    pub fn is_trusted(&self, key: &Scope) -> bool {
         self.pools.get(key).is_some_and(|s| s.trusted().is_some())
     }
 
-    /// The censused pool an image is in.
-    pub fn resolve(&self, r: &ImageRef) -> Resolved<'_> {
+    /// The censused scope a disk is in.
+    pub fn resolve(&self, r: &DiskRef) -> Resolved<'_> {
+        let DiskRef::Ceph(r) = r else {
+            return self.resolve_cloud(r);
+        };
         let mut found = None;
         let mut unresolved = false;
-        for (k, st) in &self.pools {
+        for (scope, st) in &self.pools {
+            let Scope::Ceph(k) = scope else {
+                continue;
+            };
             if r.cluster_id.as_ref().is_some_and(|c| *c != k.cluster_id)
                 || r.namespace != k.namespace
             {
@@ -280,20 +413,48 @@ impl Census {
                     // Two clusters with a pool of that name, and the volume does not say which.
                     return Resolved::NotCensused;
                 }
-                found = Some(k);
+                found = Some(scope);
             }
         }
         match found {
-            Some(k) => Resolved::Pool(k),
+            Some(k) => Resolved::In(k),
             None if unresolved => Resolved::NotYet,
             None => Resolved::NotCensused,
         }
     }
 
+    /// The censused scope of a cloud disk: the one scope that can hold it. What the volume does
+    /// not say (an in-tree disk's project, an EBS volume's account or region) matches any
+    /// scope, so a disk that two scopes could hold is not censused rather than guessed.
+    fn resolve_cloud(&self, r: &DiskRef) -> Resolved<'_> {
+        let fits = |scope: &Scope| match (r, scope) {
+            (
+                DiskRef::Gce {
+                    project,
+                    location: Some(location),
+                    ..
+                },
+                Scope::Gce {
+                    project: p,
+                    location: l,
+                },
+            ) => l == location && project.as_ref().is_none_or(|project| project == p),
+            (DiskRef::Ebs { region, .. }, Scope::Ebs { region: g, .. }) => {
+                region.as_ref().is_none_or(|r| r == g)
+            }
+            _ => false,
+        };
+        let mut candidates = self.pools.keys().filter(|s| fits(s));
+        match (candidates.next(), candidates.next()) {
+            (Some(one), None) => Resolved::In(one),
+            _ => Resolved::NotCensused,
+        }
+    }
+
     /// What the census says about the image `r`, named by a volume created at `volume_created`.
-    pub fn image(&self, r: &ImageRef, volume_created: Option<&Time>) -> ImageFound {
+    pub fn image(&self, r: &DiskRef, volume_created: Option<&Time>) -> ImageFound {
         let key = match self.resolve(r) {
-            Resolved::Pool(k) => k,
+            Resolved::In(k) => k,
             Resolved::NotCensused => return ImageFound::NotCensused,
             Resolved::NotYet => return ImageFound::Unknown,
         };
@@ -301,15 +462,15 @@ impl Census {
         let Some(cur) = st.trusted() else {
             return ImageFound::Unknown;
         };
-        if let Some(seen) = cur.images.get(&r.name) {
+        if let Some(seen) = cur.images.get(r.name()) {
             return ImageFound::Present {
-                watchers: seen.detail.as_ref().map_or(0, |d| d.watchers.len()),
+                watchers: seen.detail.as_ref().map_or(0, |d| d.in_use.len()),
             };
         }
         let Some(prev) = st.previous.as_deref() else {
             return ImageFound::Unknown;
         };
-        if prev.images.contains_key(&r.name) {
+        if prev.images.contains_key(r.name()) {
             return ImageFound::Unknown;
         }
         // The volume must have existed before the first of the two listings (a volume with no
@@ -318,13 +479,13 @@ impl Census {
             return ImageFound::Unknown;
         }
         ImageFound::Missing {
-            in_trash: cur.trash.contains(&r.name),
+            in_trash: cur.trash.contains(r.name()),
         }
     }
 
     /// The findings about the images of `key` that nothing references, at `now`. `referenced`
     /// holds the names of the images of that pool that a volume or a tombstone names.
-    pub fn orphans(&self, key: &PoolKey, referenced: &HashSet<String>, now: &Time) -> Vec<Finding> {
+    pub fn orphans(&self, key: &Scope, referenced: &HashSet<String>, now: &Time) -> Vec<Finding> {
         let Some(st) = self.pools.get(key) else {
             return Vec::new();
         };
@@ -343,10 +504,8 @@ impl Census {
                 // Without its details (not read, or gone since the listing), its owner is
                 // unknown: nothing is asserted.
                 let d = seen.detail.as_ref()?;
-                let owner_cluster = d.owner.as_ref().and_then(|o| o.cluster_name.as_deref());
-                if let (Some(theirs), Some(ours)) = (owner_cluster, self.cluster_name.as_deref())
-                    && theirs != ours
-                {
+                let owner = d.owner(self.cluster_name.as_deref());
+                if let Owner::OtherCluster(_) = owner {
                     return None;
                 }
                 let born = d
@@ -357,9 +516,37 @@ impl Census {
                 if age < self.image_grace {
                     return None;
                 }
-                Some(orphan(key, n, seen, d, self.cluster_name.as_deref(), now))
+                Some(orphan(
+                    key,
+                    n,
+                    seen,
+                    d,
+                    &owner,
+                    self.cluster_name.as_deref(),
+                    now,
+                ))
             })
             .collect()
+    }
+}
+
+/// The VolumeLeftover's name for a disk nothing references: [`leftover_name`] for an RBD
+/// image; `gce-<hash>-<name>` and `ebs-<hash>-<volume id>` by the same scheme for a cloud disk,
+/// the hash over the scope's parts and the name.
+pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
+    match scope {
+        Scope::Ceph(k) => leftover_name(k, name),
+        Scope::Gce { project, location } => {
+            hashed_name("gce", &[project.as_bytes(), location.as_bytes()], name)
+        }
+        Scope::Ebs { account, region } => hashed_name(
+            "ebs",
+            &[
+                account.as_deref().unwrap_or_default().as_bytes(),
+                region.as_bytes(),
+            ],
+            name,
+        ),
     }
 }
 
@@ -367,19 +554,26 @@ impl Census {
 /// id, pool, namespace and image (`rbd-<hash>-<image, lower-cased and cleaned>`, at most 253
 /// characters), and unlike any PV name a provisioner makes.
 pub fn leftover_name(key: &PoolKey, image: &str) -> String {
-    // FNV-1a, 64 bits: stable across versions and platforms (the name must never change).
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in [
+    let parts = [
         key.cluster_id.as_bytes(),
-        b"\0",
         key.pool.as_bytes(),
-        b"\0",
         key.namespace.as_bytes(),
-        b"\0",
-        image.as_bytes(),
-    ]
-    .concat()
-    {
+    ];
+    hashed_name("rbd", &parts, image)
+}
+
+/// `<prefix>-<hash>-<name, lower-cased and cleaned>`: the hash is FNV-1a (64 bits) of `parts`
+/// and `name`, each followed by a NUL but the last, stable across versions and platforms (the
+/// name must never change).
+fn hashed_name(prefix: &str, parts: &[&[u8]], image: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.iter().chain(b"\0") {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    for b in image.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -399,18 +593,19 @@ pub fn leftover_name(key: &PoolKey, image: &str) -> String {
     }
     let clean = clean.trim_start_matches('-');
     if clean.is_empty() {
-        format!("rbd-{h:016x}")
+        format!("{prefix}-{h:016x}")
     } else {
-        format!("rbd-{h:016x}-{clean}")
+        format!("{prefix}-{h:016x}-{clean}")
     }
 }
 
 /// The finding about an image nothing references.
 fn orphan(
-    key: &PoolKey,
+    key: &Scope,
     name: &str,
     seen: &Seen,
-    d: &SeenDetail,
+    d: &DiskFacts,
+    owner: &Owner,
     cluster_name: Option<&str>,
     now: &Time,
 ) -> Finding {
@@ -419,7 +614,7 @@ fn orphan(
         volume_name: String::new(),
         volume_uid: String::new(),
         storage_class_name: None,
-        object_name: Some(leftover_name(key, name)),
+        object_name: Some(disk_leftover_name(key, name)),
         status: VolumeLeftoverStatus {
             reason: Reason::ImageWithoutVolume,
             state: State::Open,
@@ -427,7 +622,7 @@ fn orphan(
             conditions: Vec::new(),
             acknowledged: None,
             message: orphan_message(key, name, d, cluster_name),
-            hints: orphan_hints(d, cluster_name),
+            hints: orphan_hints(d, owner),
             phase: String::new(),
             phase_since: None,
             phase_message: None,
@@ -438,45 +633,98 @@ fn orphan(
             capacity_bytes: size,
             access_modes: Vec::new(),
             volume_mode: String::new(),
-            source: VolumeSourceInfo {
-                kind: "rbd".into(),
-                cluster_id: Some(key.cluster_id.clone()),
-                pool: Some(key.pool.clone()),
-                rados_namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
-                image_name: Some(name.to_string()),
-                ..VolumeSourceInfo::default()
-            },
+            source: orphan_source(key, name),
             first_seen: now.clone(),
             subject: Subject::Image,
             deleted_at: None,
             image: Some(ImageInfo {
-                cluster_id: key.cluster_id.clone(),
-                pool: key.pool.clone(),
-                rados_namespace: (!key.namespace.is_empty()).then(|| key.namespace.clone()),
                 name: name.to_string(),
                 id: Some(seen.id.clone()),
                 size_bytes: size,
                 created: d.created.map(Time),
-                watchers: d.watchers.clone(),
-                owner: d.owner.clone(),
+                watchers: d.in_use.clone(),
+                owner: d.image_owner(),
+                ..image_location(key)
             }),
         },
     }
 }
 
-/// An orphan's hints, sorted: in use (it has watchers), and whose it is cannot be told (no
-/// ownership metadata, or only one side of the comparison names a cluster).
-fn orphan_hints(d: &SeenDetail, cluster_name: Option<&str>) -> Vec<Hint> {
+/// The source a finding about an unreferenced disk records: the one a volume naming it would
+/// have (an RBD image by cluster, pool and name; a cloud disk as its in-tree source).
+fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
+    let (kind, disk) = match key {
+        Scope::Ceph(k) => {
+            return VolumeSourceInfo {
+                kind: "rbd".into(),
+                cluster_id: Some(k.cluster_id.clone()),
+                pool: Some(k.pool.clone()),
+                rados_namespace: (!k.namespace.is_empty()).then(|| k.namespace.clone()),
+                image_name: Some(name.to_string()),
+                ..VolumeSourceInfo::default()
+            };
+        }
+        Scope::Gce { .. } => ("gcePersistentDisk", name),
+        Scope::Ebs { .. } => ("awsElasticBlockStore", name),
+    };
+    VolumeSourceInfo {
+        kind: kind.into(),
+        disk_name: Some(disk.to_string()),
+        ..VolumeSourceInfo::default()
+    }
+}
+
+/// Where the `image` block of a finding places the disk. The CRD's fields are Ceph's; a cloud
+/// disk's scope is written in them as `clusterID` = project or account, `pool` = zone, region
+/// (provisional: the vocabulary of cloud findings is decided with their backends).
+fn image_location(key: &Scope) -> ImageInfo {
+    let (cluster_id, pool, rados_namespace) = match key {
+        Scope::Ceph(k) => (
+            k.cluster_id.clone(),
+            k.pool.clone(),
+            (!k.namespace.is_empty()).then(|| k.namespace.clone()),
+        ),
+        Scope::Gce { project, location } => (project.clone(), location.clone(), None),
+        Scope::Ebs { account, region } => {
+            (account.clone().unwrap_or_default(), region.clone(), None)
+        }
+    };
+    ImageInfo {
+        cluster_id,
+        pool,
+        rados_namespace,
+        ..ImageInfo::default()
+    }
+}
+
+/// The scope a published finding's `image` block names: the inverse of [`image_location`],
+/// told apart by the recorded source's type.
+pub fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
+    match source_kind {
+        "gcePersistentDisk" => Scope::Gce {
+            project: i.cluster_id.clone(),
+            location: i.pool.clone(),
+        },
+        "awsElasticBlockStore" => Scope::Ebs {
+            account: Some(i.cluster_id.clone()).filter(|a| !a.is_empty()),
+            region: i.pool.clone(),
+        },
+        _ => Scope::Ceph(PoolKey::new(
+            &i.cluster_id,
+            &i.pool,
+            i.rados_namespace.as_deref(),
+        )),
+    }
+}
+
+/// An orphan's hints, sorted: in use (something uses it), and whose it is cannot be told (no
+/// ownership recorded, or only one side of the comparison names a cluster).
+fn orphan_hints(d: &DiskFacts, owner: &Owner) -> Vec<Hint> {
     let mut hints = Vec::new();
-    if !d.watchers.is_empty() {
+    if !d.in_use.is_empty() {
         hints.push(Hint::ImageInUse);
     }
-    let owner = d.owner.as_ref();
-    let owner_cluster = owner.and_then(|o| o.cluster_name.as_deref());
-    if owner.is_none()
-        || (owner_cluster.is_none() && cluster_name.is_some())
-        || (owner_cluster.is_some() && cluster_name.is_none())
-    {
+    if *owner == Owner::Unknown {
         hints.push(Hint::OwnerUnknown);
     }
     hints.sort();
@@ -485,21 +733,35 @@ fn orphan_hints(d: &SeenDetail, cluster_name: Option<&str>) -> Vec<Hint> {
 
 /// An orphan's message: where the image is, whose ceph-csi says it was, and whether it is in
 /// use.
-fn orphan_message(key: &PoolKey, name: &str, d: &SeenDetail, cluster_name: Option<&str>) -> String {
-    let where_ = if key.namespace.is_empty() {
-        format!("{}/{}", key.pool, name)
-    } else {
-        format!("{}/{}/{}", key.pool, key.namespace, name)
+fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&str>) -> String {
+    let what = match key {
+        Scope::Ceph(key) => {
+            let where_ = if key.namespace.is_empty() {
+                format!("{}/{}", key.pool, name)
+            } else {
+                format!("{}/{}/{}", key.pool, key.namespace, name)
+            };
+            format!("RBD image {where_} (cluster {})", key.cluster_id)
+        }
+        Scope::Gce { project, location } => {
+            format!("GCE persistent disk {name} (project {project}, {location})")
+        }
+        Scope::Ebs { region, .. } => format!("EBS volume {name} ({region})"),
     };
-    let mut m = format!(
-        "RBD image {where_} (cluster {}) is not referenced by any PersistentVolume or tombstone.",
-        key.cluster_id
-    );
-    m.push_str(&ownership_sentence(d.owner.as_ref(), cluster_name));
-    if !d.watchers.is_empty() {
+    let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
+    m.push_str(&ownership_sentence(
+        key,
+        d.image_owner().as_ref(),
+        cluster_name,
+    ));
+    if !d.in_use.is_empty() {
+        let used = match key {
+            Scope::Ceph(_) => "open or mapped by",
+            Scope::Gce { .. } | Scope::Ebs { .. } => "attached to",
+        };
         m.push_str(&format!(
-            " It is open or mapped by {}: in use, not a plain orphan.",
-            d.watchers.join(", ")
+            " It is {used} {}: in use, not a plain orphan.",
+            d.in_use.join(", ")
         ));
     }
     m
@@ -507,57 +769,95 @@ fn orphan_message(key: &PoolKey, name: &str, d: &SeenDetail, cluster_name: Optio
 
 /// What ceph-csi's ownership metadata says of the image (with its leading space), and how far
 /// it can be trusted to be this cluster's: the pool may be shared with other clusters.
-fn ownership_sentence(owner: Option<&ImageOwner>, cluster_name: Option<&str>) -> String {
+fn ownership_sentence(
+    key: &Scope,
+    owner: Option<&ImageOwner>,
+    cluster_name: Option<&str>,
+) -> String {
+    // Who records the ownership (as a sentence's subject too), and what several clusters share.
+    let (who, subject, shared) = match key {
+        Scope::Ceph(_) => ("ceph-csi", "ceph-csi", "pool"),
+        Scope::Gce { .. } => ("GCE PD CSI driver", "The GCE PD CSI driver", "project"),
+        Scope::Ebs { .. } => ("EBS CSI driver", "The EBS CSI driver", "account"),
+    };
     let Some(o) = owner else {
-        return " It carries no ceph-csi ownership metadata: it may belong to another cluster sharing the pool, or to none.".to_string();
+        return format!(
+            " It carries no {who} ownership metadata: it may belong to another cluster sharing the {shared}, or to none."
+        );
     };
     let pv = o.volume_name.as_deref().unwrap_or("?");
     let claim = match (&o.claim_namespace, &o.claim_name) {
         (Some(ns), Some(n)) => format!("{ns}/{n}"),
         _ => "?".into(),
     };
-    let recorded = format!(" ceph-csi recorded it as PersistentVolume {pv} for claim {claim}");
+    let recorded = format!(" {subject} recorded it as PersistentVolume {pv} for claim {claim}");
     match (o.cluster_name.as_deref(), cluster_name) {
         (Some(c), Some(_)) => format!("{recorded} in this cluster ({c})."),
         (Some(c), None) => format!(
             "{recorded} in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
         ),
         (None, _) => format!(
-            "{recorded} without naming a cluster: it may belong to another cluster sharing the pool."
+            "{recorded} without naming a cluster: it may belong to another cluster sharing the {shared}."
         ),
     }
 }
 
-/// What the log has said about each failing pool: one line when a pool starts failing or fails
-/// in another way (another kind `K`, the backend's error category), one when it works again.
-/// The same problem in other words (an outage that times out in `rbd_list2`, then in
-/// `rados_connect`) is not news.
-#[derive(Debug)]
-pub struct Failing<K> {
-    by_pool: BTreeMap<PoolKey, (K, String)>,
+/// What stopped a census, for any backend: each backend maps its own errors (librados codes, an
+/// SDK's HTTP statuses) to one of these once, where it meets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureCategory {
+    /// No usable credentials, or they were refused (GCE/AWS 401, an expired token).
+    Auth,
+    /// The credentials may not do this (a 403, cephx caps).
+    Forbidden,
+    /// A rate or quota limit (429, `RequestLimitExceeded`).
+    Quota,
+    /// The service failed (5xx).
+    Server,
+    /// No answer in time, or no connection: the service is unavailable.
+    Timeout,
+    /// Anything else (a missing pool, an unusable configuration, a library that cannot load).
+    Other,
 }
 
-impl<K> Default for Failing<K> {
-    fn default() -> Self {
-        Failing {
-            by_pool: BTreeMap::new(),
+impl FailureCategory {
+    /// Stable short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCategory::Auth => "auth",
+            FailureCategory::Forbidden => "forbidden",
+            FailureCategory::Quota => "quota",
+            FailureCategory::Server => "server",
+            FailureCategory::Timeout => "timeout",
+            FailureCategory::Other => "other",
         }
     }
 }
 
-impl<K: Copy + PartialEq> Failing<K> {
-    /// Records a failure of `key`; true when it is news to log.
-    pub fn failed(&mut self, key: &PoolKey, category: K, message: &str) -> bool {
-        let news = self.by_pool.get(key).is_none_or(|(c, _)| *c != category);
-        if news {
-            self.by_pool
-                .insert(key.clone(), (category, message.to_string()));
-        }
-        news
-    }
+/// A census failure's kind: the neutral category, and the backend's own finer name for it (Ceph:
+/// `unavailable`, `not_found`, `config`, ...), which the logs print and by which one problem
+/// is told from another (a pool that goes from a refused key to a missing pool is news, though
+/// both may be [`FailureCategory::Other`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FailureKind {
+    /// The category.
+    pub category: FailureCategory,
+    /// The backend's stable short name for it.
+    pub name: &'static str,
+}
 
-    /// Records a census of `key` that worked; the failure it ends, when the pool was failing.
-    pub fn recovered(&mut self, key: &PoolKey) -> Option<String> {
-        self.by_pool.remove(key).map(|(_, message)| message)
+impl FailureKind {
+    /// A kind whose backend has no finer name than the category's.
+    pub fn of(category: FailureCategory) -> FailureKind {
+        FailureKind {
+            category,
+            name: category.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
     }
 }

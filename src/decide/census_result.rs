@@ -8,37 +8,33 @@ use std::collections::{BTreeMap, HashSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{
-    Census, Failing, PoolKey, Resolved, Snapshot, image_ref, leftover_name,
+    Census, DiskRef, FailureKind, Resolved, Scope, ScopeState, Snapshot, disk_leftover_name,
+    disk_ref,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
 use crate::model::finding::Finding;
 
-/// The census as the loop keeps it: each pool's state and the findings about images nothing
-/// references, by VolumeLeftover name. `K` is the backend's error category.
+/// The census as the loop keeps it: each scope's state (its listings and what the log said of
+/// it, in [`Census::pools`]) and, by VolumeLeftover name, the findings about disks nothing
+/// references and those whose details could not be read.
 #[derive(Debug)]
-pub struct CensusState<K> {
-    /// Each pool's listings.
+pub struct CensusState {
+    /// Each scope's state.
     pub census: Census,
     /// The findings about images nothing references, by VolumeLeftover name.
-    pub orphans: BTreeMap<String, (PoolKey, Finding)>,
+    pub orphans: BTreeMap<String, (Scope, Finding)>,
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
-    pub held: BTreeMap<String, PoolKey>,
-    /// Which pools are failing, to log once per problem.
-    pub failing: Failing<K>,
-    /// The images of each pool whose details could not be read, to log once per change.
-    pub unread: BTreeMap<PoolKey, Vec<String>>,
+    pub held: BTreeMap<String, Scope>,
 }
 
-impl<K> CensusState<K> {
+impl CensusState {
     /// Nothing known yet.
     pub fn new(census: Census) -> Self {
         CensusState {
             census,
             orphans: BTreeMap::new(),
             held: BTreeMap::new(),
-            failing: Failing::default(),
-            unread: BTreeMap::new(),
         }
     }
 }
@@ -46,8 +42,8 @@ impl<K> CensusState<K> {
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
 pub struct Naming {
-    /// Each volume: its name and source.
-    pub volumes: Vec<(String, VolumeSourceInfo)>,
+    /// Each volume: its name and the disk it names ([`disk_ref`] of its source and zones).
+    pub volumes: Vec<(String, Option<DiskRef>)>,
     /// Each managed VolumeLeftover: its name, its reason, and (for a tombstone) the source its
     /// record names.
     pub leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
@@ -66,7 +62,7 @@ pub enum Gauge {
 
 /// A line to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CensusLog<K> {
+pub enum CensusLog {
     /// The pool was failing and works again; `after` is the failure it ends.
     Recovered { after: String },
     /// A census like the last (debug).
@@ -80,69 +76,36 @@ pub enum CensusLog<K> {
     /// The details of every image can be read again.
     ReadAgain,
     /// The pool started failing, or fails in another way.
-    Failed { category: K, message: String },
+    Failed {
+        category: FailureKind,
+        message: String,
+    },
 }
 
 /// What to do about one census result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CensusOutcome<K> {
+pub struct CensusOutcome {
     /// The gauges.
     pub gauge: Gauge,
     /// The lines to log, in order.
-    pub logs: Vec<CensusLog<K>>,
+    pub logs: Vec<CensusLog>,
     /// The names to decide again.
     pub mark: Vec<String>,
 }
 
-/// Records a pool's census result (`Err`: the category and message of its failure) in `state`
-/// and says what follows. `naming` is called only when the pool's census may conclude.
-pub fn census_result<K: Copy + PartialEq>(
-    state: &mut CensusState<K>,
-    key: &PoolKey,
-    result: Result<Snapshot, (K, String)>,
+/// Records a scope's census result (`Err`: the kind and message of its failure) in `state`
+/// and says what follows. `naming` is called only when the scope's census may conclude.
+pub fn census_result(
+    state: &mut CensusState,
+    key: &Scope,
+    result: Result<Snapshot, (FailureKind, String)>,
     now: &Time,
     naming: impl FnOnce() -> Naming,
-) -> CensusOutcome<K> {
-    let mut logs = Vec::new();
-    let gauge = match &result {
-        Ok(snap) => {
-            if let Some(was) = state.failing.recovered(key) {
-                logs.push(CensusLog::Recovered { after: was });
-            } else {
-                logs.push(CensusLog::Done {
-                    images: snap.images.len(),
-                });
-            }
-            let unread: Vec<String> = snap.unread.keys().cloned().collect();
-            if state
-                .unread
-                .get(key)
-                .map_or(!unread.is_empty(), |u| *u != unread)
-            {
-                logs.push(match snap.unread.iter().next() {
-                    Some((image, error)) => CensusLog::Unread {
-                        images: unread.len(),
-                        first: image.clone(),
-                        error: error.clone(),
-                    },
-                    None => CensusLog::ReadAgain,
-                });
-                state.unread.insert(key.clone(), unread);
-            }
-            Gauge::Done {
-                images: snap.images.len(),
-                unread: snap.unread.len(),
-            }
-        }
-        Err((category, message)) => {
-            if state.failing.failed(key, *category, message) {
-                logs.push(CensusLog::Failed {
-                    category: *category,
-                    message: message.clone(),
-                });
-            }
-            Gauge::Failed
-        }
+) -> CensusOutcome {
+    let (gauge, logs) = match state.census.pools.get_mut(key) {
+        Some(scope) => news(scope, &result),
+        // Not configured: nothing is kept of it.
+        None => news(&mut ScopeState::default(), &result),
     };
     let mut out = CensusOutcome {
         gauge,
@@ -156,22 +119,73 @@ pub fn census_result<K: Copy + PartialEq>(
         // Nothing is concluded: what is published stays.
         return out;
     }
-    let naming = naming();
-    // Which images of the pool a volume or a tombstone names; which volumes may have lost
-    // their image (or got it back).
-    let mut referenced = HashSet::new();
-    let marks = &mut out.mark;
-    let pool = &state.census.pools[key];
-    let (cur, prev) = (pool.current.clone(), pool.previous.clone());
-    let census = &state.census;
-    let in_pool = |source: &VolumeSourceInfo| {
-        let r = image_ref(source)?;
-        matches!(census.resolve(&r), Resolved::Pool(k) if k == key).then_some(r.name)
+    let referenced = references(&state.census, key, &naming(), &mut out.mark);
+    hold_unread(state, key, &referenced);
+    replace_orphans(state, key, &referenced, now, &mut out.mark);
+    out
+}
+
+/// The gauges and the lines to log for a result, recording in `scope` what the log says.
+fn news(
+    scope: &mut ScopeState,
+    result: &Result<Snapshot, (FailureKind, String)>,
+) -> (Gauge, Vec<CensusLog>) {
+    let mut logs = Vec::new();
+    let snap = match result {
+        Ok(snap) => snap,
+        Err((category, message)) => {
+            if scope.failed(*category, message) {
+                logs.push(CensusLog::Failed {
+                    category: *category,
+                    message: message.clone(),
+                });
+            }
+            return (Gauge::Failed, logs);
+        }
     };
-    for (name, source) in &naming.volumes {
-        if let Some(img) = in_pool(source) {
-            let now_missing = cur.as_ref().is_some_and(|c| !c.images.contains_key(&img));
-            let was_missing = prev.as_ref().is_some_and(|p| !p.images.contains_key(&img));
+    logs.push(match scope.recovered() {
+        Some(after) => CensusLog::Recovered { after },
+        None => CensusLog::Done {
+            images: snap.images.len(),
+        },
+    });
+    if scope.unread_now(snap.unread.keys().cloned().collect()) {
+        logs.push(match snap.unread.iter().next() {
+            Some((image, error)) => CensusLog::Unread {
+                images: snap.unread.len(),
+                first: image.clone(),
+                error: error.clone(),
+            },
+            None => CensusLog::ReadAgain,
+        });
+    }
+    let gauge = Gauge::Done {
+        images: snap.images.len(),
+        unread: snap.unread.len(),
+    };
+    (gauge, logs)
+}
+
+/// Which disks of `key` a volume or a tombstone names; marks the volumes that may have lost
+/// their disk (or got it back), the tombstones of the scope and every finding about a disk
+/// without a volume.
+fn references(
+    census: &Census,
+    key: &Scope,
+    naming: &Naming,
+    marks: &mut Vec<String>,
+) -> HashSet<String> {
+    let mut referenced = HashSet::new();
+    let scope = &census.pools[key];
+    let (cur, prev) = (scope.current.as_deref(), scope.previous.as_deref());
+    let in_scope = |r: &DiskRef| {
+        matches!(census.resolve(r), Resolved::In(k) if k == key).then(|| r.name().to_string())
+    };
+    let in_pool = |source: &VolumeSourceInfo| in_scope(&disk_ref(source, &[])?);
+    for (name, disk) in &naming.volumes {
+        if let Some(img) = disk.as_ref().and_then(in_scope) {
+            let now_missing = cur.is_some_and(|c| !c.images.contains_key(&img));
+            let was_missing = prev.is_some_and(|p| !p.images.contains_key(&img));
             if now_missing || was_missing {
                 marks.push(name.clone());
             }
@@ -189,22 +203,34 @@ pub fn census_result<K: Copy + PartialEq>(
             marks.push(name.clone());
         }
     }
-    for source in &naming.tombstones {
-        if let Some(img) = in_pool(source) {
-            referenced.insert(img);
-        }
-    }
+    referenced.extend(naming.tombstones.iter().filter_map(in_pool));
+    referenced
+}
+
+/// The disks of `key` nothing names whose details could not be read: what is published about
+/// them stays.
+fn hold_unread(state: &mut CensusState, key: &Scope, referenced: &HashSet<String>) {
     state.held.retain(|_, k| k != key);
+    let cur = state.census.pools[key].current.clone();
     for img in cur.iter().flat_map(|c| c.unread.keys()) {
         if !referenced.contains(img) {
-            state.held.insert(leftover_name(key, img), key.clone());
+            state.held.insert(disk_leftover_name(key, img), key.clone());
         }
     }
-    let found = state.census.orphans(key, &referenced, now);
+}
+
+/// Replaces the findings about the disks of `key` nothing references, marking each.
+fn replace_orphans(
+    state: &mut CensusState,
+    key: &Scope,
+    referenced: &HashSet<String>,
+    now: &Time,
+    marks: &mut Vec<String>,
+) {
+    let found = state.census.orphans(key, referenced, now);
     state.orphans.retain(|_, (k, _)| k != key);
     for f in found {
         marks.push(f.name().to_string());
         state.orphans.insert(f.name().to_string(), (key.clone(), f));
     }
-    out
 }

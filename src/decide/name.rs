@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, PoolKey, image_ref};
+use crate::decide::census::{Census, Scope, disk_ref, recorded_scope};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::Lookup;
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
@@ -138,9 +138,9 @@ pub struct Images<'a> {
     /// Each pool's state.
     pub census: &'a Census,
     /// Findings about unreferenced images, by VolumeLeftover name.
-    pub orphans: &'a BTreeMap<String, (PoolKey, Finding)>,
+    pub orphans: &'a BTreeMap<String, (Scope, Finding)>,
     /// Unreferenced images whose details could not be read: what is published about them stays.
-    pub held: &'a BTreeMap<String, PoolKey>,
+    pub held: &'a BTreeMap<String, Scope>,
 }
 
 /// The settings a decision follows.
@@ -467,8 +467,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         // Images without a volume keep their facts (`leftover::needs_record`).
         let key = s
             .record()
-            .and_then(|r| r.image)
-            .map(|i| PoolKey::new(&i.cluster_id, &i.pool, i.rados_namespace.as_deref()));
+            .and_then(|r| Some(recorded_scope(&r.source.kind, r.image.as_ref()?)));
         let vouched = key
             .as_ref()
             .is_none_or(|k| !cs.census.pools.contains_key(k) || cs.census.is_trusted(k));
@@ -501,7 +500,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             },
             _ => return ImageFound::NotCensused,
         };
-        let Some(r) = image_ref(source) else {
+        // A tombstone keeps its source, not its PV's zones: an in-tree disk whose location
+        // only those told is not censused.
+        let Some(r) = disk_ref(source, &[]) else {
             return ImageFound::NotCensused;
         };
         // The volume existed before any census of this process.

@@ -171,3 +171,139 @@ pub fn image_uuid<'a>(image: &'a str, prefix: &str) -> Option<&'a str> {
 pub fn csi_volume_uuid(image: &str) -> Option<&str> {
     image_uuid(image, CSI_VOLUME_PREFIX)
 }
+
+/// The GCE persistent disk CSI driver.
+pub const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
+/// The AWS EBS CSI driver.
+pub const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
+
+/// The node-affinity (and label) keys that carry a volume's zone: the current one, the
+/// deprecated one the in-tree plugins wrote, and the GCE and EBS CSI drivers' own.
+pub const ZONE_KEYS: [&str; 4] = [
+    "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/zone",
+    "topology.gke.io/zone",
+    "topology.ebs.csi.aws.com/zone",
+];
+
+/// What the project of a migrated in-tree disk's handle says when the PV did not name one
+/// (csi-translation-lib's `UnspecifiedValue`).
+const UNSPECIFIED: &str = "UNSPECIFIED";
+
+/// A GCE PD CSI volume handle: `projects/P/zones/Z/disks/D` (a zonal disk) or
+/// `projects/P/regions/R/disks/D` (a regional one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GceHandle {
+    /// The project (`None` for `UNSPECIFIED`, which csi-translation-lib writes for migrated
+    /// in-tree volumes).
+    pub project: Option<String>,
+    /// The zone or the region.
+    pub location: String,
+    /// Whether `location` is a region (the disk is a regional PD).
+    pub regional: bool,
+    /// The disk's name.
+    pub name: String,
+}
+
+/// Parses a GCE PD CSI volume handle; `None` for anything else (never panics).
+pub fn parse_gce_handle(handle: &str) -> Option<GceHandle> {
+    let parts: Vec<&str> = handle.split('/').collect();
+    let ["projects", project, kind, location, "disks", name] = parts[..] else {
+        return None;
+    };
+    let regional = match kind {
+        "zones" => false,
+        "regions" => true,
+        _ => return None,
+    };
+    if [project, location, name].iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    Some(GceHandle {
+        project: (project != UNSPECIFIED).then(|| project.to_string()),
+        location: location.to_string(),
+        regional,
+        name: name.to_string(),
+    })
+}
+
+/// Where an in-tree GCE disk is, from the zones its PV's node affinity lists (or a label
+/// value with `__` between zones): one zone is a zonal disk's; two or more zones of one region
+/// are a regional disk's, and its location is that region (csi-translation-lib's
+/// `getRegionFromZones`: a zone is `{locale}-{region}-{zone}`). Anything else: `None`.
+pub fn gce_location(zones: &[&str]) -> Option<String> {
+    let mut all: Vec<&str> = zones
+        .iter()
+        .flat_map(|z| z.split("__"))
+        .filter(|z| !z.is_empty())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    match all[..] {
+        [] => None,
+        [one] => Some(one.to_string()),
+        _ => {
+            let mut regions = all.iter().map(|z| gce_region_of(z));
+            let first = regions.next()??;
+            regions
+                .all(|r| r.as_deref() == Some(first.as_str()))
+                .then_some(first)
+        }
+    }
+}
+
+/// The region of a GCE zone `{locale}-{region}-{zone}` (`us-central1-a` → `us-central1`).
+fn gce_region_of(zone: &str) -> Option<String> {
+    let parts: Vec<&str> = zone.split('-').collect();
+    match parts[..] {
+        [locale, region, z] if ![locale, region, z].contains(&"") => {
+            Some(format!("{locale}-{region}"))
+        }
+        _ => None,
+    }
+}
+
+/// An EBS volume id (`vol-` and hex digits: `vol-12345678` or `vol-0123456789abcdef0`).
+pub fn is_ebs_volume_id(id: &str) -> bool {
+    id.strip_prefix("vol-")
+        .is_some_and(|h| !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// The volume id and zone of an in-tree `awsElasticBlockStore.volumeID`: `aws://ZONE/vol-…`,
+/// `aws:///vol-…` or a bare `vol-…` (csi-translation-lib's `KubernetesVolumeIDToEBSVolumeID`).
+pub fn parse_ebs_volume_id(id: &str) -> Option<(String, Option<String>)> {
+    let (zone, vol) = match id.strip_prefix("aws://") {
+        Some(rest) => {
+            let (zone, vol) = rest.split_once('/')?;
+            (Some(zone).filter(|z| !z.is_empty()), vol.trim_matches('/'))
+        }
+        None => (None, id),
+    };
+    is_ebs_volume_id(vol).then(|| (vol.to_string(), zone.map(str::to_string)))
+}
+
+/// The region of an AWS availability zone: the zone up to its first numeric part, without the
+/// zone letter (`us-east-1a` → `us-east-1`, `us-gov-west-1b` → `us-gov-west-1`, a Local Zone
+/// `us-west-2-lax-1a` → `us-west-2`). `None` for what is not shaped like a zone.
+pub fn aws_region_of(zone: &str) -> Option<String> {
+    let parts: Vec<&str> = zone.split('-').collect();
+    let at = parts
+        .iter()
+        .position(|p| p.starts_with(|c: char| c.is_ascii_digit()))?;
+    if at < 2 || parts[..at].iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let num = parts[at];
+    let digits = num.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    if digits.is_empty()
+        || !digits.bytes().all(|c| c.is_ascii_digit())
+        || num.len() - digits.len() > 1
+    {
+        return None;
+    }
+    // A region's own name has no zone letter: `us-east-1` is a region, not a zone.
+    if at + 1 == parts.len() && num.len() == digits.len() {
+        return None;
+    }
+    Some(format!("{}-{digits}", parts[..at].join("-")))
+}

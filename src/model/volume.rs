@@ -120,6 +120,21 @@ pub struct VolumeSpec {
     /// do): a PV has one source at most, and eleven empty options inline would cost more than
     /// the rest of the spec.
     pub in_tree: Option<Box<InTree>>,
+    /// The zones its node affinity requires (keys [`crate::model::csi::ZONE_KEYS`], operator
+    /// `In`), kept only for a GCE or EBS disk, whose location they tell when its source does
+    /// not: the list shared with every volume that has the same one.
+    pub zones: Option<Arc<[Arc<str>]>>,
+}
+
+impl VolumeSpec {
+    /// The zones its node affinity requires (empty when it says none, or for a volume that is
+    /// not a GCE or EBS disk).
+    pub fn zones(&self) -> Vec<&str> {
+        self.zones
+            .iter()
+            .flat_map(|z| z.iter().map(|z| &**z))
+            .collect()
+    }
 }
 
 /// `PersistentVolumeSpec` as the API's JSON is read, before the in-tree sources are boxed.
@@ -133,12 +148,74 @@ struct SpecWire {
     storage_class_name: Option<Arc<str>>,
     volume_mode: Option<Arc<str>>,
     csi: Option<CsiSource>,
+    node_affinity: Option<NodeAffinityWire>,
     #[serde(flatten)]
     in_tree: InTree,
 }
 
+/// `spec.nodeAffinity`, as far as zones are read.
+#[derive(Deserialize)]
+struct NodeAffinityWire {
+    required: Option<NodeSelectorWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeSelectorWire {
+    #[serde(default)]
+    node_selector_terms: Vec<NodeSelectorTermWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeSelectorTermWire {
+    #[serde(default)]
+    match_expressions: Vec<NodeSelectorRequirementWire>,
+}
+
+#[derive(Deserialize)]
+struct NodeSelectorRequirementWire {
+    key: Box<str>,
+    operator: Box<str>,
+    #[serde(default)]
+    values: Vec<Box<str>>,
+}
+
+impl SpecWire {
+    /// Whether the volume is a GCE or EBS disk, whose zones are worth keeping.
+    fn is_cloud_disk(&self) -> bool {
+        use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+        self.csi
+            .as_ref()
+            .is_some_and(|c| [GCE_PD_CSI_DRIVER, EBS_CSI_DRIVER].contains(&&*c.driver))
+            || self.in_tree.gce_persistent_disk.is_some()
+            || self.in_tree.aws_elastic_block_store.is_some()
+    }
+
+    /// The zones the node affinity requires, sorted, without repeats.
+    fn zones(&self) -> Vec<&str> {
+        let mut zones: Vec<&str> = self
+            .node_affinity
+            .iter()
+            .flat_map(|a| a.required.iter())
+            .flat_map(|r| r.node_selector_terms.iter())
+            .flat_map(|t| t.match_expressions.iter())
+            .filter(|e| &*e.operator == "In" && crate::model::csi::ZONE_KEYS.contains(&&*e.key))
+            .flat_map(|e| e.values.iter().map(|v| &**v))
+            .collect();
+        zones.sort_unstable();
+        zones.dedup();
+        zones
+    }
+}
+
 impl From<SpecWire> for VolumeSpec {
     fn from(w: SpecWire) -> Self {
+        let zones = w
+            .is_cloud_disk()
+            .then(|| w.zones())
+            .filter(|z| !z.is_empty())
+            .map(|z| intern_list(&z));
         VolumeSpec {
             access_modes: w.access_modes.map(|m| intern_list(&m)),
             capacity: w.capacity,
@@ -148,6 +225,7 @@ impl From<SpecWire> for VolumeSpec {
             volume_mode: w.volume_mode,
             csi: w.csi,
             in_tree: (!w.in_tree.is_empty()).then(|| Box::new(w.in_tree)),
+            zones,
         }
     }
 }

@@ -19,7 +19,7 @@ use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
 use crate::census::ceph::CensusSettings;
-use crate::decide::census::{Census, ImageRef, PoolKey, image_ref};
+use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
 use crate::engine::clock::wall_clock;
@@ -112,7 +112,7 @@ impl Lookup for Facts {
         source: &crate::model::crd::VolumeSourceInfo,
         created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     ) -> ImageFound {
-        match (&self.census, image_ref(source)) {
+        match (&self.census, disk_ref(source, &[])) {
             (Some(c), Some(r)) => c.image(&r, created),
             _ => ImageFound::NotCensused,
         }
@@ -134,7 +134,7 @@ pub struct ScanResult {
     /// known).
     pub census_failed: Vec<String>,
     /// The images each censused pool's volumes name.
-    pub referenced: HashMap<PoolKey, HashSet<String>>,
+    pub referenced: HashMap<Scope, HashSet<String>>,
 }
 
 const PAGE: u32 = 500;
@@ -196,7 +196,7 @@ impl Reader {
 }
 
 /// The images a scan found named (by a PV or a tombstone), by censused pool.
-type Referenced = HashMap<PoolKey, HashSet<String>>;
+type Referenced = HashMap<Scope, HashSet<String>>;
 
 /// The PVs' verdicts, sorted by what must still be done with them.
 #[derive(Default)]
@@ -297,7 +297,9 @@ impl Reader {
                     let pv = Volume::read(pv, exclusions);
                     if let (Some(c), Some(r)) = (
                         facts.census.as_deref(),
-                        pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))),
+                        pv.spec
+                            .as_ref()
+                            .and_then(|s| disk_ref(&volume_source(s), &s.zones())),
                     ) {
                         note_reference(c, r, referenced);
                     }
@@ -336,7 +338,7 @@ impl Reader {
                 },
                 |items| {
                     for o in items {
-                        if let Some(r) = o.status.as_ref().and_then(|s| image_ref(&s.source)) {
+                        if let Some(r) = o.status.as_ref().and_then(|s| disk_ref(&s.source, &[])) {
                             note_reference(census, r, referenced);
                         }
                     }
@@ -421,12 +423,12 @@ impl Reader {
 
 /// Notes that a PV or a tombstone names `image`, when the image lies in one censused pool (an
 /// image in no censused pool, or in one not yet known, is not the census's to call an orphan).
-fn note_reference(census: &Census, image: ImageRef, referenced: &mut Referenced) {
-    if let crate::decide::census::Resolved::Pool(key) = census.resolve(&image) {
+fn note_reference(census: &Census, image: DiskRef, referenced: &mut Referenced) {
+    if let crate::decide::census::Resolved::In(key) = census.resolve(&image) {
         referenced
             .entry(key.clone())
             .or_default()
-            .insert(image.name);
+            .insert(image.name().to_string());
     }
 }
 

@@ -12,7 +12,8 @@ use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
 use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::snapshot_of;
 use crate::decide::census::{
-    Census, ImageRef, PoolKey, Resolved, Seen, SeenDetail, Snapshot, image_ref, leftover_name,
+    Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, Seen, Snapshot, image_ref,
+    leftover_name,
 };
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::plan::{Graces, grace_of};
@@ -39,8 +40,12 @@ fn config() -> CensusConfig {
     CensusConfig::parse(CONFIG).expect("config parses")
 }
 
-fn key() -> PoolKey {
+fn pool() -> PoolKey {
     PoolKey::new(FSID, "k8s-rbd", None)
+}
+
+fn key() -> Scope {
+    pool().into()
 }
 
 fn census() -> Census {
@@ -51,17 +56,17 @@ fn census() -> Census {
 fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
     Seen {
         id: "1234abcd".into(),
-        detail: Some(Box::new(SeenDetail {
-            size: 10 * 1024 * 1024 * 1024,
-            created: Some(now_plus(-age).0),
-            watchers: watchers.iter().map(|w| w.to_string()).collect(),
-            owner: cluster.map(|c| ImageOwner {
+        detail: Some(Box::new(DiskFacts::ceph(
+            10 * 1024 * 1024 * 1024,
+            Some(now_plus(-age).0),
+            watchers.iter().map(|w| w.to_string()).collect(),
+            cluster.map(|c| ImageOwner {
                 volume_name: Some("pvc-1".into()),
                 claim_namespace: Some("db".into()),
                 claim_name: Some("data".into()),
                 cluster_name: Some(c.into()),
             }),
-        })),
+        ))),
     }
 }
 
@@ -202,12 +207,12 @@ fn a_ceph_csi_volume_names_its_image_by_attributes_or_by_handle() {
 fn leftover_names_are_stable_valid_and_distinct() {
     // The name must never change between versions: it is the object people and tools follow.
     assert_eq!(
-        leftover_name(&key(), "csi-vol-5f6c7d8e"),
+        leftover_name(&pool(), "csi-vol-5f6c7d8e"),
         "rbd-57c05e1945e7117a-csi-vol-5f6c7d8e"
     );
     let odd = format!("Weird_Image.{}ü", "x".repeat(300));
     for image in ["csi-vol-1", "UPPER_case", "-.-", "", &odd] {
-        let n = leftover_name(&key(), image);
+        let n = leftover_name(&pool(), image);
         assert!(n.len() <= 253, "{n}");
         assert!(
             n.chars()
@@ -218,10 +223,10 @@ fn leftover_names_are_stable_valid_and_distinct() {
     }
     let other_pool = PoolKey::new(FSID, "other", None);
     assert_ne!(
-        leftover_name(&key(), "img"),
+        leftover_name(&pool(), "img"),
         leftover_name(&other_pool, "img")
     );
-    assert_ne!(leftover_name(&key(), "a_b"), leftover_name(&key(), "a-b"));
+    assert_ne!(leftover_name(&pool(), "a_b"), leftover_name(&pool(), "a-b"));
 }
 
 // ---- What two listings may conclude ----
@@ -230,16 +235,22 @@ fn leftover_names_are_stable_valid_and_distinct() {
 fn before_any_census_and_after_a_failure_every_answer_is_unknown() {
     let mut c = census();
     let old = Some(now_plus(-86400));
-    assert_eq!(c.image(&rbd_ref("x"), old.as_ref()), ImageFound::Unknown);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
+        ImageFound::Unknown
+    );
     c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
     c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
     assert_eq!(
-        c.image(&rbd_ref("x"), old.as_ref()),
+        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
         ImageFound::Missing { in_trash: false }
     );
     // Ceph goes down: nothing is concluded, not even what was concluded before.
     c.record(&key(), Err("Ceph is unavailable".into()));
-    assert_eq!(c.image(&rbd_ref("x"), old.as_ref()), ImageFound::Unknown);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
+        ImageFound::Unknown
+    );
     assert!(!c.is_trusted(&key()));
 }
 
@@ -252,26 +263,29 @@ fn an_image_is_missing_only_after_two_listings_without_it_and_a_volume_older_tha
         Ok(snapshot(now_plus(-20), vec![("img", listed())], &[])),
     );
     assert_eq!(
-        c.image(&rbd_ref("img"), Some(&old)),
+        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Present { watchers: 0 }
     );
     c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
     assert_eq!(
-        c.image(&rbd_ref("img"), Some(&old)),
+        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Unknown,
         "one listing without it: maybe a race"
     );
     c.record(&key(), Ok(snapshot(now(), vec![], &["img"])));
     assert_eq!(
-        c.image(&rbd_ref("img"), Some(&old)),
+        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Missing { in_trash: true }
     );
     // A volume created after the first listing without it: its image may be on its way.
     assert_eq!(
-        c.image(&rbd_ref("img"), Some(&now_plus(-5))),
+        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&now_plus(-5))),
         ImageFound::Unknown
     );
-    assert_eq!(c.image(&rbd_ref("img"), None), ImageFound::Unknown);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), None),
+        ImageFound::Unknown
+    );
 }
 
 #[test]
@@ -279,22 +293,37 @@ fn pools_not_censused_and_ambiguous_in_tree_volumes_are_not_censused() {
     let c = census();
     let mut r = rbd_ref("img");
     r.pool = Some("elsewhere".into());
-    assert_eq!(c.image(&r, None), ImageFound::NotCensused);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(r.clone()), None),
+        ImageFound::NotCensused
+    );
     let mut other = rbd_ref("img");
     other.cluster_id = Some("another-cluster".into());
-    assert_eq!(c.image(&other, None), ImageFound::NotCensused);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(other.clone()), None),
+        ImageFound::NotCensused
+    );
     // In-tree: no cluster id; one configured cluster has the pool, so it resolves.
     let mut in_tree = rbd_ref("img");
     in_tree.cluster_id = None;
-    assert_eq!(c.resolve(&in_tree), Resolved::Pool(&key()));
+    assert_eq!(
+        c.resolve(&DiskRef::Ceph(in_tree.clone())),
+        Resolved::In(&key())
+    );
     // Two clusters with a pool of that name: it does not say which.
     let two = CensusConfig::parse(&format!(
         "{CONFIG}\n  - clusterID: second\n    monitors: [m]\n    pools: [{{name: k8s-rbd}}]\n"
     ))
     .expect("config");
     let c2 = two.census(Duration::ZERO);
-    assert_eq!(c2.resolve(&in_tree), Resolved::NotCensused);
-    assert_eq!(c2.image(&in_tree, None), ImageFound::NotCensused);
+    assert_eq!(
+        c2.resolve(&DiskRef::Ceph(in_tree.clone())),
+        Resolved::NotCensused
+    );
+    assert_eq!(
+        c2.image(&DiskRef::Ceph(in_tree.clone()), None),
+        ImageFound::NotCensused
+    );
 }
 
 #[test]
@@ -304,14 +333,20 @@ fn a_handle_with_only_a_pool_id_resolves_once_the_pool_was_listed() {
     r.pool = None;
     r.pool_id = Some(2);
     assert_eq!(
-        c.image(&r, None),
+        c.image(&DiskRef::Ceph(r.clone()), None),
         ImageFound::Unknown,
         "the pool's id is not known yet"
     );
     c.record(&key(), Ok(snapshot(now(), vec![("img", listed())], &[])));
-    assert_eq!(c.image(&r, None), ImageFound::Present { watchers: 0 });
+    assert_eq!(
+        c.image(&DiskRef::Ceph(r.clone()), None),
+        ImageFound::Present { watchers: 0 }
+    );
     r.pool_id = Some(99);
-    assert_eq!(c.image(&r, None), ImageFound::NotCensused);
+    assert_eq!(
+        c.image(&DiskRef::Ceph(r.clone()), None),
+        ImageFound::NotCensused
+    );
 }
 
 // ---- Images nothing references ----
@@ -329,7 +364,7 @@ fn an_old_unreferenced_image_of_this_cluster_is_a_finding_with_its_details() {
     assert_eq!(found.len(), 1);
     let f = &found[0];
     let s = &f.status;
-    assert_eq!(f.name(), leftover_name(&key(), "csi-vol-orphan"));
+    assert_eq!(f.name(), leftover_name(&pool(), "csi-vol-orphan"));
     assert_eq!(f.volume_name, "");
     assert_eq!(s.reason, Reason::ImageWithoutVolume);
     assert_eq!(s.subject, Subject::Image);
@@ -539,18 +574,70 @@ fn images_whose_details_could_not_be_read_are_listed_and_unread() {
 #[test]
 fn one_problem_is_logged_once_whatever_its_text_and_its_end_once() {
     use crate::census::ceph::rbd::Category;
-    use crate::decide::census::Failing;
-    let mut f = Failing::default();
-    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    let mut f = crate::decide::census::ScopeState::default();
+    assert!(f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
     // The same outage in other words (the next census times out in rados_connect), again and
     // again: not news.
     for _ in 0..3 {
-        assert!(!f.failed(&key(), Category::Unavailable, "rados_connect timed out"));
-        assert!(!f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+        assert!(!f.failed(Category::Unavailable.into(), "rados_connect timed out"));
+        assert!(!f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
     }
     // Another problem is.
-    assert!(f.failed(&key(), Category::Forbidden, "the key was refused"));
-    assert_eq!(f.recovered(&key()).as_deref(), Some("the key was refused"));
-    assert_eq!(f.recovered(&key()), None, "its end is said once");
-    assert!(f.failed(&key(), Category::Unavailable, "rbd_list2 timed out"));
+    assert!(f.failed(Category::Forbidden.into(), "the key was refused"));
+    assert_eq!(f.recovered().as_deref(), Some("the key was refused"));
+    assert_eq!(f.recovered(), None, "its end is said once");
+    assert!(f.failed(Category::Unavailable.into(), "rbd_list2 timed out"));
+}
+
+#[test]
+fn a_ceph_error_gets_its_category_once_and_keeps_its_name_text_and_source() {
+    use crate::census::CensusFailure;
+    use crate::census::ceph::rbd::Category;
+    use crate::decide::census::{FailureCategory, FailureKind};
+    let cases = [
+        (
+            Category::Unavailable,
+            FailureCategory::Timeout,
+            "unavailable",
+        ),
+        (Category::Forbidden, FailureCategory::Forbidden, "forbidden"),
+        (Category::NotFound, FailureCategory::Other, "not_found"),
+        (
+            Category::LibraryMissing,
+            FailureCategory::Other,
+            "library_missing",
+        ),
+        (Category::Config, FailureCategory::Other, "config"),
+        (Category::Other, FailureCategory::Other, "other"),
+    ];
+    for (ceph, category, name) in cases {
+        let kind = FailureKind::from(ceph);
+        assert_eq!(
+            (kind.category, kind.to_string()),
+            (category, name.to_string())
+        );
+    }
+    // The line is what the logs printed before ("context: cause"); the cause stays reachable.
+    let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+    let f = CensusFailure::caused(
+        Category::Config,
+        Some("cannot read the key file /k".into()),
+        io,
+    );
+    assert_eq!(f.to_string(), "cannot read the key file /k: no such file");
+    let cause = std::error::Error::source(&f).expect("a source");
+    assert_eq!(cause.to_string(), "no such file");
+    assert!(cause.downcast_ref::<std::io::Error>().is_some());
+    assert_eq!(f.category(), FailureCategory::Other);
+    let bare = CensusFailure::caused(
+        Category::Unavailable,
+        None,
+        std::io::Error::other("timed out"),
+    );
+    assert_eq!(bare.to_string(), "timed out");
+    // Two problems of one category are still two problems to the log.
+    let mut failing = crate::decide::census::ScopeState::default();
+    assert!(failing.failed(FailureKind::from(Category::NotFound), "no pool"));
+    assert!(failing.failed(FailureKind::from(Category::Config), "bad option"));
+    assert!(!failing.failed(FailureKind::from(Category::Config), "bad option again"));
 }

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::fixtures::{now, now_plus};
 use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::rbd::Category;
-use crate::decide::census::{PoolKey, Seen, SeenDetail, Snapshot, leftover_name};
+use crate::decide::census::{DiskFacts, PoolKey, Scope, Seen, Snapshot, disk_ref, leftover_name};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
@@ -18,11 +18,15 @@ use crate::model::crd::{Reason, VolumeSourceInfo};
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
-fn key() -> PoolKey {
+fn pool() -> PoolKey {
     PoolKey::new(FSID, "k8s-rbd", None)
 }
 
-fn state() -> CensusState<Category> {
+fn key() -> Scope {
+    pool().into()
+}
+
+fn state() -> CensusState {
     let config = CensusConfig::parse(&format!(
         "clusterName: e2e\nclusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    pools:\n      - name: k8s-rbd\n"
     ))
@@ -56,12 +60,12 @@ fn old(mut s: Snapshot, image: &str) -> Snapshot {
         image.to_string(),
         Seen {
             id: format!("id-{image}"),
-            detail: Some(Box::new(SeenDetail {
-                size: 1024,
-                created: Some(now_plus(-7200).0),
-                watchers: Vec::new(),
-                owner: None,
-            })),
+            detail: Some(Box::new(DiskFacts::ceph(
+                1024,
+                Some(now_plus(-7200).0),
+                Vec::new(),
+                None,
+            ))),
         },
     );
     s
@@ -81,28 +85,31 @@ fn source(image: &str) -> VolumeSourceInfo {
 
 fn volumes(v: &[(&str, &str)]) -> Naming {
     Naming {
-        volumes: v.iter().map(|(n, i)| (n.to_string(), source(i))).collect(),
+        volumes: v
+            .iter()
+            .map(|(n, i)| (n.to_string(), disk_ref(&source(i), &[])))
+            .collect(),
         ..Default::default()
     }
 }
 
 fn run(
-    st: &mut CensusState<Category>,
+    st: &mut CensusState,
     result: Result<Snapshot, (Category, &str)>,
     at: &Time,
     naming: Naming,
-) -> CensusOutcome<Category> {
+) -> CensusOutcome {
     census_result(
         st,
         &key(),
-        result.map_err(|(c, m)| (c, m.to_string())),
+        result.map_err(|(c, m)| (c.into(), m.to_string())),
         at,
         || naming,
     )
 }
 
-fn failed(st: &mut CensusState<Category>, c: Category, m: &str) -> CensusOutcome<Category> {
-    census_result(st, &key(), Err((c, m.to_string())), &now(), || {
+fn failed(st: &mut CensusState, c: Category, m: &str) -> CensusOutcome {
+    census_result(st, &key(), Err((c.into(), m.to_string())), &now(), || {
         panic!("a failed census reads no names: it concludes nothing")
     })
 }
@@ -115,7 +122,7 @@ fn a_failure_is_logged_once_per_kind_and_concludes_nothing() {
     assert_eq!(
         out.logs,
         vec![CensusLog::Failed {
-            category: Category::Unavailable,
+            category: Category::Unavailable.into(),
             message: "rbd_list2 timed out".into()
         }]
     );
@@ -129,7 +136,7 @@ fn a_failure_is_logged_once_per_kind_and_concludes_nothing() {
     assert_eq!(
         other.logs,
         vec![CensusLog::Failed {
-            category: Category::Forbidden,
+            category: Category::Forbidden.into(),
             message: "the key was refused".into()
         }]
     );
@@ -177,7 +184,7 @@ fn unreadable_images_are_logged_once_per_change_and_held() {
     }));
     assert_eq!(
         st.held.keys().collect::<Vec<_>>(),
-        vec![&leftover_name(&key(), "b")],
+        vec![&leftover_name(&pool(), "b")],
         "what is published about the unread image stays"
     );
     let same = run(&mut st, Ok(s), &now(), Naming::default());
@@ -209,7 +216,7 @@ fn volumes_are_decided_again_when_their_image_leaves_or_comes_back() {
 #[test]
 fn an_unreferenced_old_image_is_a_finding_until_something_names_it() {
     let mut st = state();
-    let name = leftover_name(&key(), "orphan");
+    let name = leftover_name(&pool(), "orphan");
     let naming = Naming {
         leftovers: vec![
             ("tomb".into(), Reason::VolumeDeleted, Some(source("kept"))),

@@ -286,7 +286,7 @@ fn census_world() -> World {
 
 /// A listing of the pool with these images, each two hours old, its details read.
 fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
-    use crate::decide::census::{Seen, SeenDetail, Snapshot};
+    use crate::decide::census::{DiskFacts, Seen, Snapshot};
     Snapshot {
         started: now_plus(-60),
         pool_id: 2,
@@ -295,12 +295,12 @@ fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
             .map(|n| {
                 let seen = Seen {
                     id: format!("id-{n}"),
-                    detail: Some(Box::new(SeenDetail {
-                        size: 1024,
-                        created: Some(now_plus(-7200).0),
-                        watchers: Vec::new(),
-                        owner: None,
-                    })),
+                    detail: Some(Box::new(DiskFacts::ceph(
+                        1024,
+                        Some(now_plus(-7200).0),
+                        Vec::new(),
+                        None,
+                    ))),
                 };
                 (n.to_string(), seen)
             })
@@ -318,7 +318,7 @@ fn census_report(
     result: Result<crate::decide::census::Snapshot, crate::census::ceph::CensusFailure>,
 ) -> Event {
     Event::Input(Input::Census(Box::new(crate::census::ceph::CensusReport {
-        key: crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None),
+        key: crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None).into(),
         result,
         requests: 3,
         elapsed: Duration::from_millis(20),
@@ -358,10 +358,10 @@ async fn a_failed_census_deletes_nothing() {
     });
     assert!(w.step(vl_in).writes.is_empty(), "published as decided");
 
-    let failure = crate::census::ceph::CensusFailure {
-        category: crate::census::ceph::rbd::Category::Unavailable,
-        message: "Ceph is unavailable".into(),
-    };
+    let failure = crate::census::ceph::CensusFailure::new(
+        crate::census::ceph::rbd::Category::Unavailable,
+        "Ceph is unavailable".into(),
+    );
     let fx = w.step(census_report(Err(failure)));
     assert!(
         fx.writes.is_empty(),

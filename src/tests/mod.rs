@@ -6,6 +6,7 @@ mod census_result;
 mod classify;
 mod cli;
 mod crd;
+mod disk;
 mod events;
 mod feed;
 mod fixtures;

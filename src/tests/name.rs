@@ -13,7 +13,7 @@ use super::fixtures::{
     FakeLookup, PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus,
     pv,
 };
-use crate::decide::census::{Census, PoolKey, Seen, SeenDetail, Snapshot, leftover_name};
+use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, Seen, Snapshot, leftover_name};
 use crate::decide::classify::{classify, tombstone};
 use crate::decide::name::{
     Decision, Echo, FOREIGN, Held, HeldChange, Images, Inputs, Log, Memo, Outcome, Rules, Stores,
@@ -32,8 +32,12 @@ const GRACES: Graces = Graces {
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
-fn key() -> PoolKey {
+fn pool() -> PoolKey {
     PoolKey::new(FSID, "k8s-rbd", None)
+}
+
+fn key() -> Scope {
+    pool().into()
 }
 
 /// The operator's view: the PV and VolumeLeftover stores, claims and classes, the census.
@@ -43,8 +47,8 @@ struct World {
     vls: BTreeMap<String, Arc<Leftover>>,
     lookup: FakeLookup,
     census: Option<Census>,
-    orphans: BTreeMap<String, (PoolKey, Finding)>,
-    held: BTreeMap<String, PoolKey>,
+    orphans: BTreeMap<String, (Scope, Finding)>,
+    held: BTreeMap<String, Scope>,
     ttl: Option<Duration>,
 }
 
@@ -167,17 +171,17 @@ fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> Snapshot {
 fn old_image() -> Seen {
     Seen {
         id: "1234abcd".into(),
-        detail: Some(Box::new(SeenDetail {
-            size: 1 << 30,
-            created: Some(now_plus(-7200).0),
-            watchers: vec![],
-            owner: Some(ImageOwner {
+        detail: Some(Box::new(DiskFacts::ceph(
+            1 << 30,
+            Some(now_plus(-7200).0),
+            vec![],
+            Some(ImageOwner {
                 volume_name: Some("pvc-1".into()),
                 claim_namespace: Some("db".into()),
                 claim_name: Some("data".into()),
                 cluster_name: Some("e2e".into()),
             }),
-        })),
+        ))),
     }
 }
 
@@ -373,7 +377,7 @@ fn a_write_not_yet_seen_back_is_waited_for() {
 fn nothing_is_deleted_while_the_census_cannot_say() {
     let vwi = volume_without_image();
     let iwv = image_without_volume();
-    let iwv_name = leftover_name(&key(), "orphan");
+    let iwv_name = leftover_name(&pool(), "orphan");
     assert_eq!(iwv.name(), iwv_name);
     let with_claim = |w: World| World {
         lookup: lookup().with_claim("db", "data", "uid-data"),

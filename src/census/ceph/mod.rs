@@ -20,7 +20,9 @@ use tokio::sync::mpsc;
 
 use crate::census::ceph::config::{CensusConfig, ClusterConfig};
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::decide::census::{PoolKey, Seen, SeenDetail, Snapshot, image_ref};
+use crate::decide::census::{
+    DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, Seen, Snapshot, image_ref,
+};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::ImageOwner;
@@ -42,41 +44,29 @@ pub struct CensusSettings {
     pub deadline: Duration,
 }
 
-/// Why a pool's census failed. Its category is the problem (Ceph unavailable, a refused key, a
-/// missing pool): one outage can fail with changing texts (an `rbd_list2` timeout, then a
-/// `rados_connect` timeout), and is still one problem, logged once.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct CensusFailure {
-    /// What kind of problem it is.
-    pub category: Category,
-    /// What failed, in one line.
-    pub message: String,
-}
+pub use crate::census::{CensusFailure, CensusReport};
 
-impl CensusFailure {
-    fn new(category: Category, message: String) -> CensusFailure {
-        CensusFailure { category, message }
-    }
-
-    /// A request or connect that outlived its bound: Ceph is not answering, as with librados's
-    /// own timeout (-110), which is [`Category::Unavailable`] too.
-    fn abandoned(message: String) -> CensusFailure {
-        CensusFailure::new(Category::Unavailable, message)
+impl From<Category> for FailureKind {
+    /// Ceph's categories, mapped once: what the logs print stays Ceph's own name.
+    fn from(c: Category) -> FailureKind {
+        let category = match c {
+            Category::Unavailable => FailureCategory::Timeout,
+            Category::Forbidden => FailureCategory::Forbidden,
+            Category::NotFound | Category::LibraryMissing | Category::Config | Category::Other => {
+                FailureCategory::Other
+            }
+        };
+        FailureKind {
+            category,
+            name: c.as_str(),
+        }
     }
 }
 
-/// The result of one pool's census.
-#[derive(Debug)]
-pub struct CensusReport {
-    /// The pool.
-    pub key: PoolKey,
-    /// The census, or why there is none.
-    pub result: Result<Snapshot, CensusFailure>,
-    /// Library calls it made.
-    pub requests: u64,
-    /// How long it took.
-    pub elapsed: Duration,
+/// A request or connect that outlived its bound: Ceph is not answering, as with librados's
+/// own timeout (-110), which is [`Category::Unavailable`] too.
+fn abandoned(message: String) -> CensusFailure {
+    CensusFailure::new(Category::Unavailable, message)
 }
 
 /// Runs the census until `tx` is closed.
@@ -211,7 +201,7 @@ async fn census_cluster(
         if abort {
             *conn = Kept(None);
         }
-        let failed = report.result.as_ref().err().map(|f| f.category);
+        let failed = report.result.as_ref().err().map(|f| f.kind);
         if tx.send(report).await.is_err() {
             return;
         }
@@ -245,7 +235,7 @@ async fn reconnect(
             for key in keys.iter().cloned() {
                 let _ = tx
                     .send(CensusReport {
-                        key,
+                        key: key.into(),
                         result: Err(e.clone()),
                         requests: 0,
                         elapsed: started.elapsed(),
@@ -262,15 +252,15 @@ async fn reconnect(
 async fn not_censused(
     rest: &[PoolKey],
     failed: &PoolKey,
-    category: Category,
+    kind: FailureKind,
     tx: &mpsc::Sender<CensusReport>,
 ) {
     for key in rest {
         let _ = tx
             .send(CensusReport {
-                key: key.clone(),
+                key: key.clone().into(),
                 result: Err(CensusFailure::new(
-                    category,
+                    kind,
                     format!("not censused: the census of pool {failed} failed first"),
                 )),
                 requests: 0,
@@ -303,22 +293,19 @@ async fn census_pool(
         }
         Ok(Ok(Err(e))) => {
             let abort = e.aborts_census();
-            (
-                Err(CensusFailure::new(e.category(), e.to_string())),
-                0,
-                abort,
-            )
+            (Err(CensusFailure::caused(e.category(), None, e)), 0, abort)
         }
         Ok(Err(join)) => (
-            Err(CensusFailure::new(
+            Err(CensusFailure::caused(
                 Category::Other,
-                format!("the census task failed: {join}"),
+                Some("the census task failed".into()),
+                join,
             )),
             0,
             true,
         ),
         Err(_) => (
-            Err(CensusFailure::abandoned(format!(
+            Err(abandoned(format!(
                 "the census of pool {key} took longer than {}s; it is abandoned",
                 deadline.as_secs()
             ))),
@@ -329,7 +316,7 @@ async fn census_pool(
     };
     (
         CensusReport {
-            key: key.clone(),
+            key: key.clone().into(),
             result,
             requests,
             elapsed: started.elapsed(),
@@ -343,7 +330,7 @@ async fn census_pool(
 pub async fn census_once(
     settings: &CensusSettings,
     census: &mut crate::decide::census::Census,
-    details: &std::collections::HashMap<PoolKey, HashSet<String>>,
+    details: &std::collections::HashMap<Scope, HashSet<String>>,
 ) -> Vec<CensusReport> {
     let mut reports = Vec::new();
     for cluster in &settings.config.clusters {
@@ -351,8 +338,11 @@ pub async fn census_once(
             Ok(c) => Kept(Some(Arc::new(c))),
             Err(e) => {
                 for p in &cluster.pools {
-                    let key =
-                        PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
+                    let key = Scope::from(PoolKey::new(
+                        &cluster.cluster_id,
+                        &p.name,
+                        p.rados_namespace.as_deref(),
+                    ));
                     census.record(&key, Err(e.message.clone()));
                     reports.push(CensusReport {
                         key,
@@ -367,12 +357,15 @@ pub async fn census_once(
         let Some(c) = &conn.0 else { continue };
         for p in &cluster.pools {
             let key = PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
-            let wanted = details.get(&key).cloned().unwrap_or_default();
+            let wanted = details
+                .get(&Scope::Ceph(key.clone()))
+                .cloned()
+                .unwrap_or_default();
             let (report, _) = census_pool(c.clone(), &key, p, settings.deadline, move |n| {
                 wanted.contains(n)
             })
             .await;
-            census.record(&key, report.result.clone().map_err(|f| f.message));
+            census.record(&report.key, report.result.clone().map_err(|f| f.message));
             reports.push(report);
         }
     }
@@ -391,9 +384,10 @@ async fn connect(
         Some(path) => Some(
             std::fs::read_to_string(path)
                 .map_err(|e| {
-                    CensusFailure::new(
+                    CensusFailure::caused(
                         Category::Config,
-                        format!("cannot read the key file {}: {e}", path.display()),
+                        Some(format!("cannot read the key file {}", path.display())),
+                        e,
                     )
                 })?
                 .trim()
@@ -424,7 +418,7 @@ async fn connect(
     });
     match tokio::time::timeout(settings.deadline, &mut rx).await {
         Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| {
-            CensusFailure::new(e.category(), format!("cluster {id}: {e}"))
+            CensusFailure::caused(e.category(), Some(format!("cluster {id}")), e)
         }),
         Ok(Err(_)) => Err(CensusFailure::new(
             Category::Other,
@@ -440,7 +434,7 @@ async fn connect(
             if let Ok(Ok(late)) = rx.try_recv() {
                 release(Arc::new(late));
             }
-            Err(CensusFailure::abandoned(format!(
+            Err(abandoned(format!(
                 "cluster {id}: connecting took longer than {}s; it is abandoned",
                 settings.deadline.as_secs()
             )))
@@ -480,22 +474,17 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
         .into_iter()
         .map(|i| {
             let detail = match i.detail {
-                rbd::Detail::Read(d) => Some(Box::new(SeenDetail {
-                    size: d.size,
-                    created: d.created,
-                    watchers: {
-                        let mut w: Vec<String> =
-                            d.watchers.iter().map(|w| w.address.clone()).collect();
-                        w.sort();
-                        w
-                    },
-                    owner: d.csi_owner().map(|o| ImageOwner {
+                rbd::Detail::Read(d) => Some(Box::new(DiskFacts::ceph(
+                    d.size,
+                    d.created,
+                    d.watchers.iter().map(|w| w.address.clone()).collect(),
+                    d.csi_owner().map(|o| ImageOwner {
                         volume_name: o.pv_name,
                         claim_namespace: o.pvc_namespace,
                         claim_name: o.pvc_name,
                         cluster_name: o.cluster_name,
                     }),
-                })),
+                ))),
                 _ => None,
             };
             (

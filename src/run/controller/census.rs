@@ -2,19 +2,21 @@
 //! was reported as referenced by nothing).
 
 use super::Loop;
-use crate::census::ceph::CensusReport;
-use crate::decide::census::{Resolved, image_ref};
+use crate::census::CensusReport;
+use crate::decide::census::{Resolved, disk_ref};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::Reason;
 use crate::model::volume::Volume;
+use crate::run::scheduling::Scheduler;
+use crate::run::wiring::Stores;
 
 impl Loop {
-    /// A pool's census completed (or failed): what it means is decided by
+    /// A scope's census completed (or failed): what it means is decided by
     /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
     /// measured and the names it concerns are decided again.
     fn on_census(&mut self, report: CensusReport) {
-        use crate::decide::census_result::{CensusLog, Gauge, Naming, census_result};
+        use crate::decide::census_result::{Gauge, census_result};
         let Some(cs) = self.census.as_mut() else {
             return;
         };
@@ -26,12 +28,43 @@ impl Loop {
         } = report;
         let label = key.to_string();
         let (stores, scheduler) = (&self.stores, &mut self.scheduler);
-        let naming = || Naming {
+        let out = census_result(
+            cs,
+            &key,
+            result.map_err(|e| (e.kind, e.message)),
+            &wall_clock(),
+            || Self::census_naming(stores, scheduler),
+        );
+        match out.gauge {
+            Gauge::Done { images, unread } => {
+                self.metrics
+                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
+            }
+            Gauge::Failed => self.metrics.census_failed(&label, requests),
+        }
+        for line in out.logs {
+            Self::log_census(&label, line);
+        }
+        for n in out.mark {
+            self.scheduler.mark(&n);
+        }
+    }
+
+    /// What names disks now, as the stores and the tombstones not written yet say.
+    fn census_naming(
+        stores: &Stores,
+        scheduler: &mut Scheduler,
+    ) -> crate::decide::census_result::Naming {
+        crate::decide::census_result::Naming {
             volumes: stores
                 .pv
                 .state()
                 .iter()
-                .filter_map(|pv| Some((pv.name().to_string(), volume_source(pv.spec.as_ref()?))))
+                .filter_map(|pv| {
+                    let spec = pv.spec.as_ref()?;
+                    let disk = disk_ref(&volume_source(spec), &spec.zones());
+                    Some((pv.name().to_string(), disk))
+                })
                 .collect(),
             leftovers: stores
                 .vl
@@ -54,46 +87,32 @@ impl Loop {
                     Some(t.status.source.clone())
                 })
                 .collect(),
-        };
-        let out = census_result(
-            cs,
-            &key,
-            result.map_err(|e| (e.category, e.message)),
-            &wall_clock(),
-            naming,
-        );
-        match out.gauge {
-            Gauge::Done { images, unread } => {
-                self.metrics
-                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
-            }
-            Gauge::Failed => self.metrics.census_failed(&label, requests),
         }
-        for line in out.logs {
-            match line {
-                CensusLog::Recovered { after } => {
-                    tracing::info!(pool = %label, after = %after, "the census of the pool works again")
-                }
-                CensusLog::Done { images } => {
-                    tracing::debug!(pool = %label, images = images, "census done")
-                }
-                CensusLog::Unread {
-                    images,
-                    first,
-                    error,
-                } => {
-                    tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
-                }
-                CensusLog::ReadAgain => {
-                    tracing::info!(pool = %label, "the details of every image can be read again")
-                }
-                CensusLog::Failed { category, message } => {
-                    tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
-                }
+    }
+
+    /// Logs a line of a census outcome of the scope labelled `label`.
+    fn log_census(label: &str, line: crate::decide::census_result::CensusLog) {
+        use crate::decide::census_result::CensusLog;
+        match line {
+            CensusLog::Recovered { after } => {
+                tracing::info!(pool = %label, after = %after, "the census of the pool works again")
             }
-        }
-        for n in out.mark {
-            self.scheduler.mark(&n);
+            CensusLog::Done { images } => {
+                tracing::debug!(pool = %label, images = images, "census done")
+            }
+            CensusLog::Unread {
+                images,
+                first,
+                error,
+            } => {
+                tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+            }
+            CensusLog::ReadAgain => {
+                tracing::info!(pool = %label, "the details of every image can be read again")
+            }
+            CensusLog::Failed { category, message } => {
+                tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+            }
         }
     }
 
@@ -102,13 +121,17 @@ impl Loop {
         let Some(cs) = self.census.as_mut() else {
             return;
         };
-        let Some(r) = pv.spec.as_ref().and_then(|s| image_ref(&volume_source(s))) else {
+        let Some(r) = pv
+            .spec
+            .as_ref()
+            .and_then(|s| disk_ref(&volume_source(s), &s.zones()))
+        else {
             return;
         };
-        let Resolved::Pool(key) = cs.census.resolve(&r) else {
+        let Resolved::In(key) = cs.census.resolve(&r) else {
             return;
         };
-        let name = crate::decide::census::leftover_name(key, &r.name);
+        let name = crate::decide::census::disk_leftover_name(key, r.name());
         let held = cs.held.remove(&name).is_some();
         if cs.orphans.remove(&name).is_some() || held {
             self.scheduler.mark(&name);

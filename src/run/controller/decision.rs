@@ -8,7 +8,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 
 use super::Told;
-use crate::decide::census::{Census, image_ref};
+use crate::decide::census::{Census, disk_ref};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self};
 use crate::decide::name::{Decision, Held, Memo};
@@ -78,7 +78,9 @@ impl Lookup for StoreLookup<'_> {
     }
 
     fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
-        match (self.census, image_ref(source)) {
+        // A PV's zones are not at hand here: an in-tree disk that only they locate is not
+        // censused.
+        match (self.census, disk_ref(source, &[])) {
             (Some(c), Some(r)) => c.image(&r, created),
             _ => ImageFound::NotCensused,
         }
@@ -87,8 +89,7 @@ impl Lookup for StoreLookup<'_> {
 
 /// The census as the loop keeps it: each pool's state and the findings about images nothing
 /// references, by VolumeLeftover name.
-pub(super) type CensusState =
-    crate::decide::census_result::CensusState<crate::census::ceph::rbd::Category>;
+pub(super) type CensusState = crate::decide::census_result::CensusState;
 
 /// What a decision may read.
 pub(super) struct Ctx<'a> {
