@@ -17,7 +17,12 @@
 //!
 //! Credentials: a service-account key file, or Application Default Credentials (GKE Workload
 //! Identity through the metadata server, `GOOGLE_APPLICATION_CREDENTIALS`), scoped to
-//! `compute.readonly`.
+//! `compute.readonly`. With a key file, google-cloud-auth signs a JWT with the key and sends it
+//! as the bearer token itself (AIP-4111): it never calls the key's `token_uri`.
+//!
+//! Least privilege: the one IAM permission `compute.disks.list` on the project, which
+//! `disks.list`, `regionDisks.list` and `disks.aggregatedList` all require (a custom role;
+//! `roles/compute.viewer` grants far more).
 
 pub mod facts;
 
