@@ -1,0 +1,361 @@
+//! What the GCE census keeps of a Compute Engine disk, and why a listing failed.
+//!
+//! **Pure: no client, no clock.** Maps the Compute crate's `Disk` to [`DiskFacts`] (the
+//! integration maps those to the backend-neutral census types) and a client error to its
+//! [`ErrorCategory`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use google_cloud_compute_v1::model::Disk;
+
+/// The description key under which the GCE PD CSI driver records the PV it made the disk for.
+pub const CREATED_FOR_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
+/// The description key of the claim's name.
+pub const CREATED_FOR_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
+/// The description key of the claim's namespace.
+pub const CREATED_FOR_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
+/// The label GKE puts on the disks a cluster's driver creates: the cluster's name.
+pub const GKE_CLUSTER_LABEL: &str = "goog-k8s-cluster-name";
+
+/// Where a disk lives, or what a listing covered.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Location {
+    /// A zone (`us-central1-a`): zonal disks.
+    Zone(String),
+    /// A region (`us-central1`): regional (replicated) disks.
+    Region(String),
+    /// Every location of the project: only a failed aggregated listing names this, because it
+    /// did not say which zones and regions exist.
+    All,
+}
+
+impl Location {
+    /// The key of the scope in an aggregated listing (`zones/us-central1-a`), as in the API.
+    pub fn parse_scope(s: &str) -> Option<Location> {
+        match s.split_once('/')? {
+            ("zones", z) if !z.is_empty() => Some(Location::Zone(z.into())),
+            ("regions", r) if !r.is_empty() => Some(Location::Region(r.into())),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Zone(z) => write!(f, "zones/{z}"),
+            Location::Region(r) => write!(f, "regions/{r}"),
+            Location::All => f.write_str("all locations"),
+        }
+    }
+}
+
+/// One censused scope: a project and a zone or region of it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Scope {
+    /// The project id.
+    pub project: String,
+    /// The zone or region.
+    pub location: Location,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "projects/{}/{}", self.project, self.location)
+    }
+}
+
+/// What kind of problem stopped a listing. Stable short names ([`ErrorCategory::as_str`]) for
+/// metric labels and log lines: one outage can fail with changing texts and is one problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorCategory {
+    /// No credentials, or they were refused (401, a key that does not sign, no metadata
+    /// server).
+    Auth,
+    /// The account may not list the disks (403: `compute.disks.list` missing, API disabled).
+    Forbidden,
+    /// Rate or quota exceeded (429), after the retries.
+    Quota,
+    /// The service failed (5xx, or a scope the aggregated listing says is unreachable), after
+    /// the retries.
+    Server,
+    /// No answer within the bound.
+    Timeout,
+    /// Anything else (a connection refused, an answer that does not parse, a bad request).
+    Other,
+}
+
+impl ErrorCategory {
+    /// The category's short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::Auth => "auth",
+            ErrorCategory::Forbidden => "forbidden",
+            ErrorCategory::Quota => "quota",
+            ErrorCategory::Server => "server",
+            ErrorCategory::Timeout => "timeout",
+            ErrorCategory::Other => "other",
+        }
+    }
+
+    /// The category of an HTTP status the service answered with, if it has one.
+    pub fn of_status(status: u16) -> Option<ErrorCategory> {
+        match status {
+            401 => Some(ErrorCategory::Auth),
+            403 => Some(ErrorCategory::Forbidden),
+            429 => Some(ErrorCategory::Quota),
+            500..=599 => Some(ErrorCategory::Server),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a scope's listing failed: the scope says nothing about which disks exist (Unknown),
+/// never an empty or partial list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{category}: {message}")]
+pub struct ListError {
+    /// What kind of problem it is.
+    pub category: ErrorCategory,
+    /// What failed, in one line.
+    pub message: String,
+}
+
+impl ListError {
+    /// An error of `category`.
+    pub fn new(category: ErrorCategory, message: impl Into<String>) -> ListError {
+        ListError {
+            category,
+            message: message.into(),
+        }
+    }
+}
+
+/// The PV and claim the CSI driver recorded in the disk's description (a JSON object; GKE's PD
+/// CSI driver writes it when it creates the disk for a claim).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreatedFor {
+    /// `kubernetes.io/created-for/pv/name`.
+    pub pv_name: Option<String>,
+    /// `kubernetes.io/created-for/pvc/name`.
+    pub pvc_name: Option<String>,
+    /// `kubernetes.io/created-for/pvc/namespace`.
+    pub pvc_namespace: Option<String>,
+}
+
+impl CreatedFor {
+    /// Reads the description; a description that is not such a JSON object (a disk made by
+    /// hand, or by another tool) records nothing.
+    pub fn parse(description: &str) -> CreatedFor {
+        let Ok(serde_json::Value::Object(m)) = serde_json::from_str(description) else {
+            return CreatedFor::default();
+        };
+        let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        CreatedFor {
+            pv_name: get(CREATED_FOR_PV_NAME),
+            pvc_name: get(CREATED_FOR_PVC_NAME),
+            pvc_namespace: get(CREATED_FOR_PVC_NAMESPACE),
+        }
+    }
+}
+
+/// What the census keeps of one disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskFacts {
+    /// The disk's name (unique in its zone or region).
+    pub name: String,
+    /// Its numeric id (a new disk of the same name has another).
+    pub id: u64,
+    /// Where it lives.
+    pub location: Location,
+    /// Its size in bytes (`sizeGb` × 2³⁰: Compute's GB are GiB).
+    pub size_bytes: u64,
+    /// The disk type's name (`pd-balanced`, `pd-ssd`, `hyperdisk-balanced`, …).
+    pub disk_type: String,
+    /// When it was created.
+    pub created: Option<jiff::Timestamp>,
+    /// The instances it is attached to (`users`; their URLs). Attached means in use.
+    pub users: Vec<String>,
+    /// When it was last detached from an instance.
+    pub last_detach: Option<jiff::Timestamp>,
+    /// A regional disk's replica zones (names); empty for a zonal disk.
+    pub replica_zones: Vec<String>,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// The PV and claim the CSI driver recorded.
+    pub created_for: CreatedFor,
+    /// The cluster its labels name (the configured label key, else `goog-k8s-cluster-name`):
+    /// another cluster's disk is not this cluster's finding; `None` means nobody is named.
+    pub cluster: Option<String>,
+    /// `sourceSnapshot` or `sourceImage` when it was restored from one (still a disk).
+    pub source: Option<String>,
+}
+
+/// The last segment of a Compute URL (`.../diskTypes/pd-ssd` → `pd-ssd`); a plain name stays.
+pub fn last_segment(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
+}
+
+/// A disk's facts, from the API's answer. `cluster_label` is the label naming the cluster
+/// that owns a disk (`None`: GKE's `goog-k8s-cluster-name`). A disk without a name or id is not
+/// a disk the API could list: an error, so that the scope is not taken as complete.
+pub fn facts_of(
+    d: Disk,
+    location: &Location,
+    cluster_label: Option<&str>,
+) -> Result<DiskFacts, ListError> {
+    let name = d
+        .name
+        .ok_or_else(|| ListError::new(ErrorCategory::Other, "a disk without a name"))?;
+    let id = d.id.ok_or_else(|| {
+        ListError::new(ErrorCategory::Other, format!("disk {name} without an id"))
+    })?;
+    let size_gb = d.size_gb.unwrap_or(0);
+    let size_bytes = u64::try_from(size_gb)
+        .ok()
+        .and_then(|g| g.checked_mul(1 << 30))
+        .ok_or_else(|| {
+            ListError::new(
+                ErrorCategory::Other,
+                format!("disk {name}: size {size_gb} GB out of range"),
+            )
+        })?;
+    let time = |t: Option<String>, what: &str| -> Result<Option<jiff::Timestamp>, ListError> {
+        t.map(|t| {
+            t.parse::<jiff::Timestamp>().map_err(|e| {
+                ListError::new(
+                    ErrorCategory::Other,
+                    format!("disk {name}: {what} {t:?}: {e}"),
+                )
+            })
+        })
+        .transpose()
+    };
+    let created = time(d.creation_timestamp, "creationTimestamp")?;
+    let last_detach = time(d.last_detach_timestamp, "lastDetachTimestamp")?;
+    let labels: BTreeMap<String, String> = d.labels.into_iter().collect();
+    let cluster = labels
+        .get(cluster_label.unwrap_or(GKE_CLUSTER_LABEL))
+        .cloned();
+    Ok(DiskFacts {
+        id,
+        location: location.clone(),
+        size_bytes,
+        disk_type: d
+            .r#type
+            .as_deref()
+            .map(last_segment)
+            .unwrap_or_default()
+            .to_owned(),
+        created,
+        users: d.users,
+        last_detach,
+        replica_zones: d
+            .replica_zones
+            .iter()
+            .map(|z| last_segment(z).to_owned())
+            .collect(),
+        labels,
+        created_for: d
+            .description
+            .as_deref()
+            .map(CreatedFor::parse)
+            .unwrap_or_default(),
+        cluster,
+        source: d.source_snapshot.or(d.source_image),
+        name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk(json: serde_json::Value) -> Disk {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_regional_csi_disk() {
+        let d = disk(serde_json::json!({
+            "name": "pvc-0f3c", "id": "8812345678901234567", "sizeGb": "20",
+            "type": "https://www.googleapis.com/compute/v1/projects/p/regions/us-central1/diskTypes/pd-ssd",
+            "creationTimestamp": "2026-03-01T10:00:00.123-08:00",
+            "lastDetachTimestamp": "2026-03-02T10:00:00.000-08:00",
+            "replicaZones": ["https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a",
+                             "https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-b"],
+            "labels": {"goog-k8s-cluster-name": "prod", "team": "a"},
+            "description": "{\"kubernetes.io/created-for/pv/name\":\"pvc-0f3c\",\"kubernetes.io/created-for/pvc/name\":\"pvc2\",\"kubernetes.io/created-for/pvc/namespace\":\"default\",\"storage.gke.io/created-by\":\"pd.csi.storage.gke.io\"}",
+        }));
+        let f = facts_of(d, &Location::Region("us-central1".into()), None).unwrap();
+        assert_eq!(f.id, 8812345678901234567);
+        assert_eq!(f.size_bytes, 20 << 30);
+        assert_eq!(f.disk_type, "pd-ssd");
+        assert_eq!(f.replica_zones, ["us-central1-a", "us-central1-b"]);
+        assert_eq!(f.cluster.as_deref(), Some("prod"));
+        assert_eq!(
+            f.created.unwrap().to_string(),
+            "2026-03-01T18:00:00.123Z",
+            "the offset is honoured"
+        );
+        assert!(f.last_detach.is_some());
+        assert_eq!(
+            f.created_for,
+            CreatedFor {
+                pv_name: Some("pvc-0f3c".into()),
+                pvc_name: Some("pvc2".into()),
+                pvc_namespace: Some("default".into()),
+            }
+        );
+        let own = facts_of(
+            disk(serde_json::json!({"name": "x", "id": "1", "labels": {"owner": "c2", "goog-k8s-cluster-name": "prod"}})),
+            &Location::Zone("z".into()),
+            Some("owner"),
+        )
+        .unwrap();
+        assert_eq!(
+            own.cluster.as_deref(),
+            Some("c2"),
+            "the configured label wins"
+        );
+    }
+
+    #[test]
+    fn a_hand_made_disk_records_nothing_and_a_nameless_one_is_an_error() {
+        let f = facts_of(
+            disk(serde_json::json!({"name": "boot", "id": "2", "description": "my boot disk", "users": ["https://x/instances/vm"]})),
+            &Location::Zone("z".into()),
+            None,
+        )
+        .unwrap();
+        assert_eq!(f.created_for, CreatedFor::default());
+        assert_eq!(f.cluster, None);
+        assert_eq!(f.users.len(), 1);
+        let e = facts_of(
+            disk(serde_json::json!({"id": "3"})),
+            &Location::Zone("z".into()),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.category, ErrorCategory::Other);
+    }
+
+    #[test]
+    fn scopes_and_statuses() {
+        assert_eq!(
+            Location::parse_scope("regions/europe-west1"),
+            Some(Location::Region("europe-west1".into()))
+        );
+        assert_eq!(Location::parse_scope("global"), None);
+        assert_eq!(ErrorCategory::of_status(429), Some(ErrorCategory::Quota));
+        assert_eq!(ErrorCategory::of_status(503), Some(ErrorCategory::Server));
+        assert_eq!(ErrorCategory::of_status(404), None);
+    }
+}

@@ -1,0 +1,509 @@
+//! The GCE census against the project's own Compute Engine test server
+//! (tests/fake-gce-compute/server.py: not Google's; no emulator of the Compute API exists).
+//!
+//! The real clients (`google-cloud-compute-v1`, `google-cloud-auth`) talk to it over HTTP on
+//! 127.0.0.1: a service-account key the server generated signs each request's JWT, which the
+//! server verifies; every answer it gives is validated against Google's discovery document for
+//! compute v1 before it is sent. The server's Python (with `cryptography` and the discovery
+//! document) comes from scripts/gce-python.sh, cached by its pins.
+//!
+//! The server cannot be started (no python3, no PyPI) → with `CI=true` every test fails with
+//! the reason; elsewhere it says so and passes without checking anything.
+
+#![cfg(feature = "gce")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use volume_leftovers::census::gce::{
+    CredentialSource, ErrorCategory, GceConfig, GceLister, Location, Locations, ProjectListing,
+};
+
+const PROJECT: &str = "p-shared";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The server's interpreter and the discovery document, or why there are none.
+fn python() -> Result<&'static (PathBuf, PathBuf), String> {
+    static PY: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    PY.get_or_init(|| {
+        let out = Command::new(repo().join("scripts/gce-python.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("scripts/gce-python.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("scripts/gce-python.sh failed: {}", out.status));
+        }
+        let py = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let doc = Command::new(&py)
+            .args(["-c", "import googleapiclient, pathlib; print(pathlib.Path(googleapiclient.__file__).parent / 'discovery_cache/documents/compute.v1.json')"])
+            .output()
+            .map_err(|e| format!("{}: {e}", py.display()))?;
+        if !doc.status.success() {
+            return Err("cannot locate compute.v1.json".into());
+        }
+        Ok((py, PathBuf::from(String::from_utf8_lossy(&doc.stdout).trim())))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// A real part that cannot be had: a failure in CI, a loud pass elsewhere.
+fn unavailable(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("the fake Compute server cannot be started (CI=true, so this fails): {why}");
+    }
+    eprintln!("SKIPPED: the fake Compute server cannot be started: {why}");
+}
+
+/// A running fake Compute server; stopped on drop.
+struct Fake {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Fake {
+    /// Starts a server holding `state`; `None` when it cannot (see [`unavailable`]).
+    fn start(state: Value) -> Option<Fake> {
+        let (py, doc) = match python() {
+            Ok(p) => p,
+            Err(e) => {
+                unavailable(&e);
+                return None;
+            }
+        };
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "fake-gce-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let state_file = dir.join("state.json");
+        std::fs::File::create(&state_file)
+            .unwrap()
+            .write_all(state.to_string().as_bytes())
+            .unwrap();
+        let mut child = match Command::new(py)
+            .arg(repo().join("tests/fake-gce-compute/server.py"))
+            .arg("--discovery")
+            .arg(doc)
+            .arg("--state")
+            .arg(&state_file)
+            .arg("--write-keys")
+            .arg(dir.join("keys"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                unavailable(&format!("spawning server.py: {e}"));
+                return None;
+            }
+        };
+        let mut line = String::new();
+        let read = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        let port = match (read, line.trim().strip_prefix("listening ")) {
+            (Ok(_), Some(p)) => p.parse().unwrap(),
+            _ => {
+                let _ = child.kill();
+                unavailable(&format!("server.py did not start: {line:?}"));
+                return None;
+            }
+        };
+        Some(Fake { child, port, dir })
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A configuration for this server with the trusted key and short bounds.
+    fn config(&self, locations: Locations) -> GceConfig {
+        GceConfig {
+            locations,
+            credentials: CredentialSource::KeyFile(self.dir.join("keys/key.json")),
+            endpoint: Some(self.endpoint()),
+            attempt_timeout: Duration::from_secs(2),
+            attempts: 3,
+            backoff: Duration::from_millis(50),
+            deadline: Duration::from_secs(8),
+            page_size: 500,
+            ..GceConfig::new(PROJECT)
+        }
+    }
+
+    /// Requests per path the server has had.
+    fn requests(&self) -> BTreeMap<String, u64> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "GET /_fake/requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut body = String::new();
+        std::io::Read::read_to_string(&mut s, &mut body).unwrap();
+        let json = body.split_once("\r\n\r\n").unwrap().1;
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn requests_to(&self, suffix: &str) -> u64 {
+        let path = format!("/compute/v1/projects/{PROJECT}/{suffix}");
+        self.requests().get(&path).copied().unwrap_or(0)
+    }
+}
+
+fn zonal(zone: &str, name: &str, id: u64) -> Value {
+    json!({
+        "zone": zone, "name": name, "id": id.to_string(), "sizeGb": "10", "type": "pd-balanced",
+        "creationTimestamp": "2026-03-01T10:00:00.000-08:00", "status": "READY",
+        "labels": {"goog-k8s-cluster-name": "prod"},
+    })
+}
+
+/// The seed's disk: a regional PD the CSI driver made for default/pvc2, its PV gone.
+fn regional(region: &str, name: &str, id: u64) -> Value {
+    json!({
+        "region": region, "name": name, "id": id.to_string(), "sizeGb": "20", "type": "pd-ssd",
+        "replicaZones": [format!("{region}-a"), format!("{region}-b")],
+        "creationTimestamp": "2026-03-01T10:00:00.000-08:00",
+        "lastDetachTimestamp": "2026-03-02T09:30:00.000-08:00", "status": "READY",
+        "description": json!({
+            "kubernetes.io/created-for/pv/name": name,
+            "kubernetes.io/created-for/pvc/name": "pvc2",
+            "kubernetes.io/created-for/pvc/namespace": "default",
+            "storage.gke.io/created-by": "pd.csi.storage.gke.io",
+        }).to_string(),
+    })
+}
+
+/// Names of each scope's disks; an error as `Err(category)`.
+fn names(l: &ProjectListing) -> BTreeMap<String, Result<Vec<String>, ErrorCategory>> {
+    l.scopes
+        .iter()
+        .map(|s| {
+            (
+                s.scope.location.to_string(),
+                s.result
+                    .as_ref()
+                    .map(|d| {
+                        let mut n: Vec<String> = d.iter().map(|d| d.name.clone()).collect();
+                        n.sort();
+                        n
+                    })
+                    .map_err(|e| e.category),
+            )
+        })
+        .collect()
+}
+
+fn ok(names: &[&str]) -> Result<Vec<String>, ErrorCategory> {
+    Ok(names.iter().map(|s| s.to_string()).collect())
+}
+
+fn world() -> Value {
+    json!({
+        "project": PROJECT,
+        "zones": ["us-central1-a", "us-central1-b", "europe-west1-b"],
+        "regions": ["us-central1", "europe-west1"],
+        "disks": [
+            zonal("us-central1-a", "pvc-a1", 11),
+            zonal("us-central1-a", "pvc-a2", 12),
+            zonal("us-central1-a", "pvc-a3", 13),
+            zonal("us-central1-b", "pvc-b1", 21),
+            regional("us-central1", "pvc-r1", 31),
+            regional("us-central1", "pvc-r2", 32),
+            {"zone": "us-central1-b", "name": "attached-boot", "id": "41", "sizeGb": "50",
+             "type": "pd-standard", "creationTimestamp": "2025-01-01T00:00:00.000+00:00",
+             "users": ["https://www.googleapis.com/compute/v1/projects/p-shared/zones/us-central1-b/instances/vm-1"],
+             "labels": {"goog-k8s-cluster-name": "other-cluster"}},
+        ],
+    })
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn aggregated_sees_zonal_and_regional_disks_across_pages() {
+    let Some(fake) = Fake::start(world()) else {
+        return;
+    };
+    let mut config = fake.config(Locations::All);
+    config.page_size = 2;
+    let listing =
+        runtime().block_on(async { GceLister::new(config).await.expect("client").list().await });
+    assert_eq!(
+        names(&listing),
+        BTreeMap::from([
+            ("regions/europe-west1".into(), ok(&[])),
+            ("regions/us-central1".into(), ok(&["pvc-r1", "pvc-r2"])),
+            ("zones/europe-west1-b".into(), ok(&[])),
+            (
+                "zones/us-central1-a".into(),
+                ok(&["pvc-a1", "pvc-a2", "pvc-a3"])
+            ),
+            (
+                "zones/us-central1-b".into(),
+                ok(&["attached-boot", "pvc-b1"])
+            ),
+        ])
+    );
+    // 7 disks, 2 a page: 4 pages, each one request.
+    assert_eq!(listing.pages, 4);
+    assert_eq!(fake.requests_to("aggregated/disks"), 4);
+    let disks: Vec<_> = listing
+        .scopes
+        .iter()
+        .flat_map(|s| s.result.clone().unwrap())
+        .collect();
+    let r1 = disks.iter().find(|d| d.name == "pvc-r1").unwrap();
+    assert_eq!(r1.location, Location::Region("us-central1".into()));
+    assert_eq!(r1.replica_zones, ["us-central1-a", "us-central1-b"]);
+    assert_eq!(r1.size_bytes, 20 << 30);
+    assert_eq!(r1.disk_type, "pd-ssd");
+    assert_eq!(r1.id, 31);
+    assert_eq!(r1.created_for.pv_name.as_deref(), Some("pvc-r1"));
+    assert_eq!(r1.created_for.pvc_name.as_deref(), Some("pvc2"));
+    assert_eq!(r1.created_for.pvc_namespace.as_deref(), Some("default"));
+    assert_eq!(r1.cluster, None, "no cluster label: nobody is named");
+    assert!(r1.last_detach.is_some() && r1.users.is_empty());
+    let boot = disks.iter().find(|d| d.name == "attached-boot").unwrap();
+    assert_eq!(boot.users.len(), 1, "attached");
+    assert_eq!(boot.cluster.as_deref(), Some("other-cluster"));
+}
+
+#[test]
+fn per_location_lists_see_their_own_disks_across_pages() {
+    let Some(fake) = Fake::start(world()) else {
+        return;
+    };
+    let mut config = fake.config(Locations::Only {
+        zones: vec!["us-central1-a".into(), "europe-west1-b".into()],
+        regions: vec!["us-central1".into()],
+    });
+    config.page_size = 1;
+    let listing = runtime().block_on(async { GceLister::new(config).await.unwrap().list().await });
+    assert_eq!(
+        names(&listing),
+        BTreeMap::from([
+            ("regions/us-central1".into(), ok(&["pvc-r1", "pvc-r2"])),
+            ("zones/europe-west1-b".into(), ok(&[])),
+            (
+                "zones/us-central1-a".into(),
+                ok(&["pvc-a1", "pvc-a2", "pvc-a3"])
+            ),
+        ]),
+        "the zone's list has no regional disk; the region's has them"
+    );
+    // us-central1-a: 3 pages of one; the region 2; the empty zone 1.
+    assert_eq!(fake.requests_to("zones/us-central1-a/disks"), 3);
+    assert_eq!(fake.requests_to("regions/us-central1/disks"), 2);
+    assert_eq!(fake.requests_to("zones/europe-west1-b/disks"), 1);
+    assert_eq!(listing.pages, 6);
+}
+
+#[test]
+fn a_failing_scope_is_unknown_with_its_category_and_the_others_are_complete() {
+    let mut state = world();
+    state["zones"] = json!([
+        "us-central1-a",
+        "us-central1-b",
+        "europe-west1-b",
+        "asia-east1-a"
+    ]);
+    state["errors"] = json!({
+        "zones/us-central1-b": {"status": 403, "message": "Required 'compute.disks.list' permission for 'projects/p-shared'"},
+        "zones/europe-west1-b": {"status": 429},
+        "zones/asia-east1-a": {"status": 500},
+        "regions/europe-west1": {"hang": 60},
+    });
+    let Some(fake) = Fake::start(state) else {
+        return;
+    };
+    let mut config = fake.config(Locations::Only {
+        zones: vec![
+            "us-central1-a".into(),
+            "us-central1-b".into(),
+            "europe-west1-b".into(),
+            "asia-east1-a".into(),
+        ],
+        regions: vec!["us-central1".into(), "europe-west1".into()],
+    });
+    config.page_size = 2;
+    config.attempt_timeout = Duration::from_secs(1);
+    config.attempts = 2;
+    config.deadline = Duration::from_secs(5);
+    let started = Instant::now();
+    let listing = runtime().block_on(async { GceLister::new(config).await.unwrap().list().await });
+    let took = started.elapsed();
+    assert_eq!(
+        names(&listing),
+        BTreeMap::from([
+            ("regions/europe-west1".into(), Err(ErrorCategory::Timeout)),
+            ("regions/us-central1".into(), ok(&["pvc-r1", "pvc-r2"])),
+            ("zones/asia-east1-a".into(), Err(ErrorCategory::Server)),
+            ("zones/europe-west1-b".into(), Err(ErrorCategory::Quota)),
+            (
+                "zones/us-central1-a".into(),
+                ok(&["pvc-a1", "pvc-a2", "pvc-a3"])
+            ),
+            ("zones/us-central1-b".into(), Err(ErrorCategory::Forbidden)),
+        ])
+    );
+    let forbidden = listing
+        .scopes
+        .iter()
+        .find(|s| s.scope.location == Location::Zone("us-central1-b".into()))
+        .unwrap();
+    assert!(
+        forbidden
+            .result
+            .as_ref()
+            .unwrap_err()
+            .message
+            .contains("compute.disks.list"),
+        "the service's message: {forbidden:?}"
+    );
+    // Retried with backoff where it may pass, not where it cannot; bounded.
+    assert_eq!(fake.requests_to("zones/us-central1-b/disks"), 1, "403");
+    assert_eq!(fake.requests_to("zones/europe-west1-b/disks"), 2, "429");
+    assert_eq!(fake.requests_to("zones/asia-east1-a/disks"), 2, "500");
+    assert_eq!(fake.requests_to("regions/europe-west1/disks"), 2, "hang");
+    // The hanging region costs its two attempts of 1 s, not the server's 60 s.
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}
+
+#[test]
+fn the_aggregated_listing_fails_as_a_whole_or_per_unreachable_scope() {
+    let mut state = world();
+    state["unreachable"] = json!(["zones/europe-west1-b"]);
+    let Some(fake) = Fake::start(state) else {
+        return;
+    };
+    let mut config = fake.config(Locations::All);
+    config.page_size = 3;
+    let listing = runtime().block_on(async { GceLister::new(config).await.unwrap().list().await });
+    let n = names(&listing);
+    assert_eq!(n["zones/europe-west1-b"], Err(ErrorCategory::Server));
+    assert_eq!(n["regions/us-central1"], ok(&["pvc-r1", "pvc-r2"]));
+    assert_eq!(n.len(), 5);
+
+    let mut state = world();
+    state["errors"] = json!({"aggregated": {"status": 500}});
+    let Some(fake) = Fake::start(state) else {
+        return;
+    };
+    let listing = runtime().block_on(async {
+        GceLister::new(fake.config(Locations::All))
+            .await
+            .unwrap()
+            .list()
+            .await
+    });
+    assert_eq!(
+        names(&listing),
+        BTreeMap::from([("all locations".into(), Err(ErrorCategory::Server))]),
+        "nothing is known of any scope"
+    );
+}
+
+#[test]
+fn a_jwt_the_server_does_not_trust_is_an_auth_error() {
+    let Some(fake) = Fake::start(world()) else {
+        return;
+    };
+    // The same account and key id, signed with another key.
+    let mut config = fake.config(Locations::Only {
+        zones: vec!["us-central1-a".into()],
+        regions: vec!["us-central1".into()],
+    });
+    config.credentials = CredentialSource::KeyFile(fake.dir.join("keys/foreign-key.json"));
+    let listing = runtime().block_on(async { GceLister::new(config).await.unwrap().list().await });
+    assert_eq!(
+        names(&listing),
+        BTreeMap::from([
+            ("regions/us-central1".into(), Err(ErrorCategory::Auth)),
+            ("zones/us-central1-a".into(), Err(ErrorCategory::Auth)),
+        ])
+    );
+    // Not retried: a refused key stays refused.
+    assert_eq!(fake.requests_to("zones/us-central1-a/disks"), 1);
+}
+
+#[test]
+fn the_servers_validator_rejects_what_the_discovery_document_does_not_allow() {
+    let (py, doc) = match python() {
+        Ok(p) => p,
+        Err(e) => return unavailable(&e),
+    };
+    let validate = |schema: &str, body: Value| -> bool {
+        let mut c = Command::new(py)
+            .arg(repo().join("tests/fake-gce-compute/server.py"))
+            .arg("--discovery")
+            .arg(doc)
+            .args(["--validate", schema])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(body.to_string().as_bytes())
+            .unwrap();
+        c.wait().unwrap().success()
+    };
+    let good = json!({"kind": "compute#diskAggregatedList", "items": {
+        "zones/z": {"disks": [{"name": "d", "id": "1", "sizeGb": "10", "labels": {"a": "b"}}]},
+        "regions/r": {"warning": {"code": "NO_RESULTS_ON_PAGE", "message": "none",
+                                  "data": [{"key": "scope", "value": "regions/r"}]}}}});
+    assert!(validate("DiskAggregatedList", good));
+    for (why, bad) in [
+        (
+            "int64 as a number",
+            json!({"items": {"zones/z": {"disks": [{"name": "d", "sizeGb": 10}]}}}),
+        ),
+        (
+            "an unknown field",
+            json!({"items": {"zones/z": {"disks": [{"name": "d", "sizeGB": "10"}]}}}),
+        ),
+        (
+            "items as a list",
+            json!({"items": [{"disks": [{"name": "d"}]}]}),
+        ),
+        (
+            "an unknown warning code",
+            json!({"items": {"zones/z": {"warning": {"code": "EMPTY"}}}}),
+        ),
+        (
+            "labels not strings",
+            json!({"items": {"zones/z": {"disks": [{"labels": {"a": 1}}]}}}),
+        ),
+    ] {
+        assert!(!validate("DiskAggregatedList", bad), "{why} was accepted");
+    }
+    assert!(!validate("DiskList", json!({"items": {"zones/z": {}}})));
+}
