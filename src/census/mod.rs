@@ -2,3 +2,5 @@
 //! hands [`crate::decide::census::Snapshot`]s to the decisions.
 
 pub mod ceph;
+#[cfg(feature = "ebs")]
+pub mod ebs;
