@@ -111,15 +111,16 @@ fn test_keys() -> CredentialSource {
     }
 }
 
-/// The census's configuration for a test endpoint: short bounds, fast retries.
+/// The census's configuration for a test endpoint: fast retries, and bounds that a moto on a
+/// loaded 2-core machine (several test binaries, six motos starting) stays well inside.
 fn config(url: &str, region: &str) -> EbsConfig {
     EbsConfig {
         credentials: test_keys(),
         endpoint_url: Some(url.to_string()),
-        connect_timeout: Duration::from_secs(2),
-        attempt_timeout: Duration::from_secs(2),
-        request_timeout: Duration::from_secs(10),
-        deadline: Duration::from_secs(20),
+        connect_timeout: Duration::from_secs(5),
+        attempt_timeout: Duration::from_secs(15),
+        request_timeout: Duration::from_secs(40),
+        deadline: Duration::from_secs(60),
         max_attempts: 3,
         initial_backoff: Duration::from_millis(50),
         max_backoff: Duration::from_millis(200),
@@ -565,7 +566,14 @@ async fn every_page_is_read() {
 async fn failed_listing(mode: Mode) -> (ListError, Duration, usize) {
     let proxy = proxy(None, mode).await;
     let started = Instant::now();
-    let err = Ebs::connect(config(&proxy.url, "us-east-1"))
+    // Short bounds: the proxy answers at once, or never.
+    let cfg = EbsConfig {
+        attempt_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(10),
+        deadline: Duration::from_secs(20),
+        ..config(&proxy.url, "us-east-1")
+    };
+    let err = Ebs::connect(cfg)
         .await
         .list()
         .await
