@@ -10,7 +10,7 @@
 //! - [`engine`]: the generic scheduler, backoff and the clock.
 //! - [`watch`]: reading the API (reflector feeds, indexes, error categories).
 //! - [`publish`]: every API write (VolumeLeftovers, Events, the ClusterReport, the Lease).
-//! - [`census`]: the storage backends' read-only censuses (Ceph RBD).
+//! - [`census`]: the storage backends' read-only censuses (Ceph RBD; AWS EBS with the `ebs` feature).
 //! - [`telemetry`]: metrics, health and readiness.
 //! - [`run`] and [`scan`]: the two commands; `run` alone wires everything.
 

@@ -2,6 +2,8 @@
 //! hands [`crate::decide::census::Snapshot`]s to the decisions.
 
 pub mod ceph;
+#[cfg(feature = "ebs")]
+pub mod ebs;
 #[cfg(feature = "gce")]
 pub mod gce;
 
