@@ -1,6 +1,6 @@
 //! What the GCE census keeps of a Compute Engine disk, and why a listing failed.
 //!
-//! **Pure: no client, no clock.** Maps the Compute crate's `Disk` to [`DiskFacts`] (the
+//! **Pure: no client, no clock.** Maps the Compute crate's `Disk` to [`GceDisk`] (the
 //! integration maps those to the backend-neutral census types) and a client error to its
 //! [`ErrorCategory`].
 
@@ -53,14 +53,14 @@ impl fmt::Display for Location {
 
 /// One censused scope: a project and a zone or region of it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Scope {
+pub struct GceScope {
     /// The project id.
     pub project: String,
     /// The zone or region.
     pub location: Location,
 }
 
-impl fmt::Display for Scope {
+impl fmt::Display for GceScope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "projects/{}/{}", self.project, self.location)
     }
@@ -141,7 +141,7 @@ impl ListError {
 /// The PV and claim the CSI driver recorded in the disk's description (a JSON object; GKE's PD
 /// CSI driver writes it when it creates the disk for a claim).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CreatedFor {
+pub struct GceCreatedFor {
     /// `kubernetes.io/created-for/pv/name`.
     pub pv_name: Option<String>,
     /// `kubernetes.io/created-for/pvc/name`.
@@ -150,15 +150,15 @@ pub struct CreatedFor {
     pub pvc_namespace: Option<String>,
 }
 
-impl CreatedFor {
+impl GceCreatedFor {
     /// Reads the description; a description that is not such a JSON object (a disk made by
     /// hand, or by another tool) records nothing.
-    pub fn parse(description: &str) -> CreatedFor {
+    pub fn parse(description: &str) -> GceCreatedFor {
         let Ok(serde_json::Value::Object(m)) = serde_json::from_str(description) else {
-            return CreatedFor::default();
+            return GceCreatedFor::default();
         };
         let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-        CreatedFor {
+        GceCreatedFor {
             pv_name: get(CREATED_FOR_PV_NAME),
             pvc_name: get(CREATED_FOR_PVC_NAME),
             pvc_namespace: get(CREATED_FOR_PVC_NAMESPACE),
@@ -168,7 +168,7 @@ impl CreatedFor {
 
 /// What the census keeps of one disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DiskFacts {
+pub struct GceDisk {
     /// The disk's name (unique in its zone or region).
     pub name: String,
     /// Its numeric id (a new disk of the same name has another).
@@ -190,7 +190,7 @@ pub struct DiskFacts {
     /// Its labels.
     pub labels: BTreeMap<String, String>,
     /// The PV and claim the CSI driver recorded.
-    pub created_for: CreatedFor,
+    pub created_for: GceCreatedFor,
     /// The cluster its labels name (the configured label key, else `goog-k8s-cluster-name`):
     /// another cluster's disk is not this cluster's finding; `None` means nobody is named.
     pub cluster: Option<String>,
@@ -210,7 +210,7 @@ pub fn facts_of(
     d: Disk,
     location: &Location,
     cluster_label: Option<&str>,
-) -> Result<DiskFacts, ListError> {
+) -> Result<GceDisk, ListError> {
     let name = d
         .name
         .ok_or_else(|| ListError::new(ErrorCategory::Other, "a disk without a name"))?;
@@ -244,7 +244,7 @@ pub fn facts_of(
     let cluster = labels
         .get(cluster_label.unwrap_or(GKE_CLUSTER_LABEL))
         .cloned();
-    Ok(DiskFacts {
+    Ok(GceDisk {
         id,
         location: location.clone(),
         size_bytes,
@@ -266,7 +266,7 @@ pub fn facts_of(
         created_for: d
             .description
             .as_deref()
-            .map(CreatedFor::parse)
+            .map(GceCreatedFor::parse)
             .unwrap_or_default(),
         cluster,
         source: d.source_snapshot.or(d.source_image),
@@ -308,7 +308,7 @@ mod tests {
         assert!(f.last_detach.is_some());
         assert_eq!(
             f.created_for,
-            CreatedFor {
+            GceCreatedFor {
                 pv_name: Some("pvc-0f3c".into()),
                 pvc_name: Some("pvc2".into()),
                 pvc_namespace: Some("default".into()),
@@ -335,7 +335,7 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(f.created_for, CreatedFor::default());
+        assert_eq!(f.created_for, GceCreatedFor::default());
         assert_eq!(f.cluster, None);
         assert_eq!(f.users.len(), 1);
         let e = facts_of(

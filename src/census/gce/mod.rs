@@ -41,7 +41,7 @@ use google_cloud_gax::retry_result::RetryResult;
 use google_cloud_gax::retry_state::RetryState;
 
 pub use facts::{
-    CreatedFor, DiskFacts, ErrorCategory, GKE_CLUSTER_LABEL, ListError, Location, Scope,
+    ErrorCategory, GKE_CLUSTER_LABEL, GceCreatedFor, GceDisk, GceScope, ListError, Location,
 };
 
 /// The OAuth scope the census asks for: read-only Compute.
@@ -120,9 +120,9 @@ impl GceConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeListing {
     /// The scope ([`Location::All`] only for an aggregated listing that failed as a whole).
-    pub scope: Scope,
+    pub scope: GceScope,
     /// Every disk of the scope, or why the scope is unknown.
-    pub result: Result<Vec<DiskFacts>, ListError>,
+    pub result: Result<Vec<GceDisk>, ListError>,
 }
 
 /// A listing of one project.
@@ -216,7 +216,7 @@ fn categorize(e: &GaxError) -> ErrorCategory {
     ErrorCategory::Other
 }
 
-fn list_error(scope: &Scope, e: &GaxError) -> ListError {
+fn list_error(scope: &GceScope, e: &GaxError) -> ListError {
     let category = categorize(e);
     // The service's own message when there is one (Compute names the missing permission).
     let detail = e
@@ -313,8 +313,8 @@ impl GceLister {
         ProjectListing { scopes, pages }
     }
 
-    fn scope(&self, location: Location) -> Scope {
-        Scope {
+    fn scope(&self, location: Location) -> GceScope {
+        GceScope {
             project: self.config.project.clone(),
             location,
         }
@@ -323,7 +323,7 @@ impl GceLister {
     /// Every scope of the aggregated listing, all pages; any failed page fails it all.
     async fn aggregated(&self, pages: &mut u64) -> Result<Vec<ScopeListing>, ListError> {
         let all = self.scope(Location::All);
-        let mut by_scope: std::collections::BTreeMap<Location, Result<Vec<DiskFacts>, ListError>> =
+        let mut by_scope: std::collections::BTreeMap<Location, Result<Vec<GceDisk>, ListError>> =
             Default::default();
         let mut paginator = self
             .disks
@@ -409,9 +409,9 @@ impl GceLister {
     /// Every page of one zone's or region's list.
     async fn one_location(
         &self,
-        scope: &Scope,
+        scope: &GceScope,
         pages: &mut u64,
-    ) -> Result<Vec<DiskFacts>, ListError> {
+    ) -> Result<Vec<GceDisk>, ListError> {
         let label = self.config.cluster_label.as_deref();
         let mut out = Vec::new();
         macro_rules! drain {
@@ -459,7 +459,7 @@ impl GceLister {
     }
 }
 
-fn unknown_scope(all: &Scope, key: &str) -> ListError {
+fn unknown_scope(all: &GceScope, key: &str) -> ListError {
     ListError::new(
         ErrorCategory::Other,
         format!("listing the disks of {all}: unknown scope {key:?}"),
@@ -469,7 +469,7 @@ fn unknown_scope(all: &Scope, key: &str) -> ListError {
 /// `work`, or a timeout error once `deadline` has passed.
 async fn bounded<T>(
     deadline: Duration,
-    scope: &Scope,
+    scope: &GceScope,
     work: impl Future<Output = Result<T, ListError>>,
 ) -> Result<T, ListError> {
     tokio::time::timeout(deadline, work)
