@@ -2,6 +2,7 @@
 //! hands [`crate::decide::census::Snapshot`]s to the decisions.
 
 pub mod ceph;
+pub mod config;
 #[cfg(feature = "ebs")]
 pub mod ebs;
 #[cfg(feature = "gce")]

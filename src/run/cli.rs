@@ -157,7 +157,7 @@ impl CensusArgs {
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("reading the census configuration {}: {e}", path.display()))?;
-        let config = crate::census::ceph::config::CensusConfig::parse(&text)
+        let config = crate::census::config::CensusConfig::parse(&text)
             .map_err(|e| format!("the census configuration {}: {e}", path.display()))?;
         Ok(Some(crate::census::ceph::CensusSettings {
             config,

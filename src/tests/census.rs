@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
-use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::snapshot_of;
+use crate::census::config::CensusConfig;
 use crate::decide::census::{
     Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, Seen, Snapshot, image_ref,
     leftover_name,
@@ -134,6 +134,103 @@ fn a_bad_configuration_says_what_is_wrong() {
             "clusters: [{clusterID: a, monitors: [m], pools: [{name: p}], secret: x}]",
             "secret",
         ),
+    ] {
+        let e = CensusConfig::parse(text).expect_err(text);
+        assert!(e.contains(says), "{text}: {e}");
+    }
+}
+
+#[test]
+fn cloud_sections_need_no_ceph_and_name_their_scopes_up_front_when_they_can() {
+    let c = CensusConfig::parse(
+        r#"
+clusterName: prod-eu-1
+gce:
+  - project: my-project
+    locations: [europe-west1, europe-west1-b]
+    clusterName: gke-eu-1
+    clusterLabel: my-label
+    keyFile: /etc/volume-leftovers/gce/key.json
+    endpoint: http://127.0.0.1:8080
+  - project: other
+ebs:
+  - region: eu-west-1
+    account: "123456789012"
+    clusterTag: my-cluster-tag
+    endpoint: http://127.0.0.1:5000
+  - region: us-east-1
+"#,
+    )
+    .expect("config parses");
+    assert!(c.clusters.is_empty(), "no Ceph");
+    assert_eq!(c.gce[0].cluster_name.as_deref(), Some("gke-eu-1"));
+    assert_eq!(c.gce[1].locations, None, "every location");
+    assert_eq!(c.ebs[0].cluster_tag.as_deref(), Some("my-cluster-tag"));
+    let census = c.census(Duration::from_secs(60));
+    let scopes: Vec<String> = census.pools.keys().map(|s| s.to_string()).collect();
+    assert_eq!(
+        scopes,
+        [
+            "gce:my-project/europe-west1",
+            "gce:my-project/europe-west1-b",
+            "ebs:us-east-1",
+            "ebs:123456789012/eu-west-1",
+        ],
+        "the aggregated project has no scope before its first listing"
+    );
+    assert_eq!(census.cluster_name.as_deref(), Some("prod-eu-1"));
+}
+
+#[test]
+fn a_bad_cloud_section_says_what_is_wrong() {
+    for (text, says) in [
+        ("{}", "no clusters, gce projects or ebs regions"),
+        ("gce: []\nebs: []", "nothing to census"),
+        ("gce: [{locations: [europe-west1]}]", "project"),
+        ("gce: [{project: \"\"}]", "without project"),
+        (
+            "gce: [{project: p}, {project: p}]",
+            "gce project p is listed twice",
+        ),
+        ("gce: [{project: p, locations: []}]", "locations is empty"),
+        (
+            "gce: [{project: p, locations: [europe]}]",
+            "\"europe\" is neither a zone",
+        ),
+        (
+            "gce: [{project: p, locations: [Europe-West1]}]",
+            "is neither",
+        ),
+        ("gce: [{project: p, locations: [a-b-c-d]}]", "is neither"),
+        (
+            "gce: [{project: p, locations: [a-b, a-b]}]",
+            "location a-b is listed twice",
+        ),
+        (
+            "gce: [{project: p, clusterName: \"\"}]",
+            "clusterName is empty",
+        ),
+        (
+            "gce: [{project: p, clusterLabel: \"\"}]",
+            "clusterLabel is empty",
+        ),
+        ("gce: [{project: p, endpoint: 127.0.0.1:1}]", "not an http"),
+        ("gce: [{project: p, zone: a-b-c}]", "zone"),
+        ("ebs: [{account: \"1\"}]", "region"),
+        ("ebs: [{region: \"\"}]", "without region"),
+        ("ebs: [{region: r}, {region: r}]", "ebs:r is listed twice"),
+        ("ebs: [{region: r, account: \"\"}]", "account is empty"),
+        (
+            "ebs: [{region: r, clusterTag: \"\"}]",
+            "clusterTag is empty",
+        ),
+        (
+            "ebs: [{region: r, clusterName: \"\"}]",
+            "clusterName is empty",
+        ),
+        ("ebs: [{region: r, endpoint: ftp://x}]", "not an http"),
+        ("ebs: [{region: r, tags: {a: b}}]", "tags"),
+        ("aws: [{region: r}]", "aws"),
     ] {
         let e = CensusConfig::parse(text).expect_err(text);
         assert!(e.contains(says), "{text}: {e}");

@@ -8,8 +8,8 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{now, now_plus};
-use crate::census::ceph::config::CensusConfig;
 use crate::census::ceph::rbd::Category;
+use crate::census::config::CensusConfig;
 use crate::decide::census::{DiskFacts, PoolKey, Scope, Seen, Snapshot, disk_ref, leftover_name};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,

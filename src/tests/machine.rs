@@ -268,7 +268,7 @@ async fn a_written_outcome_makes_the_name_wait_for_its_echo() {
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
 fn census_world() -> World {
-    let config = crate::census::ceph::config::CensusConfig::parse(&format!(
+    let config = crate::census::config::CensusConfig::parse(&format!(
         "clusterName: e2e\nclusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    pools:\n      - name: k8s-rbd\n"
     ))
     .expect("config parses");

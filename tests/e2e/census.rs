@@ -22,8 +22,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
 use volume_leftovers::census::ceph::CensusSettings;
-use volume_leftovers::census::ceph::config::CensusConfig;
 use volume_leftovers::census::ceph::rbd;
+use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::decide::census::{PoolKey, leftover_name};
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 

@@ -883,7 +883,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
         .iter()
         .find(|d| d.kind() == "ConfigMap" && d.name() == format!("{fullname}-census"))
         .expect("the census ConfigMap");
-    let config = volume_leftovers::census::ceph::config::CensusConfig::parse(
+    let config = volume_leftovers::census::config::CensusConfig::parse(
         census.value["data"]["census.yaml"].as_str().unwrap(),
     )
     .expect("the operator accepts the chart's census configuration");

@@ -1,39 +1,12 @@
-//! The census configuration file (`--census-config`): which Ceph clusters and pools to list, and
-//! how to reach them.
+//! The Ceph part of the census configuration file ([`crate::census::config::CensusConfig`]):
+//! which Ceph clusters and pools to list, and how to reach them.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::decide::census::{Census, PoolKey};
-
-/// The census configuration file (`--census-config`), YAML.
-///
-/// ```yaml
-/// clusterName: prod-eu-1          # what ceph-csi records as csi.ceph.com/cluster/name here
-/// clusters:
-///   - clusterID: 4a7d...          # ceph-csi's clusterID (its config map's key)
-///     monitors: ["10.0.0.1:6789", "10.0.0.2:6789"]
-///     user: leftovers             # a read-only Ceph user
-///     keyring: /etc/volume-leftovers/ceph/keyring
-///     pools:
-///       - name: replicapool
-///       - name: shared
-///         radosNamespace: team-a
-/// ```
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CensusConfig {
-    /// The name ceph-csi records for this Kubernetes cluster (`clusterName` in its config, image
-    /// metadata `csi.ceph.com/cluster/name`). An image whose metadata names another cluster is
-    /// not this cluster's and never a finding.
-    #[serde(default)]
-    pub cluster_name: Option<String>,
-    /// The Ceph clusters to census.
-    pub clusters: Vec<ClusterConfig>,
-}
+use crate::decide::census::PoolKey;
 
 /// One Ceph cluster.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -77,57 +50,38 @@ pub struct PoolConfig {
     pub rados_namespace: Option<String>,
 }
 
-impl CensusConfig {
-    /// Parses and checks the file's text.
-    pub fn parse(text: &str) -> Result<CensusConfig, String> {
-        let c: CensusConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        if c.clusters.is_empty() {
-            return Err("no clusters".into());
+/// Checks the Ceph clusters: each names its id, monitors (or a `ceph.conf`) and its pools, and
+/// no pool is listed twice.
+pub(crate) fn check(clusters: &[ClusterConfig]) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for cl in clusters {
+        if cl.cluster_id.is_empty() {
+            return Err("a cluster without clusterID".into());
         }
-        let mut seen = BTreeSet::new();
-        for cl in &c.clusters {
-            if cl.cluster_id.is_empty() {
-                return Err("a cluster without clusterID".into());
+        if cl.pools.is_empty() {
+            return Err(format!("cluster {}: no pools", cl.cluster_id));
+        }
+        if cl.monitors.is_empty() && cl.conf_file.is_none() {
+            return Err(format!(
+                "cluster {}: neither monitors nor confFile",
+                cl.cluster_id
+            ));
+        }
+        for p in &cl.pools {
+            if p.name.is_empty() {
+                return Err(format!("cluster {}: a pool without a name", cl.cluster_id));
             }
-            if cl.pools.is_empty() {
-                return Err(format!("cluster {}: no pools", cl.cluster_id));
-            }
-            if cl.monitors.is_empty() && cl.conf_file.is_none() {
+            if !seen.insert(PoolKey::new(
+                &cl.cluster_id,
+                &p.name,
+                p.rados_namespace.as_deref(),
+            )) {
                 return Err(format!(
-                    "cluster {}: neither monitors nor confFile",
-                    cl.cluster_id
+                    "cluster {}: pool {} is listed twice",
+                    cl.cluster_id, p.name
                 ));
             }
-            for p in &cl.pools {
-                if p.name.is_empty() {
-                    return Err(format!("cluster {}: a pool without a name", cl.cluster_id));
-                }
-                if !seen.insert(PoolKey::new(
-                    &cl.cluster_id,
-                    &p.name,
-                    p.rados_namespace.as_deref(),
-                )) {
-                    return Err(format!(
-                        "cluster {}: pool {} is listed twice",
-                        cl.cluster_id, p.name
-                    ));
-                }
-            }
         }
-        Ok(c)
     }
-
-    /// The census of these pools before any listing: every pool answers Unknown.
-    pub fn census(&self, image_grace: Duration) -> Census {
-        Census::new(self.pools(), self.cluster_name.as_deref(), image_grace)
-    }
-
-    /// Every pool, keyed.
-    pub fn pools(&self) -> impl Iterator<Item = PoolKey> + '_ {
-        self.clusters.iter().flat_map(|c| {
-            c.pools
-                .iter()
-                .map(|p| PoolKey::new(&c.cluster_id, &p.name, p.rados_namespace.as_deref()))
-        })
-    }
+    Ok(())
 }

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
-use crate::census::ceph::config::{CensusConfig, ClusterConfig};
+use crate::census::ceph::config::ClusterConfig;
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
+use crate::census::config::CensusConfig;
 use crate::decide::census::{
     DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, Seen, Snapshot, image_ref,
 };

@@ -1,0 +1,268 @@
+//! The census configuration file (`--census-config`): which backends to census (Ceph clusters
+//! and pools, GCE projects, EBS regions) and how to reach them. Parsing and checking only: no
+//! client is made here.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::census::ceph::config::ClusterConfig;
+use crate::decide::census::{Census, PoolKey, Scope};
+
+/// The census configuration file (`--census-config`), YAML. At least one backend is named;
+/// each section is optional.
+///
+/// ```yaml
+/// clusterName: prod-eu-1          # this cluster's name in the disks' ownership metadata
+/// clusters:                       # Ceph
+///   - clusterID: 4a7d...          # ceph-csi's clusterID (its config map's key)
+///     monitors: ["10.0.0.1:6789", "10.0.0.2:6789"]
+///     user: leftovers             # a read-only Ceph user
+///     keyring: /etc/volume-leftovers/ceph/keyring
+///     pools:
+///       - name: replicapool
+///       - name: shared
+///         radosNamespace: team-a
+/// gce:
+///   - project: my-project
+///     locations: [europe-west1, europe-west1-b]   # absent: every zone and region
+///     clusterName: prod-eu-1                      # GKE's goog-k8s-cluster-name value
+///     clusterLabel: goog-k8s-cluster-name
+///     keyFile: /etc/volume-leftovers/gce/key.json # absent: Application Default Credentials
+/// ebs:
+///   - region: eu-west-1
+///     account: "123456789012"     # a label of the scope
+///     clusterName: prod-eu-1
+///     clusterTag: my-cluster-tag  # an extra tag key naming the cluster
+/// ```
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CensusConfig {
+    /// The name the provisioners record for this Kubernetes cluster (ceph-csi's `clusterName`,
+    /// image metadata `csi.ceph.com/cluster/name`; the default of each cloud section's). A disk
+    /// whose metadata names another cluster is not this cluster's and never a finding.
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+    /// The Ceph clusters to census.
+    #[serde(default)]
+    pub clusters: Vec<ClusterConfig>,
+    /// The GCE projects to census.
+    #[serde(default)]
+    pub gce: Vec<GceSection>,
+    /// The EBS regions to census.
+    #[serde(default)]
+    pub ebs: Vec<EbsSection>,
+}
+
+/// One GCE project.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GceSection {
+    /// The project id.
+    pub project: String,
+    /// The zones (`europe-west1-b`) and regions (`europe-west1`) to list, each on its own;
+    /// absent: every zone and region, in one aggregated listing (its scopes are known only
+    /// once it has answered).
+    #[serde(default)]
+    pub locations: Option<Vec<String>>,
+    /// This cluster's name in the disks' cluster label; absent: the top-level `clusterName`.
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+    /// The label naming a disk's cluster; absent: `goog-k8s-cluster-name`.
+    #[serde(default)]
+    pub cluster_label: Option<String>,
+    /// A service-account key file (JSON); absent: Application Default Credentials.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// Another Compute endpoint than Google's (the tests' server).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+/// One EBS region (of one account).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EbsSection {
+    /// The region (`eu-west-1`).
+    pub region: String,
+    /// The account id, a label of the scope (the credentials decide which account is read).
+    #[serde(default)]
+    pub account: Option<String>,
+    /// This cluster's name in the volumes' tags; absent: the top-level `clusterName`.
+    #[serde(default)]
+    pub cluster_name: Option<String>,
+    /// An extra tag key whose value names a volume's cluster.
+    #[serde(default)]
+    pub cluster_tag: Option<String>,
+    /// Another EC2 endpoint than the region's (a VPC endpoint; the tests' moto).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+/// A GCE location as the configuration names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GceLocation {
+    /// `{locale}-{region}-{zone}`: `europe-west1-b`.
+    Zone(String),
+    /// `{locale}-{region}`: `europe-west1`.
+    Region(String),
+}
+
+impl GceLocation {
+    /// Tells a zone from a region by its shape; `None` for anything else.
+    pub fn parse(s: &str) -> Option<GceLocation> {
+        let parts: Vec<&str> = s.split('-').collect();
+        if parts.iter().any(|p| {
+            p.is_empty()
+                || !p
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        }) {
+            return None;
+        }
+        match parts.len() {
+            2 => Some(GceLocation::Region(s.into())),
+            3 => Some(GceLocation::Zone(s.into())),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        match self {
+            GceLocation::Zone(n) | GceLocation::Region(n) => n,
+        }
+    }
+}
+
+impl GceSection {
+    /// The locations, when they are given (checked by [`CensusConfig::parse`]).
+    pub fn locations(&self) -> Option<Vec<GceLocation>> {
+        self.locations
+            .as_ref()
+            .map(|l| l.iter().filter_map(|s| GceLocation::parse(s)).collect())
+    }
+
+    /// The scopes known before any listing: one per given location; none for an aggregated
+    /// listing.
+    pub fn scopes(&self) -> Vec<Scope> {
+        self.locations()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| Scope::Gce {
+                project: self.project.clone(),
+                location: l.name().to_string(),
+            })
+            .collect()
+    }
+}
+
+impl EbsSection {
+    /// Its scope.
+    pub fn scope(&self) -> Scope {
+        Scope::Ebs {
+            account: self.account.clone(),
+            region: self.region.clone(),
+        }
+    }
+}
+
+/// An endpoint must be an http(s) URL.
+fn check_endpoint(what: &str, e: &Option<String>) -> Result<(), String> {
+    match e {
+        Some(e) if !(e.starts_with("http://") || e.starts_with("https://")) => Err(format!(
+            "{what}: endpoint {e:?} is not an http:// or https:// URL"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A key given must not be empty.
+fn check_nonempty(what: &str, field: &str, v: &Option<String>) -> Result<(), String> {
+    match v {
+        Some(v) if v.is_empty() => Err(format!("{what}: {field} is empty")),
+        _ => Ok(()),
+    }
+}
+
+impl CensusConfig {
+    /// Parses and checks the file's text.
+    pub fn parse(text: &str) -> Result<CensusConfig, String> {
+        let c: CensusConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        if c.clusters.is_empty() && c.gce.is_empty() && c.ebs.is_empty() {
+            return Err("no clusters, gce projects or ebs regions: nothing to census".into());
+        }
+        crate::census::ceph::config::check(&c.clusters)?;
+        let mut projects = BTreeSet::new();
+        for g in &c.gce {
+            if g.project.is_empty() {
+                return Err("a gce section without project".into());
+            }
+            let what = format!("gce project {}", g.project);
+            if !projects.insert(&g.project) {
+                return Err(format!("{what} is listed twice"));
+            }
+            if let Some(locations) = &g.locations {
+                if locations.is_empty() {
+                    return Err(format!(
+                        "{what}: locations is empty (leave it out to list every location)"
+                    ));
+                }
+                let mut seen = BTreeSet::new();
+                for l in locations {
+                    if GceLocation::parse(l).is_none() {
+                        return Err(format!(
+                            "{what}: location {l:?} is neither a zone (europe-west1-b) nor a region (europe-west1)"
+                        ));
+                    }
+                    if !seen.insert(l) {
+                        return Err(format!("{what}: location {l} is listed twice"));
+                    }
+                }
+            }
+            check_nonempty(&what, "clusterName", &g.cluster_name)?;
+            check_nonempty(&what, "clusterLabel", &g.cluster_label)?;
+            check_endpoint(&what, &g.endpoint)?;
+        }
+        let mut scopes = BTreeSet::new();
+        for e in &c.ebs {
+            if e.region.is_empty() {
+                return Err("an ebs section without region".into());
+            }
+            let what = e.scope().to_string();
+            if !scopes.insert(e.scope()) {
+                return Err(format!("{what} is listed twice"));
+            }
+            check_nonempty(&what, "account", &e.account)?;
+            check_nonempty(&what, "clusterName", &e.cluster_name)?;
+            check_nonempty(&what, "clusterTag", &e.cluster_tag)?;
+            check_endpoint(&what, &e.endpoint)?;
+        }
+        Ok(c)
+    }
+
+    /// The census before any listing: every scope known up front (each Ceph pool, each
+    /// configured GCE location, each EBS region) answers Unknown; the scopes of an aggregated
+    /// GCE listing join as they are listed.
+    pub fn census(&self, image_grace: Duration) -> Census {
+        Census::new(
+            self.pools()
+                .map(Scope::from)
+                .chain(self.gce.iter().flat_map(GceSection::scopes))
+                .chain(self.ebs.iter().map(EbsSection::scope)),
+            self.cluster_name.as_deref(),
+            image_grace,
+        )
+    }
+
+    /// Every Ceph pool, keyed.
+    pub fn pools(&self) -> impl Iterator<Item = PoolKey> + '_ {
+        self.clusters.iter().flat_map(|c| {
+            c.pools
+                .iter()
+                .map(|p| PoolKey::new(&c.cluster_id, &p.name, p.rados_namespace.as_deref()))
+        })
+    }
+}
