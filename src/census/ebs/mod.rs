@@ -15,6 +15,7 @@
 //! it with a [`ListError`] and no volumes, so that the caller answers Unknown for the scope and
 //! never "the disk is gone".
 
+pub mod census;
 pub mod facts;
 
 use std::error::Error as StdError;

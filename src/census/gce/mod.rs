@@ -24,6 +24,7 @@
 //! `disks.list`, `regionDisks.list` and `disks.aggregatedList` all require (a custom role;
 //! `roles/compute.viewer` grants far more).
 
+pub mod census;
 pub mod facts;
 
 use std::path::PathBuf;

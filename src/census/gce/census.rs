@@ -1,0 +1,337 @@
+//! The GCE census task: lists one project every `interval` and hands each scope's result (a
+//! complete [`Snapshot`], or why there is none) to the loop as a [`CensusReport`].
+//!
+//! **I/O: reads Compute Engine through [`GceLister`]; writes nothing.** The mapping from the
+//! lister's answers to the neutral census types ([`snapshot_of`], [`scope_of`], the failure
+//! kinds) is pure.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use tokio::sync::mpsc;
+
+use super::{
+    ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location, ProjectListing,
+};
+use crate::census::{CensusFailure, CensusReport};
+use crate::decide::census::{
+    CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+};
+use crate::engine::clock::wall_clock;
+
+impl From<ErrorCategory> for FailureKind {
+    /// GCE's categories are the neutral ones, mapped once here.
+    fn from(c: ErrorCategory) -> FailureKind {
+        FailureKind::of(match c {
+            ErrorCategory::Auth => FailureCategory::Auth,
+            ErrorCategory::Forbidden => FailureCategory::Forbidden,
+            ErrorCategory::Quota => FailureCategory::Quota,
+            ErrorCategory::Server => FailureCategory::Server,
+            ErrorCategory::Timeout => FailureCategory::Timeout,
+            ErrorCategory::Other => FailureCategory::Other,
+        })
+    }
+}
+
+/// The neutral scope of a listed zone or region; `None` for [`Location::All`] (an aggregated
+/// listing that failed as a whole says no zone or region).
+pub fn scope_of(s: &GceScope) -> Option<Scope> {
+    let location = match &s.location {
+        Location::Zone(l) | Location::Region(l) => l.clone(),
+        Location::All => return None,
+    };
+    Some(Scope::Gce {
+        project: s.project.clone(),
+        location,
+    })
+}
+
+/// What the decisions read of one disk.
+pub fn facts_of(d: &GceDisk) -> DiskFacts {
+    let mut in_use = d.users.clone();
+    in_use.sort();
+    let c = &d.created_for;
+    let recorded = c.pv_name.is_some() || c.pvc_name.is_some() || c.pvc_namespace.is_some();
+    DiskFacts {
+        size: d.size_bytes,
+        created: d.created,
+        kind: Some(d.disk_type.clone()).filter(|k| !k.is_empty()),
+        in_use,
+        last_detached: d.last_detach,
+        created_for: recorded.then(|| CreatedFor {
+            pv: c.pv_name.clone(),
+            pvc: c.pvc_name.clone(),
+            pvc_namespace: c.pvc_namespace.clone(),
+        }),
+        cluster: d.cluster.clone().filter(|c| !c.is_empty()),
+        replica_zones: d.replica_zones.clone(),
+    }
+}
+
+/// One scope's complete list of disks as a census snapshot: every disk with its details (the
+/// listing has them all at no extra cost), no trash, nothing unread.
+pub fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
+    Snapshot {
+        started,
+        pool_id: 0,
+        images: disks
+            .iter()
+            .map(|d| {
+                (
+                    d.name.clone(),
+                    Seen {
+                        id: d.id.to_string(),
+                        detail: Some(Box::new(facts_of(d))),
+                    },
+                )
+            })
+            .collect(),
+        trash: Default::default(),
+        unread: Default::default(),
+    }
+}
+
+fn failure(e: ListError) -> CensusFailure {
+    CensusFailure::caused(e.category, None, e)
+}
+
+/// The reports of one listing, one per scope. An aggregated listing that failed as a whole
+/// fails every scope in `known` (those it listed before, or the configured ones); the scopes
+/// of `known` a successful aggregated listing no longer names (no disks left) are complete
+/// and empty. `known` gains the scopes this listing names.
+pub fn reports_of(
+    listing: ProjectListing,
+    project: &str,
+    known: &mut BTreeSet<Scope>,
+    started: Time,
+    elapsed: Duration,
+) -> Vec<CensusReport> {
+    let requests = listing.pages;
+    let mut out: HashMap<Scope, Result<Snapshot, CensusFailure>> = HashMap::new();
+    let mut whole_failure = None;
+    for s in listing.scopes {
+        match scope_of(&s.scope) {
+            Some(scope) => {
+                let r = s
+                    .result
+                    .map(|disks| snapshot_of(&disks, started.clone()))
+                    .map_err(failure);
+                out.insert(scope, r);
+            }
+            None => whole_failure = s.result.err(),
+        }
+    }
+    for scope in known.iter() {
+        let Scope::Gce { project: p, .. } = scope else {
+            continue;
+        };
+        if p != project || out.contains_key(scope) {
+            continue;
+        }
+        let r = match &whole_failure {
+            Some(e) => Err(failure(e.clone())),
+            None => Ok(snapshot_of(&[], started.clone())),
+        };
+        out.insert(scope.clone(), r);
+    }
+    known.extend(out.keys().cloned());
+    let mut reports: Vec<CensusReport> = out
+        .into_iter()
+        .map(|(key, result)| CensusReport {
+            key,
+            result,
+            requests,
+            elapsed,
+        })
+        .collect();
+    reports.sort_by(|a, b| a.key.cmp(&b.key));
+    reports
+}
+
+/// Runs one project's census until `tx` is closed: lists every `interval`, and sends one
+/// report per scope. `known` starts with the configured scopes (none for an aggregated
+/// listing). A lister that cannot be made (credentials) is retried at the next turn, and its
+/// failure reported for the known scopes.
+pub async fn run(
+    config: GceConfig,
+    mut known: BTreeSet<Scope>,
+    interval: Duration,
+    tx: mpsc::Sender<CensusReport>,
+) {
+    let project = config.project.clone();
+    let mut lister = None;
+    loop {
+        if tx.is_closed() {
+            return;
+        }
+        let started = Instant::now();
+        let at = wall_clock();
+        if lister.is_none() {
+            match GceLister::new(config.clone()).await {
+                Ok(l) => lister = Some(l),
+                Err(e) => {
+                    if known.is_empty() {
+                        tracing::warn!(project = %project, error = %e, "the GCE census cannot start");
+                    }
+                    for key in known.iter().cloned() {
+                        if tx
+                            .send(CensusReport {
+                                key,
+                                result: Err(failure(e.clone())),
+                                requests: 0,
+                                elapsed: started.elapsed(),
+                            })
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(l) = &lister {
+            let listing = l.list().await;
+            for r in reports_of(listing, &project, &mut known, at, started.elapsed()) {
+                if tx.send(r).await.is_err() {
+                    return;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::census::gce::{GceCreatedFor, ScopeListing};
+    use crate::decide::census::Owner;
+
+    fn disk(name: &str, location: Location) -> GceDisk {
+        GceDisk {
+            name: name.into(),
+            id: 42,
+            location,
+            size_bytes: 10 << 30,
+            disk_type: "pd-balanced".into(),
+            created: Some("2026-01-01T00:00:00Z".parse().unwrap()),
+            users: vec!["z/instances/b".into(), "z/instances/a".into()],
+            last_detach: Some("2026-01-02T00:00:00Z".parse().unwrap()),
+            replica_zones: vec!["europe-west1-b".into(), "europe-west1-c".into()],
+            labels: Default::default(),
+            created_for: GceCreatedFor {
+                pv_name: Some("pvc-1".into()),
+                pvc_name: Some("data".into()),
+                pvc_namespace: Some("team".into()),
+            },
+            cluster: Some("prod".into()),
+            source: None,
+        }
+    }
+
+    fn scope(project: &str, location: Location) -> GceScope {
+        GceScope {
+            project: project.into(),
+            location,
+        }
+    }
+
+    fn neutral(location: &str) -> Scope {
+        Scope::Gce {
+            project: "p".into(),
+            location: location.into(),
+        }
+    }
+
+    #[test]
+    fn a_disk_maps_to_the_neutral_facts() {
+        let f = facts_of(&disk("d", Location::Region("europe-west1".into())));
+        assert_eq!(f.size, 10 << 30);
+        assert_eq!(f.kind.as_deref(), Some("pd-balanced"));
+        assert_eq!(f.in_use, ["z/instances/a", "z/instances/b"], "sorted");
+        assert_eq!(
+            f.last_detached,
+            Some("2026-01-02T00:00:00Z".parse().unwrap())
+        );
+        assert_eq!(f.replica_zones, ["europe-west1-b", "europe-west1-c"]);
+        assert_eq!(
+            f.created_for,
+            Some(CreatedFor {
+                pv: Some("pvc-1".into()),
+                pvc: Some("data".into()),
+                pvc_namespace: Some("team".into()),
+            })
+        );
+        assert_eq!(f.owner(Some("prod")), Owner::Ours);
+        assert_eq!(f.owner(Some("other")), Owner::OtherCluster("prod".into()));
+
+        let mut bare = disk("d", Location::Zone("europe-west1-b".into()));
+        bare.created_for = GceCreatedFor::default();
+        bare.cluster = None;
+        let f = facts_of(&bare);
+        assert_eq!(f.created_for, None, "nothing recorded");
+        assert_eq!(
+            f.owner(Some("prod")),
+            Owner::Unknown,
+            "an OwnerUnknown hint"
+        );
+    }
+
+    #[test]
+    fn each_scope_reports_once_and_a_failed_aggregated_listing_fails_the_known_ones() {
+        let started = Time(jiff::Timestamp::UNIX_EPOCH);
+        let listing = ProjectListing {
+            scopes: vec![
+                ScopeListing {
+                    scope: scope("p", Location::Region("europe-west1".into())),
+                    result: Ok(vec![disk("r", Location::Region("europe-west1".into()))]),
+                },
+                ScopeListing {
+                    scope: scope("p", Location::Zone("europe-west1-b".into())),
+                    result: Err(ListError::new(ErrorCategory::Forbidden, "403")),
+                },
+            ],
+            pages: 2,
+        };
+        let mut known = BTreeSet::from([neutral("europe-west1-c")]);
+        let reports = reports_of(listing, "p", &mut known, started.clone(), Duration::ZERO);
+        let keys: Vec<String> = reports.iter().map(|r| r.key.to_string()).collect();
+        assert_eq!(
+            keys,
+            [
+                "gce:p/europe-west1",
+                "gce:p/europe-west1-b",
+                "gce:p/europe-west1-c"
+            ]
+        );
+        let r = reports[0].result.as_ref().unwrap();
+        assert_eq!(r.images["r"].id, "42");
+        assert!(r.images["r"].detail.is_some());
+        let f = reports[1].result.as_ref().unwrap_err();
+        assert_eq!(f.category(), FailureCategory::Forbidden);
+        assert!(
+            reports[2].result.as_ref().unwrap().images.is_empty(),
+            "a scope the complete aggregated listing no longer names has no disks"
+        );
+        assert_eq!(known.len(), 3);
+
+        let failed = ProjectListing {
+            scopes: vec![ScopeListing {
+                scope: scope("p", Location::All),
+                result: Err(ListError::new(ErrorCategory::Auth, "401")),
+            }],
+            pages: 0,
+        };
+        let reports = reports_of(failed, "p", &mut known, started, Duration::ZERO);
+        assert_eq!(reports.len(), 3, "every known scope fails");
+        for r in &reports {
+            let f = r.result.as_ref().unwrap_err();
+            assert_eq!(f.category(), FailureCategory::Auth);
+        }
+    }
+}
