@@ -9,6 +9,9 @@
 #   - every `ensure-tools.sh TOOL...` line of the scripts (test.sh's first, then the others), as
 #     written, so a tool added anywhere is installed from nothing here too;
 #   - scripts/seed-python.sh (Python's venv module and the seed's `kubernetes` client from PyPI);
+#   - scripts/gce-python.sh (`cryptography` and Google's compute v1 discovery document, for the
+#     project's Compute test server, which must then validate a body against that document) and
+#     scripts/moto.sh (moto's EC2 server, which must then answer `--help`), from PyPI;
 #   - once more, every tool at once: it must now be silent, and dpkg must name, as the owner of
 #     each tool, the package ensure-tools.sh maps it to (a tool that an earlier line's packages
 #     brought along is checked too);
@@ -192,6 +195,21 @@ done
 run "scripts/seed-python.sh" scripts/seed-python.sh
 python=$(scripts/seed-python.sh)
 run "the seed's Python imports kubernetes" "$python" -c 'import kubernetes'
+# The cloud census tests' servers: each script checks what it installed itself; here they must
+# also run from what they installed, as the tests start them.
+run "scripts/gce-python.sh" scripts/gce-python.sh
+gce_python=$(scripts/gce-python.sh)
+run "the Compute test server validates a body against the discovery document" sh -c '
+  set -e
+  doc=$("$1" -c "import googleapiclient, pathlib; print(pathlib.Path(googleapiclient.__file__).parent / \"discovery_cache/documents/compute.v1.json\")")
+  echo "{\"kind\": \"compute#diskList\", \"items\": []}" |
+    "$1" tests/fake-gce-compute/server.py --discovery "$doc" --validate DiskList | grep -qx valid
+  ! echo "{\"kind\": \"compute#diskList\", \"itemz\": []}" |
+    "$1" tests/fake-gce-compute/server.py --discovery "$doc" --validate DiskList >/dev/null
+' sh "$gce_python"
+run "scripts/moto.sh" scripts/moto.sh
+moto_server=$(scripts/moto.sh)
+run "moto_server --help" "$moto_server" --help
 # Everything is there now: a second call installs nothing and says nothing.
 out=$(scripts/ensure-tools.sh "${all[@]}" 2>&1) || { echo "$out" >&2; echo "fresh-root.sh: FAILED: ensure-tools.sh ${all[*]} after the installs" >&2; exit 1; }
 [ -z "$out" ] || { echo "$out" >&2; echo "fresh-root.sh: FAILED: ensure-tools.sh still installs after the installs" >&2; exit 1; }

@@ -36,6 +36,10 @@ echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, c
 scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
+echo "== moto's EC2 server for the EBS census tests (cached by pin)"
+scripts/moto.sh >/dev/null
+echo "== Python for the project's Compute test server, the GCE census tests (cached by pin)"
+scripts/gce-python.sh >/dev/null
 # The steps above find most tools already installed on a machine that ran them once (CI's): run
 # them again where nothing is, so that a missing install step fails here and not on a newcomer's
 # first `make test`.
@@ -46,6 +50,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo check --no-default-features --all-targets (the build without the cloud SDKs)"
+cargo check --no-default-features --all-targets --locked
 echo "== cargo build --release (the binary the image test packs)"
 cargo build --release --locked
 export VL_RELEASE_BINARY=$CARGO_TARGET_DIR/release/volume-leftovers
@@ -55,11 +61,15 @@ trap 'rm -f "$log"' EXIT
 cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a
-# watchdog that stops it within a second or two of its owner's exit), and so must every container.
+# watchdog that stops it within a second or two of its owner's exit), and so must every container
+# and every cloud test server (moto's, and the project's Compute server, which exit with their test).
 runs="$CARGO_TARGET_DIR/tmp/controlplane-"
 cephs="$CARGO_TARGET_DIR/tmp/ceph-"
+moto='/moto_server( |$)'
+gce="$PWD/tests/fake-gce-compute/server\.py"
 for _ in $(seq 20); do
-  pgrep -f "$runs" >/dev/null || pgrep -f "$cephs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null || break
+  pgrep -f "$runs" >/dev/null || pgrep -f "$cephs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null ||
+    pgrep -f "$moto" >/dev/null || pgrep -f "$gce" >/dev/null || break
   sleep 0.5
 done
 if pgrep -af "$runs"; then
@@ -74,7 +84,15 @@ if pgrep -af '^/usr/local/bin/volume-leftovers '; then
   echo "test.sh: an image test's container outlived the tests (listed above)" >&2
   exit 1
 fi
-echo "== no control-plane process, Ceph daemon or container left behind"
+if pgrep -af "$moto"; then
+  echo "test.sh: a moto server outlived the EBS tests (listed above)" >&2
+  exit 1
+fi
+if pgrep -af "$gce"; then
+  echo "test.sh: a Compute test server (fake-gce-compute) outlived the GCE tests (listed above)" >&2
+  exit 1
+fi
+echo "== no control-plane process, Ceph daemon, container or cloud test server left behind"
 
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
