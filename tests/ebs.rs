@@ -628,7 +628,7 @@ async fn a_closed_port_is_unreachable() {
 }
 
 /// Creates IAM users in moto with boto3 (moto's venv has it) and returns each one's keys:
-/// `admin` may do anything, `census` has only the policy of `deploy/aws/ebs-census-policy.json`,
+/// `admin` may do anything, `census` has only the policy of `docs/iam/ebs-census-policy.json`,
 /// `nobody` has no policy. Eight requests, which moto serves unchecked when started with
 /// `INITIAL_NO_AUTH_ACTION_COUNT=8`; every later request is checked against these policies.
 fn iam_users(moto: &Moto) -> std::collections::HashMap<String, CredentialSource> {
@@ -641,7 +641,7 @@ fn iam_users(moto: &Moto) -> std::collections::HashMap<String, CredentialSource>
     let python = std::path::Path::new(&server).with_file_name("python");
     let policy = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/deploy/aws/ebs-census-policy.json"
+        "/docs/iam/ebs-census-policy.json"
     );
     let script = r#"
 import json, sys, boto3

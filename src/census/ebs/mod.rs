@@ -2,7 +2,7 @@
 //! (`aws-sdk-ec2`, `DescribeVolumes` through its paginator) and returns every volume's facts
 //! ([`EbsVolume`]), or why there is no list ([`ListError`]).
 //!
-//! **I/O: reads EC2 (`ec2:DescribeVolumes` only, `deploy/aws/ebs-census-policy.json`); writes
+//! **I/O: reads EC2 (`ec2:DescribeVolumes` only, `docs/iam/ebs-census-policy.json`); writes
 //! nothing.** Credentials come from `aws-config`'s default chain (environment keys, IRSA's web
 //! identity token, EKS Pod Identity, the instance profile) or from keys given
 //! ([`CredentialSource::Keys`], e.g. from a Secret). Every request is bounded
