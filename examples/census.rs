@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
 use volume_leftovers::census::ceph::{CensusSettings, census_once, snapshot_of};
+use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::decide::census::{PoolKey, RBD_CSI_DRIVER, Scope, Seen, image_ref};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
