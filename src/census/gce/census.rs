@@ -4,6 +4,10 @@
 //! **I/O: reads Compute Engine through [`GceLister`]; writes nothing.** The mapping from the
 //! lister's answers to the neutral census types ([`snapshot_of`], [`scope_of`], the failure
 //! kinds) is pure.
+#![allow(
+    dead_code,
+    reason = "the operator and scan start this census in the next step of issue 19"
+)]
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -36,7 +40,7 @@ impl From<ErrorCategory> for FailureKind {
 
 /// The neutral scope of a listed zone or region; `None` for [`Location::All`] (an aggregated
 /// listing that failed as a whole says no zone or region).
-pub fn scope_of(s: &GceScope) -> Option<Scope> {
+pub(crate) fn scope_of(s: &GceScope) -> Option<Scope> {
     let location = match &s.location {
         Location::Zone(l) | Location::Region(l) => l.clone(),
         Location::All => return None,
@@ -48,7 +52,7 @@ pub fn scope_of(s: &GceScope) -> Option<Scope> {
 }
 
 /// What the decisions read of one disk.
-pub fn facts_of(d: &GceDisk) -> DiskFacts {
+pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
     let mut in_use = d.users.clone();
     in_use.sort();
     let c = &d.created_for;
@@ -71,7 +75,7 @@ pub fn facts_of(d: &GceDisk) -> DiskFacts {
 
 /// One scope's complete list of disks as a census snapshot: every disk with its details (the
 /// listing has them all at no extra cost), no trash, nothing unread.
-pub fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
+pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
     Snapshot {
         started,
         pool_id: 0,
@@ -100,7 +104,7 @@ fn failure(e: ListError) -> CensusFailure {
 /// fails every scope in `known` (those it listed before, or the configured ones); the scopes
 /// of `known` a successful aggregated listing no longer names (no disks left) are complete
 /// and empty. `known` gains the scopes this listing names.
-pub fn reports_of(
+pub(crate) fn reports_of(
     listing: ProjectListing,
     project: &str,
     known: &mut BTreeSet<Scope>,
@@ -153,7 +157,7 @@ pub fn reports_of(
 /// report per scope. `known` starts with the configured scopes (none for an aggregated
 /// listing). A lister that cannot be made (credentials) is retried at the next turn, and its
 /// failure reported for the known scopes.
-pub async fn run(
+pub(crate) async fn run(
     config: GceConfig,
     mut known: BTreeSet<Scope>,
     interval: Duration,

@@ -107,13 +107,13 @@ impl Metrics {
     }
 
     /// Exposes the backlog: names waiting to be decided and writes in flight.
-    pub fn backlog(&self, queued: usize, in_flight: usize) {
+    pub(crate) fn backlog(&self, queued: usize, in_flight: usize) {
         self.decisions.queued(queued);
         self.writes.in_flight(in_flight);
     }
 
     /// Counts an Event about a finding: `published`, `failed` or `dropped`.
-    pub fn event(&self, result: &'static str) {
+    pub(crate) fn event(&self, result: &'static str) {
         self.events.event(result);
     }
 
@@ -138,7 +138,7 @@ impl Metrics {
     }
 
     /// Counts an evaluation.
-    pub fn decided(&self) {
+    pub(crate) fn decided(&self) {
         self.decisions.decided();
     }
 
@@ -180,12 +180,12 @@ impl Metrics {
     }
 
     /// Records a failed census of `pool`.
-    pub fn census_failed(&self, pool: &str, requests: u64) {
+    pub(crate) fn census_failed(&self, pool: &str, requests: u64) {
         self.census.failed(pool, requests);
     }
 
     /// Exposes a pool that has not been censused yet.
-    pub fn census_pending(&self, pool: &str) {
+    pub(crate) fn census_pending(&self, pool: &str) {
         self.census.pending(pool);
     }
 }
