@@ -137,9 +137,9 @@ fn proc_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// CPU time of this process (user + system, every thread), from /proc/self/stat (10 ms ticks).
-fn cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// CPU time (user + system) from a `stat` file of /proc, in its 10 ms ticks.
+fn cpu_of(path: &str) -> Duration {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
     let f: Vec<u64> = after
         .split_whitespace()
@@ -148,6 +148,11 @@ fn cpu() -> Duration {
     // After the command: state is field 3; utime and stime are fields 14 and 15.
     let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
     Duration::from_millis(ticks * 10)
+}
+
+/// CPU time of this process, every thread.
+fn cpu() -> Duration {
+    cpu_of("/proc/self/stat")
 }
 
 fn mib(bytes: isize) -> f64 {
@@ -637,6 +642,8 @@ fn form_value<'a>(form: &'a str, key: &str) -> Option<&'a str> {
 struct Proxy {
     url: String,
     requests: Arc<Mutex<u64>>,
+    /// The CPU time of the proxy's thread after its last answer (not the census's).
+    cpu: Arc<Mutex<Duration>>,
 }
 
 fn proxy(upstream: &str) -> Proxy {
@@ -646,6 +653,8 @@ fn proxy(upstream: &str) -> Proxy {
     let requests = Arc::new(Mutex::new(0u64));
     let upstream = upstream.trim_start_matches("http://").to_string();
     let count = requests.clone();
+    let cpu = Arc::new(Mutex::new(Duration::ZERO));
+    let own_cpu = cpu.clone();
     std::thread::spawn(move || {
         UNCOUNTED.with(|c| c.set(true));
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -659,14 +668,26 @@ fn proxy(upstream: &str) -> Proxy {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (upstream, cache, count) = (upstream.clone(), cache.clone(), count.clone());
+                let (upstream, cache, count, own_cpu) = (
+                    upstream.clone(),
+                    cache.clone(),
+                    count.clone(),
+                    own_cpu.clone(),
+                );
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: Request<Incoming>| {
-                        let (upstream, cache, count) =
-                            (upstream.clone(), cache.clone(), count.clone());
+                        let (upstream, cache, count, own_cpu) = (
+                            upstream.clone(),
+                            cache.clone(),
+                            count.clone(),
+                            own_cpu.clone(),
+                        );
                         async move {
                             *count.lock().unwrap() += 1;
-                            Ok::<_, Infallible>(page(req, &upstream, &cache).await)
+                            let answer = page(req, &upstream, &cache).await;
+                            // Every task of this runtime runs on this thread.
+                            *own_cpu.lock().unwrap() = cpu_of("/proc/thread-self/stat");
+                            Ok::<_, Infallible>(answer)
                         }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -679,6 +700,7 @@ fn proxy(upstream: &str) -> Proxy {
     Proxy {
         url: format!("http://{addr}"),
         requests,
+        cpu,
     }
 }
 
@@ -1046,10 +1068,11 @@ fn main() {
     let ebs_heap_peak = peak() - heap0;
     let (ebs_answers, ebs_image_time) = images(&ebs_state.census, &ebs_pvs);
 
-    let ebs_timed = |config: &EbsConfig, counter: Option<&Arc<Mutex<u64>>>| {
+    let ebs_timed = |config: &EbsConfig, proxy: Option<&Proxy>| {
         let client = rt.block_on(Ebs::connect(config.clone()));
         let _ = rt.block_on(client.list()).expect("listing");
-        let r0 = counter.map(|c| *c.lock().unwrap());
+        let r0 = proxy.map(|p| *p.requests.lock().unwrap());
+        let proxy_cpu0 = proxy.map_or(Duration::ZERO, |p| *p.cpu.lock().unwrap());
         let (mut times, mut pages) = (Vec::new(), 0);
         let cpu0 = cpu();
         for _ in 0..runs {
@@ -1058,12 +1081,14 @@ fn main() {
             times.push(t.elapsed());
             pages = l.pages;
         }
-        let cpu = cpu() - cpu0;
-        let requests = counter.map(|c| (*c.lock().unwrap() - r0.unwrap()) / runs as u64);
+        // The proxy's thread stands for EC2: its CPU is not the census's.
+        let proxy_cpu = proxy.map_or(Duration::ZERO, |p| *p.cpu.lock().unwrap()) - proxy_cpu0;
+        let cpu = (cpu() - cpu0).saturating_sub(proxy_cpu);
+        let requests = proxy.map(|p| (*p.requests.lock().unwrap() - r0.unwrap()) / runs as u64);
         (times, cpu, pages, requests)
     };
     let (moto_times, moto_cpu, moto_pages, _) = ebs_timed(&direct, None);
-    let (px_times, px_cpu, px_pages, px_requests) = ebs_timed(&paged, Some(&px.requests));
+    let (px_times, px_cpu, px_pages, px_requests) = ebs_timed(&paged, Some(&px));
     drop(moto);
     let _ = std::fs::remove_dir_all(&dir);
     let load_end = loadavg();
@@ -1093,7 +1118,7 @@ fn main() {
         made.as_secs_f64()
     );
     println!(
-        "listing, the operator's defaults (500 a page)             median      (min-max)     CPU here  requests"
+        "listing, the operator's defaults (500 a page)             median      (min-max)     CPU here  requests (pages)"
     );
     line(
         &format!("GCE aggregatedList (no locations) [{runs} runs]"),
