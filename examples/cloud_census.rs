@@ -466,6 +466,14 @@ def describe_tags(self, filters=None):
                 for k, v in self.tags.get(rid, {}).items()]
     return scan(self, filters)
 TagBackend.describe_tags = describe_tags
+# Exits with this benchmark, also when it is killed.
+import os, threading, time
+parent = os.getppid()
+def watchdog():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=watchdog, daemon=True).start()
 from moto.server import main
 main(sys.argv[1:])
 "#;
