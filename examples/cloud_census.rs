@@ -57,8 +57,11 @@ use volume_leftovers::decide::census::{Census, Scope, disk_ref};
 use volume_leftovers::decide::census_result::{CensusState, Naming, census_result};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
-use volume_leftovers::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
 use volume_leftovers::model::image::{DiskRef, ImageFound};
+
+/// The CSI drivers' names, as their PVs give them.
+const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
+const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
 
 // ---- heap accounting (Rust allocations of this process, the proxy's thread left out) --------
 
