@@ -22,6 +22,7 @@ use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume};
 use kube::Api;
 use serde_json::{Value, json};
 use volume_leftovers::decide::census::{Scope, disk_leftover_name};
+use volume_leftovers::model::crd::VolumeLeftover;
 
 use crate::support::*;
 
@@ -73,6 +74,29 @@ fn line(stdout: &str, name: &str) -> Option<Value> {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .find(|v| v["name"] == name)
+}
+
+/// Creates the PVs and waits until each is Available (a PV the controller-manager has not
+/// looked at yet has no phase, and is not classified), and until the operator's identity can
+/// list VolumeLeftovers (a control plane just started answers 429 while its storage for the CRD
+/// initializes; `scan` lists the tombstones).
+async fn ready(pvs: &Api<PersistentVolume>, volumes: &[PersistentVolume]) {
+    for p in volumes {
+        create(pvs, p).await;
+    }
+    for p in volumes {
+        wait_pv_phase(pvs, p.metadata.name.as_deref().unwrap(), "Available").await;
+    }
+    let leftovers = Api::<VolumeLeftover>::all(cp().operator_client().await);
+    wait_for(
+        "VolumeLeftovers to be listable",
+        Duration::from_secs(60),
+        || {
+            let leftovers = leftovers.clone();
+            async move { leftovers.list(&Default::default()).await.ok() }
+        },
+    )
+    .await;
 }
 
 /// A PV naming a cloud disk by its CSI driver's handle.
@@ -173,21 +197,12 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
         unique("gce-hidden"),
     );
     const DRIVER: &str = "pd.csi.storage.gke.io";
-    create(
-        &pvs,
-        &csi_pv(&ghost, DRIVER, &handle("europe-west1-b", "ghost")),
-    )
-    .await;
-    create(
-        &pvs,
-        &csi_pv(&named, DRIVER, &handle("europe-west1-b", &kept)),
-    )
-    .await;
-    create(
-        &pvs,
-        &csi_pv(&hidden, DRIVER, &handle("europe-west1-c", "hidden")),
-    )
-    .await;
+    let volumes = [
+        csi_pv(&ghost, DRIVER, &handle("europe-west1-b", "ghost")),
+        csi_pv(&named, DRIVER, &handle("europe-west1-b", &kept)),
+        csi_pv(&hidden, DRIVER, &handle("europe-west1-c", "hidden")),
+    ];
+    ready(&pvs, &volumes).await;
 
     let config = |locations: &str| {
         format!(
@@ -401,8 +416,11 @@ async fn scan_reports_ebs_volumes_and_pvs_that_lost_each_other_and_exits_4_namin
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     const DRIVER: &str = "ebs.csi.aws.com";
     let (ghost, named) = (unique("ebs-ghost"), unique("ebs-kept"));
-    create(&pvs, &csi_pv(&ghost, DRIVER, "vol-0123456789abcdef0")).await;
-    create(&pvs, &csi_pv(&named, DRIVER, &kept)).await;
+    let volumes = [
+        csi_pv(&ghost, DRIVER, "vol-0123456789abcdef0"),
+        csi_pv(&named, DRIVER, &kept),
+    ];
+    ready(&pvs, &volumes).await;
 
     let config = format!(
         "clusterName: e2e\nebs:\n  - region: us-east-1\n    account: \"123456789012\"\n    endpoint: {url}\n"
