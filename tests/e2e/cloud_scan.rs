@@ -139,7 +139,7 @@ fn compute_server(state: &Value) -> Option<(Server, String)> {
         .unwrap()
         .write_all(state.to_string().as_bytes())
         .unwrap();
-    let mut child = Command::new(py)
+    let child = Command::new(py)
         .arg(repo().join("tests/fake-gce-compute/server.py"))
         .arg("--discovery")
         .arg(doc)
@@ -151,14 +151,15 @@ fn compute_server(state: &Value) -> Option<(Server, String)> {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    // Killed and waited for on drop, whatever happens next.
+    let mut server = Server { child, dir };
     let mut first = String::new();
-    let _ = BufReader::new(child.stdout.take().unwrap()).read_line(&mut first);
+    let _ = BufReader::new(server.child.stdout.take().unwrap()).read_line(&mut first);
     let Some(port) = first.trim().strip_prefix("listening ").map(str::to_string) else {
-        let _ = child.kill();
         unavailable("the Compute test server", &format!("it said {first:?}"));
         return None;
     };
-    Some((Server { child, dir }, format!("http://127.0.0.1:{port}")))
+    Some((server, format!("http://127.0.0.1:{port}")))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
