@@ -286,7 +286,8 @@ mod ebs {
         census: &mut Census,
         failed: &mut Failures,
     ) {
-        let ebs = Ebs::connect(config_of(section)).await;
+        let config = config_of(section);
+        let ebs = Ebs::connect(config.clone()).await;
         let ours = section.cluster_name.as_deref().or(top);
         for _ in 0..2 {
             let started = Instant::now();
@@ -294,7 +295,7 @@ mod ebs {
             let listed = ebs.list().await;
             let report = report_of(
                 listed,
-                ebs.config(),
+                &config,
                 ours,
                 section.cluster_tag.as_deref(),
                 at,

@@ -691,6 +691,7 @@ impl serde_json::ser::Formatter for PythonStyle {
 }
 
 /// Writes one JSON line for a finding.
+#[cfg(test)]
 pub(crate) fn write_json_line(w: &mut impl Write, f: &Finding) -> std::io::Result<()> {
     write_json_line_with(w, f, None)
 }
@@ -709,6 +710,7 @@ pub(crate) fn write_json_line_with(
 }
 
 /// Writes the report.
+#[cfg(test)]
 pub(crate) fn write_report(
     w: &mut impl Write,
     findings: &[Finding],
