@@ -120,6 +120,9 @@ async fn scan(args: ScanArgs) -> ExitCode {
             for failed in &report.census_failed {
                 eprintln!("volume-leftovers scan: the Ceph census of pool {failed}");
             }
+            for failed in &report.cloud_failed {
+                eprintln!("volume-leftovers scan: {failed}");
+            }
             ExitCode::from(4)
         }
         Err(e) => fatal("scan", &FatalError::from(e)),

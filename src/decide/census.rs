@@ -533,7 +533,7 @@ impl Census {
 /// The VolumeLeftover's name for a disk nothing references: [`leftover_name`] for an RBD
 /// image; `gce-<hash>-<name>` and `ebs-<hash>-<volume id>` by the same scheme for a cloud disk,
 /// the hash over the scope's parts and the name.
-pub(crate) fn disk_leftover_name(scope: &Scope, name: &str) -> String {
+pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
     match scope {
         Scope::Ceph(k) => leftover_name(k, name),
         Scope::Gce { project, location } => {

@@ -86,13 +86,6 @@ pub enum Scope {
 
 impl Scope {
     /// The backend's stable short name (`ceph`, `gce`, `ebs`).
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the cloud census wiring (issue 19) labels census_up with it"
-        )
-    )]
     pub(crate) fn backend(&self) -> &'static str {
         match self {
             Scope::Ceph(_) => "ceph",

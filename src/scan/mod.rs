@@ -7,6 +7,8 @@
 //! the few findings that rest on a claim being absent from a Bound or pre-bound volume are
 //! checked again with one GET each before they are printed.
 
+pub mod cloud;
+
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
@@ -135,6 +137,11 @@ pub struct ScanResult {
     pub census_failed: Vec<String>,
     /// The images each censused pool's volumes name.
     pub(crate) referenced: HashMap<Scope, HashSet<String>>,
+    /// The GCE and EBS scopes whose listing failed (either of the two): nothing is said about
+    /// their disks, and the report is incomplete.
+    pub cloud_failed: Vec<cloud::ScopeFailure>,
+    /// What the lines about cloud disks add, by the finding's name.
+    pub(crate) disks: HashMap<String, cloud::DiskKeys>,
 }
 
 const PAGE: u32 = 500;
@@ -498,6 +505,8 @@ pub async fn read(
         unknown_claims,
         census_failed: Vec::new(),
         referenced,
+        cloud_failed: Vec::new(),
+        disks: HashMap::new(),
     })
 }
 
@@ -578,6 +587,9 @@ struct Line<'a> {
     disk_name: Option<&'a str>,
     path: Option<&'a str>,
     message: &'a str,
+    /// A cloud disk's keys, after the others; absent from every other line.
+    #[serde(flatten)]
+    disk: Option<&'a cloud::DiskKeys>,
 }
 
 /// The original tool's seven keys of a finding, as it prints them.
@@ -650,6 +662,7 @@ fn line(f: &Finding) -> Line<'_> {
         disk_name: s.source.disk_name.as_deref(),
         path: s.source.path.as_deref(),
         message: &s.message,
+        disk: None,
     }
 }
 
@@ -678,22 +691,46 @@ impl serde_json::ser::Formatter for PythonStyle {
 }
 
 /// Writes one JSON line for a finding.
+#[cfg(test)]
 pub(crate) fn write_json_line(w: &mut impl Write, f: &Finding) -> std::io::Result<()> {
+    write_json_line_with(w, f, None)
+}
+
+/// Writes one JSON line for a finding, with a cloud disk's keys when it is about one.
+pub(crate) fn write_json_line_with(
+    w: &mut impl Write,
+    f: &Finding,
+    disk: Option<&cloud::DiskKeys>,
+) -> std::io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *w, PythonStyle);
-    line(f).serialize(&mut ser).map_err(std::io::Error::other)?;
+    let mut l = line(f);
+    l.disk = disk;
+    l.serialize(&mut ser).map_err(std::io::Error::other)?;
     w.write_all(b"\n")
 }
 
 /// Writes the report.
+#[cfg(test)]
 pub(crate) fn write_report(
     w: &mut impl Write,
     findings: &[Finding],
     format: Format,
 ) -> std::io::Result<()> {
+    write_report_with(w, findings, &HashMap::new(), format)
+}
+
+/// Writes the report; the JSON lines about cloud disks carry their keys from `disks` (by the
+/// finding's name).
+pub(crate) fn write_report_with(
+    w: &mut impl Write,
+    findings: &[Finding],
+    disks: &HashMap<String, cloud::DiskKeys>,
+    format: Format,
+) -> std::io::Result<()> {
     match format {
         Format::Json => {
             for f in findings {
-                write_json_line(w, f)?;
+                write_json_line_with(w, f, disks.get(f.name()))?;
             }
         }
         Format::Table => {
@@ -767,9 +804,10 @@ pub enum Outcome {
 
 /// Reads the cluster and writes the report.
 ///
-/// With a census: every pool is listed twice (an image missing from both is missing), the PVs
-/// are classified against that, and the images no PV names are listed a third time with their
-/// details (owner metadata, age, watchers) before they are reported.
+/// With a census: every pool, GCE zone or region and EBS region is listed twice (a disk missing
+/// from both is missing), the PVs are classified against that, and the Ceph images no PV names
+/// are listed a third time with their details (owner metadata, age, watchers) before they are
+/// reported (a cloud listing has every disk's details already).
 pub async fn run(
     client: Client,
     server: &str,
@@ -780,7 +818,11 @@ pub async fn run(
     out: &mut impl Write,
 ) -> Result<(ScanResult, Outcome), ScanError> {
     let state = match census {
-        Some(cs) => Some(census_twice(cs).await),
+        Some(cs) => {
+            let mut c = census_twice(cs).await;
+            let cloud_failed = cloud::census_twice(&cs.config, &mut c).await;
+            Some((c, cloud_failed))
+        }
         None => None,
     };
     let mut report = read(
@@ -788,16 +830,22 @@ pub async fn run(
         server,
         timeout,
         exclusions,
-        state.clone().map(std::sync::Arc::new),
+        state.as_ref().map(|(c, _)| std::sync::Arc::new(c.clone())),
     )
     .await?;
-    if let (Some(cs), Some(mut c)) = (census, state) {
+    if let (Some(cs), Some((mut c, cloud_failed))) = (census, state) {
         let unnamed = unnamed_images(&c, &report.referenced);
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
         report.findings.extend(orphans(&c, &report.referenced));
+        report.cloud_failed = cloud_failed.into_values().collect();
+        report.disks = report
+            .findings
+            .iter()
+            .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(&c, f)?)))
+            .collect();
     }
-    write_report(out, &report.findings, format)?;
+    write_report_with(out, &report.findings, &report.disks, format)?;
     out.flush()?;
     let outcome = Outcome::of(&report);
     Ok((report, outcome))
@@ -818,6 +866,8 @@ async fn census_twice(cs: &CensusSettings) -> Census {
 fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
     c.pools
         .iter()
+        // A cloud listing has every disk's details: only Ceph pools are listed a third time.
+        .filter(|(k, _)| matches!(k, Scope::Ceph(_)))
         .filter_map(|(k, st)| {
             let cur = st.current.as_ref()?;
             let refs = referenced.get(k);
@@ -871,10 +921,11 @@ fn orphans(c: &Census, referenced: &Referenced) -> Vec<Finding> {
 impl Outcome {
     /// An incomplete report says so before it says anything was found: its silence about a
     /// volume or an image proves nothing.
-    fn of(report: &ScanResult) -> Outcome {
+    pub(crate) fn of(report: &ScanResult) -> Outcome {
         if !report.missing.is_empty()
             || !report.unknown_claims.is_empty()
             || !report.census_failed.is_empty()
+            || !report.cloud_failed.is_empty()
         {
             Outcome::Incomplete
         } else if report.findings.is_empty() {

@@ -562,3 +562,343 @@ fn a_failed_read_keeps_the_client_error_and_says_the_line_it_said() {
         None
     );
 }
+
+// ---- the cloud census in a scan ----
+
+mod cloud {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::PersistentVolume;
+
+    use super::super::fixtures::{PvBuilder, now_plus, pv};
+    use crate::census::{CensusFailure, CensusReport};
+    use crate::decide::census::{
+        Census, CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+    };
+    use crate::model::crd::{Hint, Reason};
+    use crate::model::finding::Finding;
+    use crate::model::volume::Volume;
+    use crate::scan::cloud::{DiskKeys, Failures, as_census_names, disk_keys, record};
+    use crate::scan::{Facts, Format, Outcome, ScanResult, findings, write_report_with};
+
+    fn zone() -> Scope {
+        Scope::Gce {
+            project: "p1".into(),
+            location: "europe-west1-b".into(),
+        }
+    }
+
+    fn region() -> Scope {
+        Scope::Ebs {
+            account: Some("123456789012".into()),
+            region: "eu-west-1".into(),
+        }
+    }
+
+    /// A disk created two hours before the fixtures' now.
+    fn disk(cluster: Option<&str>, users: &[&str], pv: Option<&str>) -> Seen {
+        Seen {
+            id: "4711".into(),
+            detail: Some(Box::new(DiskFacts {
+                size: 10 << 30,
+                created: Some(now_plus(-7200).0),
+                kind: Some("pd-balanced".into()),
+                in_use: users.iter().map(|u| u.to_string()).collect(),
+                created_for: pv.map(|pv| CreatedFor {
+                    pv: Some(pv.into()),
+                    pvc: Some("data".into()),
+                    pvc_namespace: Some("db".into()),
+                }),
+                cluster: cluster.map(str::to_string),
+                ..DiskFacts::default()
+            })),
+        }
+    }
+
+    /// One listing of `scope` at `at` seconds from now: these disks, or a failure.
+    fn listed(
+        scope: &Scope,
+        at: i64,
+        disks: Result<Vec<(&str, Seen)>, FailureCategory>,
+    ) -> CensusReport {
+        CensusReport {
+            key: scope.clone(),
+            result: disks
+                .map(|d| Snapshot {
+                    started: now_plus(at),
+                    pool_id: 0,
+                    images: d.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
+                    trash: Default::default(),
+                    unread: Default::default(),
+                })
+                .map_err(|c| {
+                    CensusFailure::new(FailureKind::of(c), format!("listing {scope}: {c:?}"))
+                }),
+            requests: 1,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// A PV made an hour before now, Available, naming its disk by a CSI handle.
+    fn csi_pv(name: &str, driver: &str, handle: &str) -> PersistentVolume {
+        let mut p = pv(name).retain().available().csi(driver, handle, []);
+        p.metadata.creation_timestamp = Some(now_plus(-3600));
+        p
+    }
+
+    fn classified(c: &Census, pvs: &[PersistentVolume]) -> Vec<Finding> {
+        let facts = Facts {
+            claims: Some(HashMap::new()),
+            classes: Some(HashMap::new()),
+            census: Some(Arc::new(c.clone())),
+        };
+        let vols: Vec<Volume> = pvs.iter().map(Volume::from).collect();
+        findings(&vols, &facts)
+    }
+
+    fn reasons(found: &[Finding]) -> Vec<(String, Reason)> {
+        found
+            .iter()
+            .map(|f| (f.name().to_string(), f.status.reason))
+            .collect()
+    }
+
+    fn json(found: &[Finding], c: &Census) -> String {
+        let disks: HashMap<String, DiskKeys> = found
+            .iter()
+            .filter_map(|f| Some((f.name().to_string(), disk_keys(c, f)?)))
+            .collect();
+        let mut out = Vec::new();
+        write_report_with(&mut out, found, &disks, Format::Json).expect("write");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    const GCE: &str = "pd.csi.storage.gke.io";
+    const EBS: &str = "ebs.csi.aws.com";
+
+    #[test]
+    fn a_disk_missing_from_two_listings_in_a_row_makes_its_pv_a_finding_whose_line_names_the_disk()
+    {
+        let mut c = Census::new([zone(), region()], Some("prod"), Duration::from_secs(3600));
+        let pvs = [
+            csi_pv("pv-gce", GCE, "projects/p1/zones/europe-west1-b/disks/gone"),
+            csi_pv("pv-ebs", EBS, "vol-0dead"),
+            csi_pv(
+                "pv-kept",
+                GCE,
+                "projects/p1/zones/europe-west1-b/disks/kept",
+            ),
+        ];
+        let mut failed = Failures::new();
+        let gce_disks = || vec![("kept", disk(Some("prod"), &[], Some("pv-kept")))];
+        record(
+            &mut c,
+            vec![listed(&zone(), 0, Ok(gce_disks()))],
+            None,
+            &mut failed,
+        );
+        record(
+            &mut c,
+            vec![listed(&region(), 0, Ok(vec![]))],
+            None,
+            &mut failed,
+        );
+        assert!(
+            classified(&c, &pvs).is_empty(),
+            "one listing is not two: an absence after one is unknown"
+        );
+        record(
+            &mut c,
+            vec![listed(&zone(), 60, Ok(gce_disks()))],
+            None,
+            &mut failed,
+        );
+        record(
+            &mut c,
+            vec![listed(&region(), 60, Ok(vec![]))],
+            None,
+            &mut failed,
+        );
+        assert!(failed.is_empty(), "{failed:?}");
+        let found = classified(&c, &pvs);
+        assert_eq!(
+            reasons(&found),
+            [
+                ("pv-ebs".to_string(), Reason::VolumeWithoutImage),
+                ("pv-gce".to_string(), Reason::VolumeWithoutImage),
+            ]
+        );
+        let lines = json(&found, &c);
+        let mut lines = lines.lines();
+        let ebs = lines.next().expect("the EBS PV's line");
+        assert!(
+            ebs.ends_with(r#", "backend": "ebs", "scope": "ebs:123456789012/eu-west-1", "project": null, "zone": null, "region": "eu-west-1", "account": "123456789012", "disk_id": null, "size_bytes": null, "disk_type": null, "created": null, "attached_to": [], "last_detached": null, "replica_zones": [], "owner": null, "owner_cluster": null, "created_for_pv": null, "created_for_claim": null}"#),
+            "{ebs}"
+        );
+        assert!(ebs.contains(r#""volume_handle": "vol-0dead""#), "{ebs}");
+        let gce = lines.next().expect("the GCE PV's line");
+        assert!(
+            gce.contains(r#""backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": null, "account": null"#),
+            "{gce}"
+        );
+    }
+
+    #[test]
+    fn a_disk_no_pv_names_is_reported_with_what_names_it_unless_another_cluster_owns_it() {
+        let mut c = Census::new([zone()], Some("prod"), Duration::from_secs(3600));
+        let mut failed = Failures::new();
+        for at in [0, 60] {
+            let disks = vec![
+                ("nobody-says", disk(None, &[], None)),
+                ("theirs", disk(Some("staging"), &[], Some("pvc-9"))),
+                ("ours", disk(Some("prod"), &["vm-1"], Some("pvc-1"))),
+            ];
+            record(
+                &mut c,
+                vec![listed(&zone(), at, Ok(disks))],
+                None,
+                &mut failed,
+            );
+        }
+        let found = c.orphans(&zone(), &Default::default(), &now_plus(120));
+        let by_disk: Vec<(&str, &[Hint])> = found
+            .iter()
+            .map(|f| {
+                let image = f.status.image.as_ref().expect("image");
+                (image.name.as_str(), f.status.hints.as_slice())
+            })
+            .collect();
+        assert_eq!(
+            by_disk,
+            [
+                ("nobody-says", &[Hint::OwnerUnknown][..]),
+                ("ours", &[Hint::ImageInUse][..]),
+            ],
+            "another cluster's disk is not reported"
+        );
+        let lines = json(&found, &c);
+        let lines: Vec<&str> = lines.lines().collect();
+        assert!(
+            lines[0].contains(r#""reason": "ImageWithoutVolume""#)
+                && lines[0].contains(r#""source_type": "gcePersistentDisk""#)
+                && lines[0].contains(r#""disk_name": "nobody-says""#),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].ends_with(r#", "backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": null, "account": null, "disk_id": "4711", "size_bytes": 10737418240, "disk_type": "pd-balanced", "created": "2026-03-01T10:00:00Z", "attached_to": [], "last_detached": null, "replica_zones": [], "owner": "unknown", "owner_cluster": null, "created_for_pv": null, "created_for_claim": null}"#),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].ends_with(r#", "attached_to": ["vm-1"], "last_detached": null, "replica_zones": [], "owner": "ours", "owner_cluster": "prod", "created_for_pv": "pvc-1", "created_for_claim": "db/data"}"#),
+            "{}",
+            lines[1]
+        );
+    }
+
+    #[test]
+    fn a_scope_whose_listing_failed_either_time_is_named_and_nothing_is_concluded_about_it() {
+        let mut c = Census::new([zone(), region()], Some("prod"), Duration::from_secs(3600));
+        let mut failed = Failures::new();
+        let orphan = || vec![("orphan", disk(None, &[], None))];
+        // GCE: listed, then a 403. EBS: throttled, then listed.
+        record(
+            &mut c,
+            vec![listed(&zone(), 0, Ok(orphan()))],
+            None,
+            &mut failed,
+        );
+        record(
+            &mut c,
+            vec![listed(&region(), 0, Err(FailureCategory::Quota))],
+            None,
+            &mut failed,
+        );
+        record(
+            &mut c,
+            vec![listed(&zone(), 60, Err(FailureCategory::Forbidden))],
+            None,
+            &mut failed,
+        );
+        record(
+            &mut c,
+            vec![listed(&region(), 60, Ok(vec![]))],
+            None,
+            &mut failed,
+        );
+        let lines: Vec<String> = failed.values().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "the EBS census of ebs:123456789012/eu-west-1 failed (quota): listing ebs:123456789012/eu-west-1: Quota; nothing is said about its disks",
+                "the GCE census of gce:p1/europe-west1-b failed (forbidden): listing gce:p1/europe-west1-b: Forbidden; nothing is said about its disks",
+            ]
+        );
+        let pvs = [
+            csi_pv("pv-gce", GCE, "projects/p1/zones/europe-west1-b/disks/gone"),
+            csi_pv("pv-ebs", EBS, "vol-0dead"),
+        ];
+        assert!(
+            classified(&c, &pvs).is_empty(),
+            "an Unknown scope, or one listed once, says no disk is missing"
+        );
+        assert!(
+            c.orphans(&zone(), &Default::default(), &now_plus(120))
+                .is_empty(),
+            "a disk in an Unknown scope is no orphan"
+        );
+        let report = ScanResult {
+            cloud_failed: failed.into_values().collect(),
+            ..ScanResult::default()
+        };
+        assert_eq!(Outcome::of(&report), Outcome::Incomplete, "exit 4");
+    }
+
+    #[test]
+    fn scopes_an_aggregated_listing_names_join_the_census() {
+        let mut c = Census::new(Vec::<Scope>::new(), Some("prod"), Duration::from_secs(3600));
+        let regional = Scope::Gce {
+            project: "p1".into(),
+            location: "europe-west1".into(),
+        };
+        let mut failed = Failures::new();
+        for at in [0, 60] {
+            let disks = vec![("regional", disk(None, &[], None))];
+            record(
+                &mut c,
+                vec![listed(&regional, at, Ok(disks))],
+                None,
+                &mut failed,
+            );
+        }
+        let found = c.orphans(&regional, &Default::default(), &now_plus(120));
+        assert_eq!(found.len(), 1);
+        let line = json(&found, &c);
+        assert!(
+            line.contains(r#""project": "p1", "zone": null, "region": "europe-west1""#),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_disk_naming_the_sections_own_cluster_name_is_this_clusters() {
+        let mut snap = Snapshot {
+            started: now_plus(0),
+            pool_id: 0,
+            images: [
+                ("gke".to_string(), disk(Some("gke-prod"), &[], None)),
+                ("other".to_string(), disk(Some("gke-staging"), &[], None)),
+            ]
+            .into(),
+            trash: Default::default(),
+            unread: Default::default(),
+        };
+        as_census_names(&mut snap, Some("gke-prod"), Some("prod"));
+        let cluster = |n: &str| snap.images[n].detail.as_ref().unwrap().cluster.clone();
+        assert_eq!(cluster("gke").as_deref(), Some("prod"));
+        assert_eq!(cluster("other").as_deref(), Some("gke-staging"));
+    }
+}

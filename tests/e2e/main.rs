@@ -5,6 +5,9 @@
 mod census;
 mod ceph;
 mod chart;
+// The cloud backends' scan: built with both (the default features).
+#[cfg(all(feature = "gce", feature = "ebs"))]
+mod cloud_scan;
 mod demo;
 mod deploy;
 mod exclusions;
