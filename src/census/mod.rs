@@ -37,9 +37,9 @@ pub struct CensusReport {
 #[derive(Clone, Debug)]
 pub struct CensusFailure {
     /// What kind of problem it is.
-    pub(crate) kind: FailureKind,
+    pub kind: FailureKind,
     /// What failed, in one line.
-    pub(crate) message: String,
+    pub message: String,
     /// The error behind it, when there is one (a deadline the census itself set has none).
     pub(crate) source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }

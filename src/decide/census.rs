@@ -83,7 +83,7 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
 /// from the zone in its volume id or in `zones`). `zones` are the zones the PV's node affinity
 /// requires (empty when only a recorded source is at hand, as for a tombstone). A handle that
 /// does not parse names nothing: the volume is not censused.
-pub(crate) fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
+pub fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
     use crate::model::csi::{
         EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, aws_region_of, gce_location, parse_ebs_volume_id,
         parse_gce_handle,
@@ -339,7 +339,7 @@ pub struct Census {
 impl Census {
     /// No census yet: every pool answers Unknown. `cluster_name` is this Kubernetes cluster's
     /// name in the backend's ownership metadata.
-    pub(crate) fn new(
+    pub fn new(
         pools: impl IntoIterator<Item = impl Into<Scope>>,
         cluster_name: Option<&str>,
         image_grace: Duration,
@@ -839,7 +839,7 @@ impl FailureCategory {
 /// is told from another (a pool that goes from a refused key to a missing pool is news, though
 /// both may be [`FailureCategory::Other`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct FailureKind {
+pub struct FailureKind {
     /// The category.
     pub(crate) category: FailureCategory,
     /// The backend's stable short name for it.

@@ -18,19 +18,19 @@ use crate::model::finding::Finding;
 /// it, in [`Census::pools`]) and, by VolumeLeftover name, the findings about disks nothing
 /// references and those whose details could not be read.
 #[derive(Debug)]
-pub(crate) struct CensusState {
+pub struct CensusState {
     /// Each scope's state.
-    pub(crate) census: Census,
+    pub census: Census,
     /// The findings about images nothing references, by VolumeLeftover name.
-    pub(crate) orphans: BTreeMap<String, (Scope, Finding)>,
+    pub orphans: BTreeMap<String, (Scope, Finding)>,
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
-    pub(crate) held: BTreeMap<String, Scope>,
+    pub held: BTreeMap<String, Scope>,
 }
 
 impl CensusState {
     /// Nothing known yet.
-    pub(crate) fn new(census: Census) -> Self {
+    pub fn new(census: Census) -> Self {
         CensusState {
             census,
             orphans: BTreeMap::new(),
@@ -41,19 +41,19 @@ impl CensusState {
 
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Naming {
+pub struct Naming {
     /// Each volume: its name and the disk it names ([`disk_ref`] of its source and zones).
-    pub(crate) volumes: Vec<(String, Option<DiskRef>)>,
+    pub volumes: Vec<(String, Option<DiskRef>)>,
     /// Each managed VolumeLeftover: its name, its reason, and (for a tombstone) the source its
     /// record names.
-    pub(crate) leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
+    pub leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
     /// The sources named by tombstones not written yet (a delete just watched).
-    pub(crate) tombstones: Vec<VolumeSourceInfo>,
+    pub tombstones: Vec<VolumeSourceInfo>,
 }
 
 /// What the pool's census gauges say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Gauge {
+pub enum Gauge {
     /// It worked: how many images it listed, how many it could not read.
     Done { images: usize, unread: usize },
     /// It failed.
@@ -62,7 +62,7 @@ pub(crate) enum Gauge {
 
 /// A line to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum CensusLog {
+pub enum CensusLog {
     /// The pool was failing and works again; `after` is the failure it ends.
     Recovered { after: String },
     /// A census like the last (debug).
@@ -84,18 +84,18 @@ pub(crate) enum CensusLog {
 
 /// What to do about one census result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct CensusOutcome {
+pub struct CensusOutcome {
     /// The gauges.
-    pub(crate) gauge: Gauge,
+    pub gauge: Gauge,
     /// The lines to log, in order.
-    pub(crate) logs: Vec<CensusLog>,
+    pub logs: Vec<CensusLog>,
     /// The names to decide again.
-    pub(crate) mark: Vec<String>,
+    pub mark: Vec<String>,
 }
 
 /// Records a scope's census result (`Err`: the kind and message of its failure) in `state`
 /// and says what follows. `naming` is called only when the scope's census may conclude.
-pub(crate) fn census_result(
+pub fn census_result(
     state: &mut CensusState,
     key: &Scope,
     result: Result<Snapshot, (FailureKind, String)>,

@@ -111,7 +111,7 @@ pub(crate) fn snapshot_of(
 }
 
 /// The report of one listing.
-pub(crate) fn report_of(
+pub fn report_of(
     result: Result<Listing, ListError>,
     config: &EbsConfig,
     ours: Option<&str>,

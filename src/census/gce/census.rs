@@ -104,7 +104,7 @@ fn failure(e: ListError) -> CensusFailure {
 /// fails every scope in `known` (those it listed before, or the configured ones); the scopes
 /// of `known` a successful aggregated listing no longer names (no disks left) are complete
 /// and empty. `known` gains the scopes this listing names.
-pub(crate) fn reports_of(
+pub fn reports_of(
     listing: ProjectListing,
     project: &str,
     known: &mut BTreeSet<Scope>,
