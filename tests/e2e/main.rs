@@ -5,6 +5,8 @@
 mod census;
 mod ceph;
 mod chart;
+#[cfg(feature = "ebs")]
+mod cloud;
 mod demo;
 mod deploy;
 mod exclusions;

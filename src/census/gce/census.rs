@@ -12,8 +12,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
 use super::{
-    ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location, ProjectListing,
+    CredentialSource, ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location,
+    Locations, ProjectListing,
 };
+use crate::census::config::{CensusConfig, GceLocation, GceSection};
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
@@ -204,6 +206,51 @@ pub async fn run(
             _ = tx.closed() => return,
         }
     }
+}
+
+/// The lister's configuration for one `gce` section of the census file: its project,
+/// locations, credentials, cluster label and endpoint; each request (attempt) bounded by
+/// `timeout`, each scope's whole listing by `deadline`.
+pub fn config_of(section: &GceSection, timeout: Duration, deadline: Duration) -> GceConfig {
+    let mut c = GceConfig::new(section.project.clone());
+    if let Some(locations) = section.locations() {
+        let (mut zones, mut regions) = (Vec::new(), Vec::new());
+        for l in locations {
+            match l {
+                GceLocation::Zone(z) => zones.push(z),
+                GceLocation::Region(r) => regions.push(r),
+            }
+        }
+        c.locations = Locations::Only { zones, regions };
+    }
+    if let Some(k) = &section.key_file {
+        c.credentials = CredentialSource::KeyFile(k.clone());
+    }
+    c.cluster_label = section.cluster_label.clone();
+    c.endpoint = section.endpoint.clone();
+    c.attempt_timeout = timeout;
+    c.deadline = deadline;
+    c
+}
+
+/// Every `gce` section's census, each project listed on its own every `interval`, until `tx`
+/// is closed.
+pub async fn run_all(
+    config: CensusConfig,
+    interval: Duration,
+    timeout: Duration,
+    deadline: Duration,
+    tx: mpsc::Sender<CensusReport>,
+) {
+    let projects = config.gce.iter().map(|s| {
+        run(
+            config_of(s, timeout, deadline),
+            s.scopes().into_iter().collect(),
+            interval,
+            tx.clone(),
+        )
+    });
+    futures::future::join_all(projects).await;
 }
 
 #[cfg(test)]
