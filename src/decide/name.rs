@@ -351,8 +351,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         };
         published_reason(e) == Some(Reason::VolumeWithoutImage)
             && pv.spec.as_ref().is_some_and(|spec| {
-                self.lookup.image(
+                self.lookup.volume_image(
                     &volume_source(spec),
+                    &spec.zones(),
                     pv.metadata.creation_timestamp.as_ref(),
                 ) == ImageFound::Unknown
             })

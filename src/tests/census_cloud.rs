@@ -352,3 +352,40 @@ fn each_cloud_scope_has_its_census_up_series_beside_the_ceph_pools() {
         assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
     }
 }
+
+#[test]
+fn the_operator_locates_an_ebs_volume_by_the_zones_its_pv_requires() {
+    use crate::decide::lookup::Lookup;
+    use crate::model::crd::VolumeSourceInfo;
+    use crate::run::controller::{StoreLookup, View};
+    let c = CensusConfig::parse("ebs:\n  - region: us-east-1\n  - region: us-west-2\n").unwrap();
+    let mut census = c.census(Duration::from_secs(3600));
+    let east = Scope::Ebs {
+        account: None,
+        region: "us-east-1".into(),
+    };
+    census.record(&east, Ok(listing(-120, vec![])));
+    census.record(&east, Ok(listing(-60, vec![])));
+    let lookup = StoreLookup {
+        claims: View::Stale,
+        classes: View::Stale,
+        census: Some(&census),
+    };
+    let source = VolumeSourceInfo {
+        kind: "csi".into(),
+        driver: Some("ebs.csi.aws.com".into()),
+        volume_handle: Some("vol-0123456789abcdef0".into()),
+        ..VolumeSourceInfo::default()
+    };
+    let created = now_plus(-86400);
+    assert_eq!(
+        lookup.volume_image(&source, &["us-east-1a"], Some(&created)),
+        ImageFound::Missing { in_trash: false },
+        "its zone says us-east-1"
+    );
+    assert_eq!(
+        lookup.image(&source, Some(&created)),
+        ImageFound::NotCensused,
+        "without its zones, either region could hold it"
+    );
+}
