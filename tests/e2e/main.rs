@@ -12,6 +12,8 @@ mod deploy;
 mod exclusions;
 mod fault;
 mod gauges;
+#[cfg(feature = "gce")]
+mod gce_census;
 mod ha;
 mod handoff;
 mod image;
