@@ -163,6 +163,8 @@ pub async fn run(
 ) {
     let project = config.project.clone();
     let mut lister = None;
+    // What the log last said of a lister that cannot be made (once per change, not per turn).
+    let mut said: Option<String> = None;
     loop {
         if tx.is_closed() {
             return;
@@ -171,11 +173,16 @@ pub async fn run(
         let at = wall_clock();
         if lister.is_none() {
             match GceLister::new(config.clone()).await {
-                Ok(l) => lister = Some(l),
+                Ok(l) => {
+                    lister = Some(l);
+                    said = None;
+                }
                 Err(e) => {
-                    if known.is_empty() {
+                    let text = e.to_string();
+                    if known.is_empty() && said.as_ref() != Some(&text) {
                         tracing::warn!(project = %project, error = %e, "the GCE census cannot start");
                     }
+                    said = Some(text);
                     for key in known.iter().cloned() {
                         if tx
                             .send(CensusReport {
