@@ -10,9 +10,14 @@
 //! - [`engine`]: the generic scheduler, backoff and the clock.
 //! - [`watch`]: reading the API (reflector feeds, indexes, error categories).
 //! - [`publish`]: every API write (VolumeLeftovers, Events, the ClusterReport, the Lease).
-//! - [`census`]: the storage backends' read-only censuses (Ceph RBD; AWS EBS with the `ebs` feature).
+//! - [`census`]: the storage backends' read-only censuses (Ceph RBD; GCE persistent disks and AWS
+//!   EBS volumes with the `gce` and `ebs` features).
 //! - [`telemetry`]: metrics, health and readiness.
 //! - [`run`] and [`scan`]: the two commands; `run` alone wires everything.
+//!
+//! Items are `pub(crate)` unless the binary, the integration tests or the benchmarks use them,
+//! so the compiler finds dead code and the stages' boundaries are the ones written here; the
+//! CRD ([`model::crd`]) is the public contract.
 
 pub mod census;
 pub mod decide;

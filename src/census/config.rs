@@ -50,60 +50,60 @@ pub struct CensusConfig {
     pub clusters: Vec<ClusterConfig>,
     /// The GCE projects to census.
     #[serde(default)]
-    pub gce: Vec<GceSection>,
+    pub(crate) gce: Vec<GceSection>,
     /// The EBS regions to census.
     #[serde(default)]
-    pub ebs: Vec<EbsSection>,
+    pub(crate) ebs: Vec<EbsSection>,
 }
 
 /// One GCE project.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GceSection {
+pub(crate) struct GceSection {
     /// The project id.
-    pub project: String,
+    pub(crate) project: String,
     /// The zones (`europe-west1-b`) and regions (`europe-west1`) to list, each on its own;
     /// absent: every zone and region, in one aggregated listing (its scopes are known only
     /// once it has answered).
     #[serde(default)]
-    pub locations: Option<Vec<String>>,
+    pub(crate) locations: Option<Vec<String>>,
     /// This cluster's name in the disks' cluster label; absent: the top-level `clusterName`.
     #[serde(default)]
-    pub cluster_name: Option<String>,
+    pub(crate) cluster_name: Option<String>,
     /// The label naming a disk's cluster; absent: `goog-k8s-cluster-name`.
     #[serde(default)]
-    pub cluster_label: Option<String>,
+    pub(crate) cluster_label: Option<String>,
     /// A service-account key file (JSON); absent: Application Default Credentials.
     #[serde(default)]
-    pub key_file: Option<PathBuf>,
+    pub(crate) key_file: Option<PathBuf>,
     /// Another Compute endpoint than Google's (the tests' server).
     #[serde(default)]
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
 }
 
 /// One EBS region (of one account).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct EbsSection {
+pub(crate) struct EbsSection {
     /// The region (`eu-west-1`).
-    pub region: String,
+    pub(crate) region: String,
     /// The account id, a label of the scope (the credentials decide which account is read).
     #[serde(default)]
-    pub account: Option<String>,
+    pub(crate) account: Option<String>,
     /// This cluster's name in the volumes' tags; absent: the top-level `clusterName`.
     #[serde(default)]
-    pub cluster_name: Option<String>,
+    pub(crate) cluster_name: Option<String>,
     /// An extra tag key whose value names a volume's cluster.
     #[serde(default)]
-    pub cluster_tag: Option<String>,
+    pub(crate) cluster_tag: Option<String>,
     /// Another EC2 endpoint than the region's (a VPC endpoint; the tests' moto).
     #[serde(default)]
-    pub endpoint: Option<String>,
+    pub(crate) endpoint: Option<String>,
 }
 
 /// A GCE location as the configuration names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GceLocation {
+pub(crate) enum GceLocation {
     /// `{locale}-{region}-{zone}`: `europe-west1-b`.
     Zone(String),
     /// `{locale}-{region}`: `europe-west1`.
@@ -112,7 +112,7 @@ pub enum GceLocation {
 
 impl GceLocation {
     /// Tells a zone from a region by its shape; `None` for anything else.
-    pub fn parse(s: &str) -> Option<GceLocation> {
+    pub(crate) fn parse(s: &str) -> Option<GceLocation> {
         let parts: Vec<&str> = s.split('-').collect();
         if parts.iter().any(|p| {
             p.is_empty()
@@ -130,7 +130,7 @@ impl GceLocation {
     }
 
     /// Its name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             GceLocation::Zone(n) | GceLocation::Region(n) => n,
         }
@@ -139,7 +139,7 @@ impl GceLocation {
 
 impl GceSection {
     /// The locations, when they are given (checked by [`CensusConfig::parse`]).
-    pub fn locations(&self) -> Option<Vec<GceLocation>> {
+    pub(crate) fn locations(&self) -> Option<Vec<GceLocation>> {
         self.locations
             .as_ref()
             .map(|l| l.iter().filter_map(|s| GceLocation::parse(s)).collect())
@@ -147,7 +147,7 @@ impl GceSection {
 
     /// The scopes known before any listing: one per given location; none for an aggregated
     /// listing.
-    pub fn scopes(&self) -> Vec<Scope> {
+    pub(crate) fn scopes(&self) -> Vec<Scope> {
         self.locations()
             .unwrap_or_default()
             .into_iter()
@@ -161,7 +161,7 @@ impl GceSection {
 
 impl EbsSection {
     /// Its scope.
-    pub fn scope(&self) -> Scope {
+    pub(crate) fn scope(&self) -> Scope {
         Scope::Ebs {
             account: self.account.clone(),
             region: self.region.clone(),

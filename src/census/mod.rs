@@ -11,7 +11,7 @@ pub mod gce;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::decide::census::{FailureCategory, FailureKind, Scope, Snapshot};
+use crate::decide::census::{FailureKind, Scope, Snapshot};
 
 /// The result of one scope's census, as every backend hands it to the loop.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub struct CensusReport {
     /// Requests it made (library calls, API requests).
     pub requests: u64,
     /// How long it took.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 /// Why a scope's census failed: its kind (the problem, mapped once from the backend's error
@@ -37,11 +37,11 @@ pub struct CensusReport {
 #[derive(Clone, Debug)]
 pub struct CensusFailure {
     /// What kind of problem it is.
-    pub kind: FailureKind,
+    pub(crate) kind: FailureKind,
     /// What failed, in one line.
-    pub message: String,
+    pub(crate) message: String,
     /// The error behind it, when there is one (a deadline the census itself set has none).
-    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    pub(crate) source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl std::fmt::Display for CensusFailure {
@@ -61,7 +61,7 @@ impl std::error::Error for CensusFailure {
 
 impl CensusFailure {
     /// A failure with no error behind it.
-    pub fn new(kind: impl Into<FailureKind>, message: String) -> CensusFailure {
+    pub(crate) fn new(kind: impl Into<FailureKind>, message: String) -> CensusFailure {
         CensusFailure {
             kind: kind.into(),
             message,
@@ -71,7 +71,11 @@ impl CensusFailure {
 
     /// A failure caused by `source`, its kind mapped from it; `context` (when given) goes
     /// before the cause's text in the line: `context: cause`.
-    pub fn caused<E>(kind: impl Into<FailureKind>, context: Option<String>, source: E) -> Self
+    pub(crate) fn caused<E>(
+        kind: impl Into<FailureKind>,
+        context: Option<String>,
+        source: E,
+    ) -> Self
     where
         E: std::error::Error + Send + Sync + 'static,
     {
@@ -85,8 +89,9 @@ impl CensusFailure {
         }
     }
 
+    #[cfg(test)]
     /// The neutral category.
-    pub fn category(&self) -> FailureCategory {
+    pub(crate) fn category(&self) -> crate::decide::census::FailureCategory {
         self.kind.category
     }
 }

@@ -83,7 +83,7 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
 /// from the zone in its volume id or in `zones`). `zones` are the zones the PV's node affinity
 /// requires (empty when only a recorded source is at hand, as for a tombstone). A handle that
 /// does not parse names nothing: the volume is not censused.
-pub fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
+pub(crate) fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
     use crate::model::csi::{
         EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, aws_region_of, gce_location, parse_ebs_volume_id,
         parse_gce_handle,
@@ -139,51 +139,51 @@ pub fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
     /// Its id.
-    pub id: String,
+    pub(crate) id: String,
     /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
     /// entry per image).
-    pub detail: Option<Box<DiskFacts>>,
+    pub(crate) detail: Option<Box<DiskFacts>>,
 }
 
 /// What a census read of one disk or image, for any backend: read only for disks no volume
 /// names, and what the decisions about them use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DiskFacts {
+pub(crate) struct DiskFacts {
     /// Provisioned size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// When it was created (not recorded by RBD images older than Mimic).
-    pub created: Option<jiff::Timestamp>,
+    pub(crate) created: Option<jiff::Timestamp>,
     /// Its type (`pd-balanced`, `gp3`), where the backend has one.
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     /// What uses it now, sorted: an RBD image's watchers, a GCE disk's `users`, the instances
     /// an EBS volume is attached to. Not empty: in use, never a plain orphan.
-    pub in_use: Vec<String>,
+    pub(crate) in_use: Vec<String>,
     /// When it was last detached, where the backend records it (GCE `lastDetachTimestamp`).
-    pub last_detached: Option<jiff::Timestamp>,
+    pub(crate) last_detached: Option<jiff::Timestamp>,
     /// The PV and claim its provisioner recorded it for (ceph-csi's image metadata; the GCE
     /// description's or EBS tags' `kubernetes.io/created-for/...`), when it recorded any.
-    pub created_for: Option<CreatedFor>,
+    pub(crate) created_for: Option<CreatedFor>,
     /// The Kubernetes cluster the disk names as its owner (ceph-csi's `csi.ceph.com/cluster/name`,
     /// GKE's `goog-k8s-cluster-name`, EBS `kubernetes.io/cluster/<name>`, ...).
-    pub cluster: Option<String>,
+    pub(crate) cluster: Option<String>,
     /// A regional disk's replica zones.
-    pub replica_zones: Vec<String>,
+    pub(crate) replica_zones: Vec<String>,
 }
 
 /// The PV and claim a provisioner recorded a disk for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CreatedFor {
+pub(crate) struct CreatedFor {
     /// The PV's name.
-    pub pv: Option<String>,
+    pub(crate) pv: Option<String>,
     /// The claim's name.
-    pub pvc: Option<String>,
+    pub(crate) pvc: Option<String>,
     /// The claim's namespace.
-    pub pvc_namespace: Option<String>,
+    pub(crate) pvc_namespace: Option<String>,
 }
 
 /// Whose a disk is, as far as it says and this operator's cluster name allows to tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Owner {
+pub(crate) enum Owner {
     /// This cluster's (or, with no cluster named on either side, the provisioner recorded it
     /// and nothing says it is another's).
     Ours,
@@ -196,7 +196,7 @@ pub enum Owner {
 impl DiskFacts {
     /// The facts of an RBD image as the Ceph census reads them: its watchers' addresses and
     /// ceph-csi's ownership metadata.
-    pub fn ceph(
+    pub(crate) fn ceph(
         size: u64,
         created: Option<jiff::Timestamp>,
         mut watchers: Vec<String>,
@@ -218,7 +218,7 @@ impl DiskFacts {
     }
 
     /// Whose it is, `ours` being this cluster's name (when configured).
-    pub fn owner(&self, ours: Option<&str>) -> Owner {
+    pub(crate) fn owner(&self, ours: Option<&str>) -> Owner {
         match (self.cluster.as_deref(), ours) {
             (Some(theirs), Some(ours)) if theirs != ours => Owner::OtherCluster(theirs.into()),
             (Some(_), Some(_)) => Owner::Ours,
@@ -242,21 +242,21 @@ impl DiskFacts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     /// When its listing began.
-    pub started: Time,
+    pub(crate) started: Time,
     /// The pool's id.
     pub pool_id: i64,
     /// Every image, by name.
-    pub images: HashMap<String, Seen>,
+    pub(crate) images: HashMap<String, Seen>,
     /// The names in the trash.
-    pub trash: HashSet<String>,
+    pub(crate) trash: HashSet<String>,
     /// The images whose details were asked for and could not be read, with why: what is
     /// published about them stays as it is (nothing made, nothing cleared).
-    pub unread: BTreeMap<String, String>,
+    pub(crate) unread: BTreeMap<String, String>,
 }
 
 /// Which censused scope a disk is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resolved<'a> {
+pub(crate) enum Resolved<'a> {
     /// This one.
     In(&'a Scope),
     /// None (another cluster, pool, project, zone, region or account; or two scopes could hold
@@ -274,9 +274,9 @@ pub struct ScopeState {
     /// The last complete census.
     pub current: Option<Arc<Snapshot>>,
     /// The one before it.
-    pub previous: Option<Arc<Snapshot>>,
+    pub(crate) previous: Option<Arc<Snapshot>>,
     /// Why the last attempt failed, when it did (then nothing is concluded).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// When each listed image was first listed by this process (images without a creation
     /// time are dated by it).
     first_listed: HashMap<String, Time>,
@@ -294,7 +294,7 @@ pub struct ScopeState {
 
 impl ScopeState {
     /// Records a failure; true when it is news to log.
-    pub fn failed(&mut self, kind: FailureKind, message: &str) -> bool {
+    pub(crate) fn failed(&mut self, kind: FailureKind, message: &str) -> bool {
         let news = self.failing.as_ref().is_none_or(|(k, _)| *k != kind);
         if news {
             self.failing = Some((kind, message.to_string()));
@@ -303,13 +303,13 @@ impl ScopeState {
     }
 
     /// Records a census that worked; the failure it ends, when the scope was failing.
-    pub fn recovered(&mut self) -> Option<String> {
+    pub(crate) fn recovered(&mut self) -> Option<String> {
         self.failing.take().map(|(_, message)| message)
     }
 
     /// Records the images whose details a census could not read; true when that is news to
     /// log (the set changed, and it or the last one said is not empty).
-    pub fn unread_now(&mut self, unread: Vec<String>) -> bool {
+    pub(crate) fn unread_now(&mut self, unread: Vec<String>) -> bool {
         let news = self
             .unread_said
             .as_ref()
@@ -335,19 +335,19 @@ pub struct Census {
     /// Each scope's state.
     pub pools: BTreeMap<Scope, ScopeState>,
     /// This Kubernetes cluster's name in ceph-csi's metadata.
-    pub cluster_name: Option<String>,
+    pub(crate) cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
-    pub image_grace: Duration,
+    pub(crate) image_grace: Duration,
     /// The GCE projects listed as a whole (an aggregated listing), with their own cluster name
     /// when their section names one: their zones and regions are known only once a listing
     /// names them, and are [admitted](Census::admit) then.
-    pub open_projects: BTreeMap<String, Option<String>>,
+    pub(crate) open_projects: BTreeMap<String, Option<String>>,
 }
 
 impl Census {
     /// No census yet: every pool answers Unknown. `cluster_name` is this Kubernetes cluster's
     /// name in the backend's ownership metadata.
-    pub fn new(
+    pub(crate) fn new(
         pools: impl IntoIterator<Item = impl Into<Scope>>,
         cluster_name: Option<&str>,
         image_grace: Duration,
@@ -438,12 +438,12 @@ impl Census {
     }
 
     /// Whether the pool's census may be trusted now.
-    pub fn is_trusted(&self, key: &Scope) -> bool {
+    pub(crate) fn is_trusted(&self, key: &Scope) -> bool {
         self.pools.get(key).is_some_and(|s| s.trusted().is_some())
     }
 
     /// The censused scope a disk is in.
-    pub fn resolve(&self, r: &DiskRef) -> Resolved<'_> {
+    pub(crate) fn resolve(&self, r: &DiskRef) -> Resolved<'_> {
         let DiskRef::Ceph(r) = r else {
             return self.resolve_cloud(r);
         };
@@ -775,7 +775,7 @@ fn image_location(key: &Scope) -> ImageInfo {
 
 /// The scope a published finding's `image` block names: the inverse of [`image_location`],
 /// told apart by the recorded source's type.
-pub fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
+pub(crate) fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
     match source_kind {
         "gcePersistentDisk" => Scope::Gce {
             project: i.cluster_id.clone(),
@@ -881,7 +881,7 @@ fn ownership_sentence(
 /// What stopped a census, for any backend: each backend maps its own errors (librados codes, an
 /// SDK's HTTP statuses) to one of these once, where it meets them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FailureCategory {
+pub(crate) enum FailureCategory {
     /// No usable credentials, or they were refused (GCE/AWS 401, an expired token).
     Auth,
     /// The credentials may not do this (a 403, cephx caps).
@@ -898,7 +898,7 @@ pub enum FailureCategory {
 
 impl FailureCategory {
     /// Stable short name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             FailureCategory::Auth => "auth",
             FailureCategory::Forbidden => "forbidden",
@@ -915,16 +915,16 @@ impl FailureCategory {
 /// is told from another (a pool that goes from a refused key to a missing pool is news, though
 /// both may be [`FailureCategory::Other`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FailureKind {
+pub(crate) struct FailureKind {
     /// The category.
-    pub category: FailureCategory,
+    pub(crate) category: FailureCategory,
     /// The backend's stable short name for it.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
 }
 
 impl FailureKind {
     /// A kind whose backend has no finer name than the category's.
-    pub fn of(category: FailureCategory) -> FailureKind {
+    pub(crate) fn of(category: FailureCategory) -> FailureKind {
         FailureKind {
             category,
             name: category.as_str(),

@@ -18,19 +18,19 @@ use crate::model::finding::Finding;
 /// it, in [`Census::pools`]) and, by VolumeLeftover name, the findings about disks nothing
 /// references and those whose details could not be read.
 #[derive(Debug)]
-pub struct CensusState {
+pub(crate) struct CensusState {
     /// Each scope's state.
-    pub census: Census,
+    pub(crate) census: Census,
     /// The findings about images nothing references, by VolumeLeftover name.
-    pub orphans: BTreeMap<String, (Scope, Finding)>,
+    pub(crate) orphans: BTreeMap<String, (Scope, Finding)>,
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
-    pub held: BTreeMap<String, Scope>,
+    pub(crate) held: BTreeMap<String, Scope>,
 }
 
 impl CensusState {
     /// Nothing known yet.
-    pub fn new(census: Census) -> Self {
+    pub(crate) fn new(census: Census) -> Self {
         CensusState {
             census,
             orphans: BTreeMap::new(),
@@ -41,19 +41,19 @@ impl CensusState {
 
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
-pub struct Naming {
+pub(crate) struct Naming {
     /// Each volume: its name and the disk it names ([`disk_ref`] of its source and zones).
-    pub volumes: Vec<(String, Option<DiskRef>)>,
+    pub(crate) volumes: Vec<(String, Option<DiskRef>)>,
     /// Each managed VolumeLeftover: its name, its reason, and (for a tombstone) the source its
     /// record names.
-    pub leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
+    pub(crate) leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
     /// The sources named by tombstones not written yet (a delete just watched).
-    pub tombstones: Vec<VolumeSourceInfo>,
+    pub(crate) tombstones: Vec<VolumeSourceInfo>,
 }
 
 /// What the pool's census gauges say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gauge {
+pub(crate) enum Gauge {
     /// It worked: how many images it listed, how many it could not read.
     Done { images: usize, unread: usize },
     /// It failed.
@@ -62,7 +62,7 @@ pub enum Gauge {
 
 /// A line to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CensusLog {
+pub(crate) enum CensusLog {
     /// The pool was failing and works again; `after` is the failure it ends.
     Recovered { after: String },
     /// A census like the last (debug).
@@ -84,18 +84,18 @@ pub enum CensusLog {
 
 /// What to do about one census result.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CensusOutcome {
+pub(crate) struct CensusOutcome {
     /// The gauges.
-    pub gauge: Gauge,
+    pub(crate) gauge: Gauge,
     /// The lines to log, in order.
-    pub logs: Vec<CensusLog>,
+    pub(crate) logs: Vec<CensusLog>,
     /// The names to decide again.
-    pub mark: Vec<String>,
+    pub(crate) mark: Vec<String>,
 }
 
 /// Records a scope's census result (`Err`: the kind and message of its failure) in `state`
 /// and says what follows. `naming` is called only when the scope's census may conclude.
-pub fn census_result(
+pub(crate) fn census_result(
     state: &mut CensusState,
     key: &Scope,
     result: Result<Snapshot, (FailureKind, String)>,

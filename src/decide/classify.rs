@@ -10,13 +10,15 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup};
+#[cfg(test)]
+pub(crate) use crate::decide::lookup::ClassFacts;
+pub(crate) use crate::decide::lookup::{ClaimFacts, Found, Lookup};
 use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
 use crate::model::finding::Undecided;
-pub use crate::model::finding::{Finding, Verdict, leaves_a_disk};
+pub(crate) use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
 use crate::model::phase::{Phase, ReclaimPolicy};
 use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
@@ -699,7 +701,7 @@ fn disk(s: &VolumeSourceInfo) -> String {
 
 /// The tombstone of a PersistentVolume that was deleted (its last known object), when deleting it
 /// left its disk behind. `deleted_at` is its deletionTimestamp when it had one.
-pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
+pub(crate) fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
     let name = pv.metadata.name.as_deref().filter(|n| !n.is_empty())?;
     let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
     let uid = uid.as_deref().filter(|u| !u.is_empty())?;
@@ -750,14 +752,14 @@ pub fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding
 
 /// The last sentence of a tombstone's message without the census (or before it has said
 /// anything about the image): it never claims the image still exists.
-pub const NOTE_NOT_CHECKED: &str = "Not checked against the storage backend.";
+pub(crate) const NOTE_NOT_CHECKED: &str = "Not checked against the storage backend.";
 /// The same, once the storage backend's census has found the image.
 pub const NOTE_FOUND: &str = "The storage backend's census finds the image.";
 /// The same, once the census has found the image in its pool's trash.
-pub const NOTE_IN_TRASH: &str = "The storage backend's census finds the image in the pool's trash (restorable until it is purged).";
+pub(crate) const NOTE_IN_TRASH: &str = "The storage backend's census finds the image in the pool's trash (restorable until it is purged).";
 
 /// A tombstone's message with `note` as its last sentence instead of whichever it had.
-pub fn with_backend_note(message: &str, note: &str) -> String {
+pub(crate) fn with_backend_note(message: &str, note: &str) -> String {
     let body = [NOTE_NOT_CHECKED, NOTE_FOUND, NOTE_IN_TRASH]
         .iter()
         .find_map(|n| message.strip_suffix(n))
@@ -768,7 +770,7 @@ pub fn with_backend_note(message: &str, note: &str) -> String {
 
 /// The tombstone of a PersistentVolume that vanished while the watch was down, from the object
 /// the store last had: [`tombstone`], saying that its delete was not watched.
-pub fn tombstone_unwatched(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
+pub(crate) fn tombstone_unwatched(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<Finding> {
     let mut t = tombstone(pv, lookup, now.clone())?;
     t.status.message = unwatched_message(&t.status, &t.volume_name, &t.volume_uid, &now);
     Some(t)
@@ -796,7 +798,7 @@ fn unwatched_message(
 
 /// The tombstone of a PersistentVolume that vanished while the watch was down (no final object):
 /// built from what its published finding said, when deleting it left its disk behind.
-pub fn tombstone_of(
+pub(crate) fn tombstone_of(
     published: &VolumeLeftoverStatus,
     volume_name: &str,
     volume_uid: &str,
@@ -851,7 +853,7 @@ fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
 
 /// Where the data lives. Exhaustive over the sources the API knows, so a new one is a choice.
 /// Where a volume's data lives, from its spec.
-pub fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
+pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
     let in_tree = spec.in_tree.as_deref();
     if let Some(csi) = &spec.csi {

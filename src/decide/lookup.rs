@@ -15,16 +15,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimFacts {
     /// `metadata.uid`.
-    pub uid: String,
+    pub(crate) uid: String,
     /// `metadata.deletionTimestamp` is set.
-    pub terminating: bool,
+    pub(crate) terminating: bool,
 }
 
 /// What is known about a StorageClass.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassFacts {
     /// `reclaimPolicy`, defaulted to Delete as the API server does.
-    pub reclaim_policy: String,
+    pub(crate) reclaim_policy: String,
 }
 
 /// The answer of a lookup.
@@ -43,7 +43,7 @@ pub enum Found<T> {
     Stale,
 }
 
-pub use crate::model::image::ImageFound;
+pub(crate) use crate::model::image::ImageFound;
 
 /// Read access to claims, StorageClasses and the storage backend's census.
 pub trait Lookup {
@@ -76,7 +76,7 @@ pub trait Lookup {
 }
 
 /// The facts classification needs from a claim's metadata.
-pub fn claim_facts(meta: &ObjectMeta) -> ClaimFacts {
+pub(crate) fn claim_facts(meta: &ObjectMeta) -> ClaimFacts {
     ClaimFacts {
         uid: meta.uid.clone().unwrap_or_default(),
         terminating: meta.deletion_timestamp.is_some(),
@@ -84,7 +84,7 @@ pub fn claim_facts(meta: &ObjectMeta) -> ClaimFacts {
 }
 
 /// The facts classification needs from a StorageClass.
-pub fn class_facts(c: &StorageClass) -> ClassFacts {
+pub(crate) fn class_facts(c: &StorageClass) -> ClassFacts {
     ClassFacts {
         // The API server defaults an unset reclaimPolicy to Delete.
         reclaim_policy: c.reclaim_policy.clone().unwrap_or_else(|| "Delete".into()),
@@ -137,9 +137,9 @@ pub struct Claim {
     /// `metadata.name`.
     pub name: Box<str>,
     /// `metadata.uid` (16 bytes when canonical, see [`crate::model::uid`]).
-    pub uid: crate::model::uid::Uid,
+    pub(crate) uid: crate::model::uid::Uid,
     /// `metadata.deletionTimestamp` is set.
-    pub terminating: bool,
+    pub(crate) terminating: bool,
 }
 
 impl Claim {
@@ -156,7 +156,7 @@ impl Claim {
     }
 
     /// The facts classification reads.
-    pub fn facts(&self) -> ClaimFacts {
+    pub(crate) fn facts(&self) -> ClaimFacts {
         ClaimFacts {
             uid: self.uid.to_string(),
             terminating: self.terminating,

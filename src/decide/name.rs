@@ -35,7 +35,7 @@ use crate::model::volume::Volume;
 
 /// What the operator's own VolumeLeftover store will show once the watch delivers a write.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Echo {
+pub(crate) enum Echo {
     /// The object at this resourceVersion (or a later one).
     Version(String),
     /// No object.
@@ -47,7 +47,7 @@ pub enum Echo {
 
 /// Why a name is not published although its volume was evaluated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Held {
+pub(crate) enum Held {
     /// A finding waiting for its grace period.
     Pending(Reason),
     /// A store the decision depends on is stale or forbidden.
@@ -77,30 +77,30 @@ pub struct Published {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Memo {
     /// A write whose watch event has not arrived yet, and until when (monotonic) to wait for it.
-    pub echo: Option<(Echo, Instant)>,
+    pub(crate) echo: Option<(Echo, Instant)>,
     /// The grace clock of a held state.
-    pub observed: Option<Observed>,
+    pub(crate) observed: Option<Observed>,
     /// What the managed VolumeLeftover the store shows for this name publishes.
     pub published: Option<Published>,
     /// Why the volume is not published, when it is held.
-    pub held: Option<Held>,
+    pub(crate) held: Option<Held>,
     /// The last line logged about this name (a skip or a foreign object), to log once per change.
-    pub logged: Option<String>,
+    pub(crate) logged: Option<String>,
     /// The tombstone of a volume whose delete was watched (built from its last object), until it
     /// is published or given up.
-    pub tombstone: Option<Box<Finding>>,
+    pub(crate) tombstone: Option<Box<Finding>>,
 }
 
 impl Memo {
     /// Whether nothing is remembered (the scheduler then drops it).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Memo::default()
     }
 }
 
 /// What the caller decided for a name.
 #[derive(Debug)]
-pub enum Decision<W> {
+pub(crate) enum Decision<W> {
     /// Nothing to write; decide again when something changes.
     Idle,
     /// Nothing to write now; decide again after this long (grace period, echo wait).
@@ -111,18 +111,18 @@ pub enum Decision<W> {
 
 /// An Event to publish about a PV once the write that made its change landed.
 #[derive(Clone, Debug)]
-pub struct Told {
+pub(crate) struct Told {
     /// The PV's name.
-    pub pv: String,
+    pub(crate) pv: String,
     /// The PV's uid.
-    pub uid: String,
+    pub(crate) uid: String,
     /// What changed.
-    pub change: Change,
+    pub(crate) change: Change,
 }
 
 /// What a decision reads of the operator's stores (the controller implements it over its
 /// reflector stores).
-pub trait Stores {
+pub(crate) trait Stores {
     /// Whether the PersistentVolume store and the VolumeLeftover store are both current.
     fn current(&self) -> bool;
     /// The PersistentVolume of this name.
@@ -134,27 +134,27 @@ pub trait Stores {
 /// The census as the decisions read it: each pool's state, the findings about images nothing
 /// references by VolumeLeftover name, and those whose details the last census could not read.
 #[derive(Clone, Copy, Debug)]
-pub struct Images<'a> {
+pub(crate) struct Images<'a> {
     /// Each pool's state.
-    pub census: &'a Census,
+    pub(crate) census: &'a Census,
     /// Findings about unreferenced images, by VolumeLeftover name.
-    pub orphans: &'a BTreeMap<String, (Scope, Finding)>,
+    pub(crate) orphans: &'a BTreeMap<String, (Scope, Finding)>,
     /// Unreferenced images whose details could not be read: what is published about them stays.
-    pub held: &'a BTreeMap<String, Scope>,
+    pub(crate) held: &'a BTreeMap<String, Scope>,
 }
 
 /// The settings a decision follows.
 #[derive(Clone, Copy, Debug)]
-pub struct Rules {
+pub(crate) struct Rules {
     /// Grace periods of states normally passing through.
-    pub graces: Graces,
+    pub(crate) graces: Graces,
     /// How long a tombstone stays after its delete (`None`: until acknowledged or gone).
-    pub tombstone_ttl: Option<Duration>,
+    pub(crate) tombstone_ttl: Option<Duration>,
 }
 
 /// A line to log about a name, for the shell to turn into a `tracing` event.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Log {
+pub(crate) enum Log {
     /// The volume is too odd to judge (a warning, logged once per change of `why`).
     Skipped {
         /// The PV's name.
@@ -187,38 +187,38 @@ pub enum Log {
 }
 
 /// What is logged about a VolumeLeftover of a finding's name the operator does not manage.
-pub const FOREIGN: &str = "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published";
+pub(crate) const FOREIGN: &str = "a VolumeLeftover of this name exists without the label app.kubernetes.io/managed-by=volume-leftovers; it is left alone and this finding is not published";
 
 /// A change of a name's held state, for the gauges: one less `from`, one more `to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HeldChange {
+pub(crate) struct HeldChange {
     /// What it was held as.
-    pub from: Option<Held>,
+    pub(crate) from: Option<Held>,
     /// What it is held as now.
-    pub to: Option<Held>,
+    pub(crate) to: Option<Held>,
 }
 
 /// The effects of one decision.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// What to do: nothing, look again later, or write (with the Event to tell once it landed).
-    pub decision: Decision<(Action, Option<Told>)>,
+    pub(crate) decision: Decision<(Action, Option<Told>)>,
     /// The held state changed.
-    pub held: Option<HeldChange>,
+    pub(crate) held: Option<HeldChange>,
     /// Lines to log, de-duplicated where the warning would repeat.
-    pub logs: Vec<Log>,
+    pub(crate) logs: Vec<Log>,
 }
 
 /// Everything a decision reads besides the name's memo and the time.
-pub struct Inputs<'a, S: Stores, L: Lookup> {
+pub(crate) struct Inputs<'a, S: Stores, L: Lookup> {
     /// The PV and VolumeLeftover stores.
-    pub stores: &'a S,
+    pub(crate) stores: &'a S,
     /// Claims, classes and the census as the classifier reads them.
-    pub lookup: &'a L,
+    pub(crate) lookup: &'a L,
     /// The census's images, when the census is on.
-    pub images: Option<Images<'a>>,
+    pub(crate) images: Option<Images<'a>>,
     /// The settings.
-    pub rules: Rules,
+    pub(crate) rules: Rules,
 }
 
 /// An [`Outcome`] being built.
@@ -252,7 +252,13 @@ impl Effects {
 impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
     /// Decides `name` at the monotonic time `now_i` and the wall time `now`, reading and updating
     /// its `memo`.
-    pub fn decide(&self, name: &str, memo: &mut Memo, now_i: Instant, now: &Time) -> Outcome {
+    pub(crate) fn decide(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        now_i: Instant,
+        now: &Time,
+    ) -> Outcome {
         let mut fx = Effects {
             held: None,
             logs: Vec::new(),

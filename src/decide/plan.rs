@@ -78,7 +78,7 @@ pub struct Graces {
 
 /// Where a state's grace clock starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClockStart {
+pub(crate) enum ClockStart {
     /// At the volume's `status.lastPhaseTransitionTime`: the phase alone defines the state (a
     /// Delete-policy volume Released or Failed; a Released volume whose claim is still present),
     /// so the state began exactly then, and an operator restart does not restart the clock.
@@ -90,7 +90,7 @@ pub enum ClockStart {
 }
 
 /// The grace a finding's state needs, and where its clock starts. Zero: publish at once.
-pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
+pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     let s = &f.status;
     let (base, clock) = match s.reason {
         Reason::ClaimStillPresent => (graces.grace, ClockStart::Phase),
@@ -141,18 +141,18 @@ pub fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
 
 /// The grace clock of one name, kept by the caller across evaluations.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// The volume the clock is about.
-    pub volume_uid: String,
+    pub(crate) volume_uid: String,
     /// The reason the clock is about.
-    pub reason: Reason,
+    pub(crate) reason: Reason,
     /// When this process first saw that state.
-    pub since: Time,
+    pub(crate) since: Time,
 }
 
 /// Result of applying the grace rule.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Gated {
+pub(crate) enum Gated {
     /// Publish this verdict; a new object gets this `firstSeen`.
     Now {
         /// The verdict.
@@ -170,7 +170,7 @@ pub enum Gated {
 /// `observed` is the caller's clock for this name: updated here (started when the state is new,
 /// cleared when there is no held state). A finding that is already published with the same
 /// reason for the same volume is published again at once: a restart never retracts it.
-pub fn gate(
+pub(crate) fn gate(
     verdict: Verdict,
     existing: Option<&Leftover>,
     observed: &mut Option<Observed>,
@@ -498,7 +498,7 @@ fn acknowledged_condition(
 
 /// When the published state of `existing` changes by the clock alone (an acknowledgement's
 /// `until` passing), if it does.
-pub fn next_change(existing: Option<&Leftover>, now: &Time) -> Option<Duration> {
+pub(crate) fn next_change(existing: Option<&Leftover>, now: &Time) -> Option<Duration> {
     let until = existing?.acknowledgement.as_ref()?.until.as_ref()?;
     let left = Duration::try_from(until.0.duration_since(now.0)).ok()?;
     (!left.is_zero()).then_some(left)
@@ -606,7 +606,7 @@ fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Valu
 /// without it); every other finding of a deleted volume is deleted. While it stays, its message
 /// ends by saying what the census found: the image (or the image in the trash), or nothing
 /// checked; an Unknown census keeps what the message said.
-pub fn gone(
+pub(crate) fn gone(
     name: &str,
     fresh: Option<&Finding>,
     existing: Option<&Leftover>,
@@ -690,7 +690,7 @@ fn state_after(action: &Action, existing: Option<&Leftover>) -> Option<State> {
 }
 
 /// When a published tombstone's `ttl` runs out, if it has not.
-pub fn tombstone_expires(
+pub(crate) fn tombstone_expires(
     existing: Option<&Leftover>,
     now: &Time,
     ttl: Option<Duration>,

@@ -8,10 +8,10 @@ use crate::model::crd::{Reason, State, VolumeLeftover, VolumeLeftoverStatus};
 use crate::model::labels::is_managed;
 
 /// Name of the report.
-pub const REPORT_NAME: &str = "volume-leftovers";
+pub(crate) const REPORT_NAME: &str = "volume-leftovers";
 
 /// The severity of a finding's reason, for policy-reporter's views.
-pub fn severity(r: Reason) -> &'static str {
+pub(crate) fn severity(r: Reason) -> &'static str {
     match r {
         // A Bound volume whose claim is gone, or a failed reclaim: data may be at risk now.
         Reason::BoundClaimMissing | Reason::ReclaimFailed => "high",

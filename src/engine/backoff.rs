@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Parameters and state of one backoff.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     initial: Duration,
     max: Duration,
     attempts: u32,
@@ -19,7 +19,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// A backoff from `initial`, doubling up to `max`, with a jitter seeded by `seed`.
-    pub fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration, seed: u64) -> Backoff {
         Backoff {
             initial,
             max: max.max(initial),
@@ -28,14 +28,15 @@ impl Backoff {
         }
     }
 
+    #[cfg(test)]
     /// Consecutive failures so far.
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.attempts
     }
 
     /// The next delay: half of `initial * 2^attempts` (capped at `max`) plus a random part of
     /// the other half, so that replicas and stores that failed together do not retry together.
-    pub fn next_delay(&mut self) -> Duration {
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let exp = self.attempts.min(20);
         self.attempts = self.attempts.saturating_add(1);
         let full = self
@@ -49,7 +50,7 @@ impl Backoff {
     }
 
     /// Forgets the failures.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.attempts = 0;
     }
 
@@ -65,7 +66,7 @@ impl Backoff {
 }
 
 /// A seed that differs between processes and between callers (for jitter only).
-pub fn seed(salt: &str) -> u64 {
+pub(crate) fn seed(salt: &str) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write(salt.as_bytes());

@@ -10,6 +10,6 @@ pub fn wall_clock() -> Time {
 }
 
 /// A timestamp truncated to the second (what the API server keeps of a `Time`).
-pub fn truncate(t: jiff::Timestamp) -> Time {
+pub(crate) fn truncate(t: jiff::Timestamp) -> Time {
     Time(jiff::Timestamp::from_second(t.as_second()).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
 }

@@ -11,17 +11,17 @@
 
 /// What glibc's malloc holds, over all arenas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Bytes in chunks the program holds (small and mmapped).
-    pub in_use: usize,
+    pub(crate) in_use: usize,
     /// Bytes in free chunks malloc keeps (resident only where touched and not returned).
-    pub free: usize,
+    pub(crate) free: usize,
     /// Of `in_use`, bytes in chunks mmapped on their own.
-    pub mmapped: usize,
+    pub(crate) mmapped: usize,
 }
 
 /// glibc's account of its heap (`mallinfo2`); `None` elsewhere.
-pub fn usage() -> Option<Usage> {
+pub(crate) fn usage() -> Option<Usage> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         #[repr(C)]
@@ -54,7 +54,7 @@ pub fn usage() -> Option<Usage> {
 }
 
 /// Returns free heap pages to the operating system (glibc); a no-op elsewhere.
-pub fn release() {
+pub(crate) fn release() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         unsafe extern "C" {

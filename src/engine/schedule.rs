@@ -54,7 +54,7 @@ pub enum Next<W> {
 /// (795 days) ahead and panics beyond: one such field made every restart panic. A wake-up
 /// farther away than this is set here instead; the name is then decided again, finds its change
 /// still ahead, and waits another horizon.
-pub const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
+pub(crate) const HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Everything about one name.
 #[derive(Debug)]
@@ -101,12 +101,12 @@ impl<M: Memory> NameState<M> {
     }
 
     /// The controller's memory of this name (`None`: nothing remembered).
-    pub fn memo(&self) -> Option<&M> {
+    pub(crate) fn memo(&self) -> Option<&M> {
         self.memo.as_deref()
     }
 
     /// Consecutive failed writes of this name.
-    pub fn failures(&self) -> u32 {
+    pub(crate) fn failures(&self) -> u32 {
         self.failures
     }
 }
@@ -135,11 +135,11 @@ pub enum WriteEnd<C> {
 #[derive(Clone, Debug)]
 pub struct Blocked<C> {
     /// Since when.
-    pub since: Instant,
+    pub(crate) since: Instant,
     /// The category of the last failure.
-    pub category: C,
+    pub(crate) category: C,
     /// The last error.
-    pub error: String,
+    pub(crate) error: String,
     backoff: Backoff,
     probe_at: Instant,
     probing: bool,
@@ -163,15 +163,15 @@ pub enum Condition<C> {
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Writes in flight at most.
-    pub concurrency: usize,
+    pub(crate) concurrency: usize,
     /// First per-name retry delay after a failed write.
-    pub retry_initial: Duration,
+    pub(crate) retry_initial: Duration,
     /// Longest per-name retry delay.
-    pub retry_max: Duration,
+    pub(crate) retry_max: Duration,
     /// Consecutive failures on this many different names make a write-wide condition.
-    pub blocked_after: usize,
+    pub(crate) blocked_after: usize,
     /// Longest delay between probe writes while blocked.
-    pub probe_max: Duration,
+    pub(crate) probe_max: Duration,
 }
 
 impl Default for Limits {
@@ -228,37 +228,40 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
     }
 
     /// Whether marks are acted upon.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active
     }
 
     /// The write-wide condition, if writes are blocked.
-    pub fn blocked(&self) -> Option<&Blocked<C>> {
+    pub(crate) fn blocked(&self) -> Option<&Blocked<C>> {
         self.blocked.as_ref()
     }
 
     /// Writes in flight.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight
     }
 
+    #[cfg(test)]
     /// Names with state (for tests and leak checks).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
 
+    #[cfg(test)]
     /// Whether no name has state.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
 
+    #[cfg(test)]
     /// Whether `name` has state.
-    pub fn contains(&self, name: &str) -> bool {
+    pub(crate) fn contains(&self, name: &str) -> bool {
         self.names.contains_key(name)
     }
 
     /// The state of `name`, if any.
-    pub fn get(&self, name: &str) -> Option<&NameState<M>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&NameState<M>> {
         self.names.get(name)
     }
 
@@ -297,7 +300,7 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
     }
 
     /// Queued names.
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queue.len()
     }
 
@@ -340,7 +343,7 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
 
     /// Decide `name` again after `d` (at most [`HORIZON`] ahead); an earlier pending wake-up
     /// stays.
-    pub fn wake_after(&mut self, name: &str, d: Duration) {
+    pub(crate) fn wake_after(&mut self, name: &str, d: Duration) {
         let at = Instant::now() + d.min(HORIZON);
         let key = self.key(name);
         let pending = self.entry(name).timer;
@@ -377,7 +380,7 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
     }
 
     /// A write of `name` ended. Returns a change of the write-wide condition, if any.
-    pub fn end_write(&mut self, name: &str, end: WriteEnd<C>) -> Option<Condition<C>> {
+    pub(crate) fn end_write(&mut self, name: &str, end: WriteEnd<C>) -> Option<Condition<C>> {
         let key = self.key(name);
         let s = self.names.get_mut(name)?;
         if s.in_flight {
@@ -476,7 +479,7 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
 
     /// Waits for the next wake-up (grace, echo, backoff, probe) and marks its name. Never
     /// resolves while nothing is pending.
-    pub async fn next_wake(&mut self) -> Arc<str> {
+    pub(crate) async fn next_wake(&mut self) -> Arc<str> {
         enum Wake {
             Timer(Option<delay_queue::Expired<Arc<str>>>),
             Probe,
@@ -572,12 +575,13 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
     }
 
     /// The capacity of the map of names (tests: that it shrinks once a sweep has settled).
-    pub fn capacity(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
         self.names.capacity()
     }
 
     /// Names whose state holds `pred` (for sweeps over the memo).
-    pub fn names_where(&self, pred: impl Fn(&NameState<M>) -> bool) -> Vec<Arc<str>> {
+    pub(crate) fn names_where(&self, pred: impl Fn(&NameState<M>) -> bool) -> Vec<Arc<str>> {
         self.names
             .iter()
             .filter(|(_, s)| pred(s))

@@ -26,13 +26,13 @@ pub const META_CLUSTER_NAME: &str = "csi.ceph.com/cluster/name";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VolumeHandle {
     /// The encoding version (only 1 exists).
-    pub version: u16,
+    pub(crate) version: u16,
     /// ceph-csi's `clusterID`: a key of its config map, usually the cluster's fsid.
     pub cluster_id: String,
     /// The pool's id in the cluster (`ceph osd pool ls detail`).
     pub pool_id: i64,
     /// The object's uuid: the image name's suffix.
-    pub uuid: String,
+    pub(crate) uuid: String,
 }
 
 impl VolumeHandle {
@@ -42,7 +42,7 @@ impl VolumeHandle {
     }
 
     /// The image name with a StorageClass's own `volumeNamePrefix`.
-    pub fn image_name_with_prefix(&self, prefix: &str) -> String {
+    pub(crate) fn image_name_with_prefix(&self, prefix: &str) -> String {
         format!("{prefix}{}", self.uuid)
     }
 }
@@ -173,13 +173,13 @@ pub fn csi_volume_uuid(image: &str) -> Option<&str> {
 }
 
 /// The GCE persistent disk CSI driver.
-pub const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
+pub(crate) const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
 /// The AWS EBS CSI driver.
-pub const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
+pub(crate) const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
 
 /// The node-affinity (and label) keys that carry a volume's zone: the current one, the
 /// deprecated one the in-tree plugins wrote, and the GCE and EBS CSI drivers' own.
-pub const ZONE_KEYS: [&str; 4] = [
+pub(crate) const ZONE_KEYS: [&str; 4] = [
     "topology.kubernetes.io/zone",
     "failure-domain.beta.kubernetes.io/zone",
     "topology.gke.io/zone",
@@ -193,20 +193,20 @@ const UNSPECIFIED: &str = "UNSPECIFIED";
 /// A GCE PD CSI volume handle: `projects/P/zones/Z/disks/D` (a zonal disk) or
 /// `projects/P/regions/R/disks/D` (a regional one).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GceHandle {
+pub(crate) struct GceHandle {
     /// The project (`None` for `UNSPECIFIED`, which csi-translation-lib writes for migrated
     /// in-tree volumes).
-    pub project: Option<String>,
+    pub(crate) project: Option<String>,
     /// The zone or the region.
-    pub location: String,
+    pub(crate) location: String,
     /// Whether `location` is a region (the disk is a regional PD).
-    pub regional: bool,
+    pub(crate) regional: bool,
     /// The disk's name.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Parses a GCE PD CSI volume handle; `None` for anything else (never panics).
-pub fn parse_gce_handle(handle: &str) -> Option<GceHandle> {
+pub(crate) fn parse_gce_handle(handle: &str) -> Option<GceHandle> {
     let parts: Vec<&str> = handle.split('/').collect();
     let ["projects", project, kind, location, "disks", name] = parts[..] else {
         return None;
@@ -231,7 +231,7 @@ pub fn parse_gce_handle(handle: &str) -> Option<GceHandle> {
 /// value with `__` between zones): one zone is a zonal disk's; two or more zones of one region
 /// are a regional disk's, and its location is that region (csi-translation-lib's
 /// `getRegionFromZones`: a zone is `{locale}-{region}-{zone}`). Anything else: `None`.
-pub fn gce_location(zones: &[&str]) -> Option<String> {
+pub(crate) fn gce_location(zones: &[&str]) -> Option<String> {
     let mut all: Vec<&str> = zones
         .iter()
         .flat_map(|z| z.split("__"))
@@ -264,14 +264,14 @@ fn gce_region_of(zone: &str) -> Option<String> {
 }
 
 /// An EBS volume id (`vol-` and hex digits: `vol-12345678` or `vol-0123456789abcdef0`).
-pub fn is_ebs_volume_id(id: &str) -> bool {
+pub(crate) fn is_ebs_volume_id(id: &str) -> bool {
     id.strip_prefix("vol-")
         .is_some_and(|h| !h.is_empty() && h.bytes().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// The volume id and zone of an in-tree `awsElasticBlockStore.volumeID`: `aws://ZONE/vol-…`,
 /// `aws:///vol-…` or a bare `vol-…` (csi-translation-lib's `KubernetesVolumeIDToEBSVolumeID`).
-pub fn parse_ebs_volume_id(id: &str) -> Option<(String, Option<String>)> {
+pub(crate) fn parse_ebs_volume_id(id: &str) -> Option<(String, Option<String>)> {
     let (zone, vol) = match id.strip_prefix("aws://") {
         Some(rest) => {
             let (zone, vol) = rest.split_once('/')?;
@@ -285,7 +285,7 @@ pub fn parse_ebs_volume_id(id: &str) -> Option<(String, Option<String>)> {
 /// The region of an AWS availability zone: the zone up to its first numeric part, without the
 /// zone letter (`us-east-1a` → `us-east-1`, `us-gov-west-1b` → `us-gov-west-1`, a Local Zone
 /// `us-west-2-lax-1a` → `us-west-2`). `None` for what is not shaped like a zone.
-pub fn aws_region_of(zone: &str) -> Option<String> {
+pub(crate) fn aws_region_of(zone: &str) -> Option<String> {
     let parts: Vec<&str> = zone.split('-').collect();
     let at = parts
         .iter()

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::selector::Selector;
 
 /// The label a person sets on a PV to keep it out of the report.
-pub const IGNORE_LABEL: &str = "leftovers.dev/ignore";
+pub(crate) const IGNORE_LABEL: &str = "leftovers.dev/ignore";
 
 /// Why a volume is not reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,17 +21,6 @@ pub enum Exclusion {
     StorageClass,
     /// Its labels match `--exclude-selector`.
     Selector,
-}
-
-impl Exclusion {
-    /// For logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Exclusion::IgnoreLabel => "the PV is labelled leftovers.dev/ignore=true",
-            Exclusion::StorageClass => "its StorageClass is excluded",
-            Exclusion::Selector => "its labels match the exclusion selector",
-        }
-    }
 }
 
 /// The configured exclusions.
@@ -45,7 +34,7 @@ pub struct Exclusions {
 
 impl Exclusions {
     /// Why a PV with these labels and class is excluded, if it is.
-    pub fn why(
+    pub(crate) fn why(
         &self,
         labels: Option<&BTreeMap<String, String>>,
         class: Option<&str>,

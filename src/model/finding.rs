@@ -10,19 +10,19 @@ pub struct Finding {
     /// `metadata.name` of the PersistentVolume.
     pub volume_name: String,
     /// `metadata.uid` of the PersistentVolume.
-    pub volume_uid: String,
+    pub(crate) volume_uid: String,
     /// The raw `spec.storageClassName` (the original tool prints `""` as it is).
-    pub storage_class_name: Option<String>,
+    pub(crate) storage_class_name: Option<String>,
     /// The observation; `first_seen` is `now` (the planner decides the published one).
     pub status: VolumeLeftoverStatus,
     /// The VolumeLeftover's name when it is not the PersistentVolume's (a finding about an
     /// image no volume references).
-    pub object_name: Option<String>,
+    pub(crate) object_name: Option<String>,
 }
 
 impl Finding {
     /// The VolumeLeftover's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.object_name.as_deref().unwrap_or(&self.volume_name)
     }
 }
@@ -95,13 +95,13 @@ impl std::fmt::Display for Undecided {
 /// Delete (Retain, or Recycle, which never deletes the disk), or its delete was known to have
 /// failed (phase Failed). A Delete-policy volume deleted otherwise is assumed deleted with it: the
 /// provisioner deletes the backend volume before the PV object.
-pub fn leaves_a_disk(reclaim_policy: ReclaimPolicy, phase: Phase) -> bool {
+pub(crate) fn leaves_a_disk(reclaim_policy: ReclaimPolicy, phase: Phase) -> bool {
     reclaim_policy != ReclaimPolicy::Delete || phase == Phase::Failed
 }
 
 /// What changed about a finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
+pub(crate) enum Change {
     /// A finding was published.
     Found {
         /// Its reason.

@@ -28,11 +28,11 @@ pub enum ImageFound {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PoolKey {
     /// ceph-csi's cluster id.
-    pub cluster_id: String,
+    pub(crate) cluster_id: String,
     /// The pool.
-    pub pool: String,
+    pub(crate) pool: String,
     /// The RADOS namespace (empty: the default one).
-    pub namespace: String,
+    pub(crate) namespace: String,
 }
 
 impl PoolKey {
@@ -86,7 +86,7 @@ pub enum Scope {
 
 impl Scope {
     /// The backend's stable short name (`ceph`, `gce`, `ebs`).
-    pub fn backend(&self) -> &'static str {
+    pub(crate) fn backend(&self) -> &'static str {
         match self {
             Scope::Ceph(_) => "ceph",
             Scope::Gce { .. } => "gce",
@@ -122,13 +122,13 @@ impl fmt::Display for Scope {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageRef {
     /// ceph-csi's cluster id (`None`: an in-tree volume, which does not say).
-    pub cluster_id: Option<String>,
+    pub(crate) cluster_id: Option<String>,
     /// The pool's name, when the volume says it.
-    pub pool: Option<String>,
+    pub(crate) pool: Option<String>,
     /// The pool's id, from a ceph-csi volume handle.
-    pub pool_id: Option<i64>,
+    pub(crate) pool_id: Option<i64>,
     /// The RADOS namespace (empty: the default one).
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// The image's name.
     pub name: String,
 }
@@ -161,7 +161,7 @@ pub enum DiskRef {
 
 impl DiskRef {
     /// The name the census lists it by: the image's name, the disk's name, the volume id.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             DiskRef::Ceph(r) => &r.name,
             DiskRef::Gce { name, .. } => name,

@@ -10,12 +10,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 /// Most strings kept.
-pub const CAP: usize = 16_384;
+pub(crate) const CAP: usize = 16_384;
 
 static SET: Mutex<Option<HashSet<Arc<str>>>> = Mutex::new(None);
 
 /// `s`, shared with every other holder of the same string.
-pub fn intern(s: &str) -> Arc<str> {
+pub(crate) fn intern(s: &str) -> Arc<str> {
     // A poisoned lock only means another thread panicked while holding it; the set is still a
     // valid set.
     let mut guard = SET.lock().unwrap_or_else(|e| e.into_inner());
@@ -35,14 +35,14 @@ pub fn intern(s: &str) -> Arc<str> {
 
 /// Lists of strings that repeat whole across objects (a volume's access modes, its finalizers).
 /// A shared list of shared strings.
-pub type List = Arc<[Arc<str>]>;
+pub(crate) type List = Arc<[Arc<str>]>;
 
 static LISTS: Mutex<Option<HashSet<List>>> = Mutex::new(None);
 
 /// `items`, each interned, as one list shared with every other holder of the same list. Bounded
 /// like the strings: at [`CAP`] lists, those nobody holds are dropped, and a list that still does
 /// not fit is returned unshared.
-pub fn intern_list<S: AsRef<str>>(items: &[S]) -> List {
+pub(crate) fn intern_list<S: AsRef<str>>(items: &[S]) -> List {
     let items: Vec<Arc<str>> = items.iter().map(|s| intern(s.as_ref())).collect();
     let mut guard = LISTS.lock().unwrap_or_else(|e| e.into_inner());
     let set = guard.get_or_insert_with(HashSet::new);

@@ -56,12 +56,12 @@ pub struct Keep {
 pub struct LeftoverObject {
     /// The metadata that is read.
     #[serde(default, deserialize_with = "crate::model::meta::lean")]
-    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    pub(crate) metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`.
-    pub spec: VolumeLeftoverSpec,
+    pub(crate) spec: VolumeLeftoverSpec,
     /// `status`.
     #[serde(default)]
-    pub status: Option<VolumeLeftoverStatus>,
+    pub(crate) status: Option<VolumeLeftoverStatus>,
 }
 
 impl From<LeftoverObject> for VolumeLeftover {
@@ -107,13 +107,13 @@ pub struct Leftover {
     /// `metadata.name`.
     pub name: Box<str>,
     /// `metadata.uid`.
-    pub uid: Option<Box<str>>,
+    pub(crate) uid: Option<Box<str>>,
     /// `metadata.resourceVersion`.
-    pub resource_version: Option<Box<str>>,
+    pub(crate) resource_version: Option<Box<str>>,
     /// `metadata.generation`.
-    pub generation: Option<i64>,
+    pub(crate) generation: Option<i64>,
     /// Whether it carries the operator's managed-by label.
-    pub managed: bool,
+    pub(crate) managed: bool,
     /// The operator's own labels, encoded ([`encode_labels`]).
     labels: Box<str>,
     /// `metadata.ownerReferences`, only when one of them names a PersistentVolume.
@@ -121,9 +121,9 @@ pub struct Leftover {
     /// `spec.volumeName`, when it is not the object's name.
     volume_name: Option<Box<str>>,
     /// `spec.volumeUID`.
-    pub volume_uid: Box<str>,
+    pub(crate) volume_uid: Box<str>,
     /// `spec.acknowledgement`.
-    pub acknowledgement: Option<Box<Acknowledgement>>,
+    pub(crate) acknowledgement: Option<Box<Acknowledgement>>,
     /// What is kept of the status.
     pub status: Option<Status>,
 }
@@ -136,23 +136,23 @@ pub struct Status {
     /// `state`.
     pub state: State,
     /// `subject`.
-    pub subject: Subject,
+    pub(crate) subject: Subject,
     /// `firstSeen`.
     pub first_seen: Time,
     /// `deletedAt`.
-    pub deleted_at: Option<Time>,
+    pub(crate) deleted_at: Option<Time>,
     /// `capacityBytes`.
     pub capacity_bytes: Option<i64>,
     /// `storageClass.name`.
     pub storage_class: Option<Box<str>>,
     /// `acknowledged`.
-    pub acknowledged: Option<Box<AcknowledgedFinding>>,
+    pub(crate) acknowledged: Option<Box<AcknowledgedFinding>>,
     /// The first condition of type `Acknowledged`.
-    pub acknowledged_condition: Option<Cond>,
+    pub(crate) acknowledged_condition: Option<Cond>,
     /// The first condition of type `Open`.
-    pub open_condition: Option<Cond>,
+    pub(crate) open_condition: Option<Cond>,
     /// [`digest`] of the whole status.
-    pub digest: u128,
+    pub(crate) digest: u128,
     /// The facts, as JSON of a [`VolumeLeftoverStatus`] without conditions, acknowledged,
     /// observedGeneration and state (and, but for tombstones and the mirror, message).
     record: Record,
@@ -160,22 +160,22 @@ pub struct Status {
 
 /// What is kept of a condition: its status and when it last changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cond {
+pub(crate) struct Cond {
     /// `status`.
-    pub status: ConditionStatus,
+    pub(crate) status: ConditionStatus,
     /// `lastTransitionTime`.
-    pub last_transition_time: Time,
+    pub(crate) last_transition_time: Time,
 }
 
 impl Cond {
     /// Whether the condition's status is `st`.
-    pub fn is(&self, st: ConditionStatus) -> bool {
+    pub(crate) fn is(&self, st: ConditionStatus) -> bool {
         self.status == st
     }
 }
 
 /// Whether a status needs its facts kept (see the module's documentation).
-pub fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
+pub(crate) fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
     keep.report
         || matches!(s.reason, Reason::VolumeDeleted | Reason::ImageWithoutVolume)
         || (may_become_tombstone(s) && !keep.volume_seen)
@@ -264,25 +264,25 @@ impl Leftover {
     }
 
     /// `spec.volumeName`.
-    pub fn volume_name(&self) -> &str {
+    pub(crate) fn volume_name(&self) -> &str {
         self.volume_name.as_deref().unwrap_or(&self.name)
     }
 
     /// The operator's own labels, as the object has them.
-    pub fn own_labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn own_labels(&self) -> BTreeMap<String, String> {
         decode_labels(&self.labels)
     }
 
     /// `metadata.ownerReferences`, when one of them names a PersistentVolume (else there is
     /// nothing to remove, and the list is not kept).
-    pub fn pv_owner_references(&self) -> Option<&[OwnerReference]> {
+    pub(crate) fn pv_owner_references(&self) -> Option<&[OwnerReference]> {
         self.pv_owners.as_deref()
     }
 
     /// The object as far as the lean form can tell it: identity, managed-by label, spec and the
     /// status of [`Status::record`] (with its state and firstSeen). Enough for the OpenReports
     /// mirror when the facts are kept for it.
-    pub fn to_object(&self) -> VolumeLeftover {
+    pub(crate) fn to_object(&self) -> VolumeLeftover {
         let mut o = VolumeLeftover::new(
             &self.name,
             VolumeLeftoverSpec {
@@ -354,7 +354,7 @@ impl Status {
     /// Drops the facts kept only for a tombstone: called once the finding's volume is seen in
     /// the PV store, after which its disappearance is seen with its last object (a watched
     /// delete, or the objects a relist no longer finds). Returns whether any were dropped.
-    pub fn shed(&self) -> bool {
+    pub(crate) fn shed(&self) -> bool {
         self.record.sheddable && self.record.get().take().is_some()
     }
 
@@ -366,7 +366,7 @@ impl Status {
     /// The status's facts, when they are kept: the status as published, but without its
     /// conditions and observedGeneration, and without its message unless it is a tombstone's or
     /// the mirror keeps it. State, acknowledged and firstSeen are the published ones.
-    pub fn record(&self) -> Option<VolumeLeftoverStatus> {
+    pub(crate) fn record(&self) -> Option<VolumeLeftoverStatus> {
         let mut s: VolumeLeftoverStatus =
             serde_json::from_slice(self.record.get().as_deref()?).ok()?;
         s.state = self.state;
@@ -408,7 +408,7 @@ impl Lookup for Leftover {
 
 /// A 128-bit digest of a status: FNV-1a over its JSON (the bytes a write would send; fields in a
 /// fixed order, no maps), so the same status gives the same digest in every process.
-pub fn digest(s: &VolumeLeftoverStatus) -> u128 {
+pub(crate) fn digest(s: &VolumeLeftoverStatus) -> u128 {
     let mut h = Fnv(FNV_OFFSET);
     // Writing to a hasher cannot fail; a status always serializes.
     let _ = serde_json::to_writer(&mut h, s);
@@ -444,7 +444,9 @@ const OWN_PREFIX: &str = "leftovers.dev/";
 
 /// The operator's own labels among `labels`, as one string: `key SEP value SEP key SEP value`,
 /// the common prefixes and values as one character each.
-pub fn encode_labels<'a>(labels: impl IntoIterator<Item = (&'a String, &'a String)>) -> Box<str> {
+pub(crate) fn encode_labels<'a>(
+    labels: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Box<str> {
     let mut out = String::new();
     for (k, v) in labels.into_iter().filter(|(k, _)| is_own_label(k)) {
         if !out.is_empty() {
@@ -472,7 +474,7 @@ pub fn encode_labels<'a>(labels: impl IntoIterator<Item = (&'a String, &'a Strin
 }
 
 /// The labels [`encode_labels`] encoded.
-pub fn decode_labels(s: &str) -> BTreeMap<String, String> {
+pub(crate) fn decode_labels(s: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     if s.is_empty() {
         return out;

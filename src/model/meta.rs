@@ -32,7 +32,7 @@ struct Wire {
 
 /// Reads `metadata` without `managedFields` and `annotations` (use with
 /// `#[serde(deserialize_with = "crate::model::meta::lean")]`).
-pub fn lean<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+pub(crate) fn lean<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
     let w = Option::<Wire>::deserialize(d)?;
     Ok(w.map(|w| ObjectMeta {
         name: w.name,

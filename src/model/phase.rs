@@ -6,7 +6,7 @@
 
 /// The phase (`status.phase`), as far as the decisions care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// `Released`: its claim was deleted.
     Released,
     /// `Bound` to a claim.
@@ -21,7 +21,7 @@ pub enum Phase {
 
 impl Phase {
     /// The phase `status.phase` names (`""` when it is missing).
-    pub fn of(s: &str) -> Phase {
+    pub(crate) fn of(s: &str) -> Phase {
         match s {
             "Released" => Phase::Released,
             "Bound" => Phase::Bound,
@@ -35,7 +35,7 @@ impl Phase {
 /// The reclaim policy (`spec.persistentVolumeReclaimPolicy`): what Kubernetes does with the disk
 /// once the claim is gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReclaimPolicy {
+pub(crate) enum ReclaimPolicy {
     /// The provisioner deletes the disk, then Kubernetes the volume.
     Delete,
     /// The volume and its disk stay until someone deletes them.
@@ -48,7 +48,7 @@ pub enum ReclaimPolicy {
 
 impl ReclaimPolicy {
     /// The policy a volume's or a class's `reclaimPolicy` names.
-    pub fn of(s: &str) -> ReclaimPolicy {
+    pub(crate) fn of(s: &str) -> ReclaimPolicy {
         match s {
             "Delete" => ReclaimPolicy::Delete,
             "Retain" => ReclaimPolicy::Retain,

@@ -7,7 +7,7 @@
 
 /// A number of bytes as a quantity, in the largest binary unit that divides it (`10Gi`,
 /// `1536Mi`, `1000`).
-pub fn format_bytes(b: i64) -> String {
+pub(crate) fn format_bytes(b: i64) -> String {
     const UNITS: [(&str, u32); 6] = [
         ("Ei", 60),
         ("Pi", 50),
@@ -27,7 +27,7 @@ pub fn format_bytes(b: i64) -> String {
 
 /// The number of bytes a quantity stands for; `None` when it is not a quantity, is negative, or
 /// does not fit an `i64`.
-pub fn bytes(q: &str) -> Option<i64> {
+pub(crate) fn bytes(q: &str) -> Option<i64> {
     let q = q.trim();
     if q.is_empty() {
         return None;

@@ -24,12 +24,13 @@ const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 
 impl Uid {
     /// `s`, as compactly as it reads back exactly.
-    pub fn new(s: &str) -> Uid {
+    pub(crate) fn new(s: &str) -> Uid {
         parse(s).map_or_else(|| Uid::Other(s.into()), Uid::Uuid)
     }
 
+    #[cfg(test)]
     /// Whether it is the empty text.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         matches!(self, Uid::Other(s) if s.is_empty())
     }
 }

@@ -27,13 +27,13 @@ pub struct VolumeObject {
     /// Standard object metadata, without `managedFields` and `annotations` (see
     /// [`crate::model::meta`]).
     #[serde(default, deserialize_with = "crate::model::meta::lean")]
-    pub metadata: ObjectMeta,
+    pub(crate) metadata: ObjectMeta,
     /// The parts of `spec` that are read.
     #[serde(default)]
-    pub spec: Option<VolumeSpec>,
+    pub(crate) spec: Option<VolumeSpec>,
     /// The parts of `status` that are read.
     #[serde(default)]
-    pub status: Option<VolumeStatus>,
+    pub(crate) status: Option<VolumeStatus>,
 }
 
 /// The metadata of a PersistentVolume that is read.
@@ -45,7 +45,7 @@ pub struct VolumeMeta {
     /// `uid` (16 bytes when canonical, see [`crate::model::uid`]).
     pub uid: Option<Uid>,
     /// `creationTimestamp`.
-    pub creation_timestamp: Option<Time>,
+    pub(crate) creation_timestamp: Option<Time>,
     /// `deletionTimestamp` (boxed: rarely set).
     pub deletion_timestamp: Option<Box<Time>>,
     /// `finalizers` (a terminating volume's message names what holds it): the list shared with
@@ -119,17 +119,17 @@ pub struct VolumeSpec {
     /// The in-tree sources, boxed together (`None` when the volume has none, as CSI volumes
     /// do): a PV has one source at most, and eleven empty options inline would cost more than
     /// the rest of the spec.
-    pub in_tree: Option<Box<InTree>>,
+    pub(crate) in_tree: Option<Box<InTree>>,
     /// The zones its node affinity requires (keys [`crate::model::csi::ZONE_KEYS`], operator
     /// `In`), kept only for a GCE or EBS disk, whose location they tell when its source does
     /// not: the list shared with every volume that has the same one.
-    pub zones: Option<Arc<[Arc<str>]>>,
+    pub(crate) zones: Option<Arc<[Arc<str>]>>,
 }
 
 impl VolumeSpec {
     /// The zones its node affinity requires (empty when it says none, or for a volume that is
     /// not a GCE or EBS disk).
-    pub fn zones(&self) -> Vec<&str> {
+    pub(crate) fn zones(&self) -> Vec<&str> {
         self.zones
             .iter()
             .flat_map(|z| z.iter().map(|z| &**z))
@@ -233,28 +233,28 @@ impl From<SpecWire> for VolumeSpec {
 /// The in-tree volume sources that are read.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct InTree {
+pub(crate) struct InTree {
     /// `rbd` (in-tree Ceph RBD).
-    pub rbd: Option<RbdSource>,
+    pub(crate) rbd: Option<RbdSource>,
     /// `gcePersistentDisk`.
-    pub gce_persistent_disk: Option<GcePersistentDisk>,
+    pub(crate) gce_persistent_disk: Option<GcePersistentDisk>,
     /// `awsElasticBlockStore`.
-    pub aws_elastic_block_store: Option<VolumeId>,
+    pub(crate) aws_elastic_block_store: Option<VolumeId>,
     /// `azureDisk`.
-    pub azure_disk: Option<AzureDisk>,
+    pub(crate) azure_disk: Option<AzureDisk>,
     /// `cinder`.
-    pub cinder: Option<VolumeId>,
+    pub(crate) cinder: Option<VolumeId>,
     /// `vsphereVolume`.
-    pub vsphere_volume: Option<VsphereVolume>,
+    pub(crate) vsphere_volume: Option<VsphereVolume>,
     /// `nfs`.
-    pub nfs: Option<NfsSource>,
+    pub(crate) nfs: Option<NfsSource>,
     /// `hostPath`.
-    pub host_path: Option<PathSource>,
+    pub(crate) host_path: Option<PathSource>,
     /// `local`.
-    pub local: Option<PathSource>,
+    pub(crate) local: Option<PathSource>,
     /// Other in-tree sources: only their presence is read.
     #[serde(flatten)]
-    pub other: OtherSources,
+    pub(crate) other: OtherSources,
 }
 
 impl InTree {
@@ -333,105 +333,105 @@ pub struct CsiAttributes {
     pub image_name: Option<String>,
     /// `clusterID` (ceph-csi's id of the Ceph cluster).
     #[serde(rename = "clusterID")]
-    pub cluster_id: Option<Arc<str>>,
+    pub(crate) cluster_id: Option<Arc<str>>,
     /// `radosNamespace`.
-    pub rados_namespace: Option<Arc<str>>,
+    pub(crate) rados_namespace: Option<Arc<str>>,
 }
 
 /// `spec.rbd`.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct RbdSource {
+pub(crate) struct RbdSource {
     /// `image`.
     #[serde(default)]
-    pub image: String,
+    pub(crate) image: String,
     /// `pool` (the API's default is `rbd`).
-    pub pool: Option<String>,
+    pub(crate) pool: Option<String>,
 }
 
 /// `spec.gcePersistentDisk`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GcePersistentDisk {
+pub(crate) struct GcePersistentDisk {
     /// `pdName`.
     #[serde(default)]
-    pub pd_name: String,
+    pub(crate) pd_name: String,
 }
 
 /// `spec.awsElasticBlockStore` and `spec.cinder`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VolumeId {
+pub(crate) struct VolumeId {
     /// `volumeID`.
     #[serde(default, rename = "volumeID")]
-    pub volume_id: String,
+    pub(crate) volume_id: String,
 }
 
 /// `spec.azureDisk`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AzureDisk {
+pub(crate) struct AzureDisk {
     /// `diskName`.
     #[serde(default)]
-    pub disk_name: String,
+    pub(crate) disk_name: String,
 }
 
 /// `spec.vsphereVolume`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct VsphereVolume {
+pub(crate) struct VsphereVolume {
     /// `volumePath`.
     #[serde(default)]
-    pub volume_path: String,
+    pub(crate) volume_path: String,
 }
 
 /// `spec.nfs`.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct NfsSource {
+pub(crate) struct NfsSource {
     /// `server`.
     #[serde(default)]
-    pub server: String,
+    pub(crate) server: String,
     /// `path`.
     #[serde(default)]
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// `spec.hostPath` and `spec.local`.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub struct PathSource {
+pub(crate) struct PathSource {
     /// `path`.
     #[serde(default)]
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// In-tree sources whose contents are not reported; `Some` when present.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OtherSources {
+pub(crate) struct OtherSources {
     /// `azureFile`.
-    pub azure_file: Option<IgnoredAny>,
+    pub(crate) azure_file: Option<IgnoredAny>,
     /// `cephfs`.
-    pub cephfs: Option<IgnoredAny>,
+    pub(crate) cephfs: Option<IgnoredAny>,
     /// `fc`.
-    pub fc: Option<IgnoredAny>,
+    pub(crate) fc: Option<IgnoredAny>,
     /// `flexVolume`.
-    pub flex_volume: Option<IgnoredAny>,
+    pub(crate) flex_volume: Option<IgnoredAny>,
     /// `flocker`.
-    pub flocker: Option<IgnoredAny>,
+    pub(crate) flocker: Option<IgnoredAny>,
     /// `glusterfs`.
-    pub glusterfs: Option<IgnoredAny>,
+    pub(crate) glusterfs: Option<IgnoredAny>,
     /// `iscsi`.
-    pub iscsi: Option<IgnoredAny>,
+    pub(crate) iscsi: Option<IgnoredAny>,
     /// `photonPersistentDisk`.
-    pub photon_persistent_disk: Option<IgnoredAny>,
+    pub(crate) photon_persistent_disk: Option<IgnoredAny>,
     /// `portworxVolume`.
-    pub portworx_volume: Option<IgnoredAny>,
+    pub(crate) portworx_volume: Option<IgnoredAny>,
     /// `quobyte`.
-    pub quobyte: Option<IgnoredAny>,
+    pub(crate) quobyte: Option<IgnoredAny>,
     /// `scaleIO`.
     #[serde(rename = "scaleIO")]
-    pub scale_io: Option<IgnoredAny>,
+    pub(crate) scale_io: Option<IgnoredAny>,
     /// `storageos`.
-    pub storageos: Option<IgnoredAny>,
+    pub(crate) storageos: Option<IgnoredAny>,
 }
 
 impl kube::Resource for VolumeObject {

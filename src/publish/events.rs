@@ -16,7 +16,7 @@ use tokio::sync::Semaphore;
 
 use crate::telemetry::Metrics;
 
-pub use crate::model::finding::Change;
+pub(crate) use crate::model::finding::Change;
 
 impl Change {
     fn event(&self) -> Event {
@@ -64,9 +64,9 @@ const RECORDER_EVENTS: usize = 1000;
 /// publishes thousands of findings, or a storm of changes, makes a few hundred Events, not one
 /// request per finding beside the writes (the VolumeLeftovers are the record; Events are a
 /// courtesy to `kubectl describe pv`). The rest are dropped and counted.
-pub const EVENT_RATE: f64 = 10.0;
+pub(crate) const EVENT_RATE: f64 = 10.0;
 /// The burst [`EVENT_RATE`] allows.
-pub const EVENT_BURST: f64 = 100.0;
+pub(crate) const EVENT_BURST: f64 = 100.0;
 
 /// A token bucket of [`EVENT_BURST`] tokens refilled at [`EVENT_RATE`].
 pub(crate) struct Bucket {
@@ -99,7 +99,7 @@ impl Bucket {
 
 /// Publishes events without waiting for them.
 #[derive(Clone)]
-pub struct Events {
+pub(crate) struct Events {
     current: Arc<std::sync::Mutex<Current>>,
     bucket: Arc<std::sync::Mutex<Bucket>>,
     client: Client,
@@ -120,7 +120,7 @@ struct Current {
 
 impl Events {
     /// Events reported by `volume-leftovers` from `instance` (this replica).
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         instance: String,
         timeout: Duration,
@@ -156,7 +156,7 @@ impl Events {
     /// hold them all for good. Once nothing was published for longer than the window, the
     /// cache could only be expired whole at the next publish anyway; a fresh recorder behaves
     /// the same and holds nothing. Called on a slow tick.
-    pub fn tidy(&self) {
+    pub(crate) fn tidy(&self) {
         let mut c = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if c.published > 0 && c.last.is_some_and(|t| t.elapsed() > SERIES_WINDOW) {
             c.recorder = Arc::new(Recorder::new(self.client.clone(), self.reporter.clone()));
@@ -177,7 +177,7 @@ impl Events {
 
     /// Publishes `change` about the PersistentVolume `name`/`uid`, in the background. Returns
     /// false when it was dropped: too many in flight, or over [`EVENT_RATE`].
-    pub fn emit(&self, name: &str, uid: &str, change: &Change) -> bool {
+    pub(crate) fn emit(&self, name: &str, uid: &str, change: &Change) -> bool {
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
             tracing::debug!(pv = %name, "events: too many in flight; this one is dropped");
             self.metrics.event("dropped");

@@ -28,15 +28,15 @@ use crate::watch::category::{Category, describe};
 #[derive(Clone, Debug)]
 pub struct LeaderSettings {
     /// Name of the Lease.
-    pub lease_name: String,
+    pub(crate) lease_name: String,
     /// Namespace of the Lease.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// This replica's identity (its pod name).
-    pub identity: String,
+    pub(crate) identity: String,
     /// How long a lease lasts without renewal.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// How often the holder renews it (well under `duration`).
-    pub renew_every: Duration,
+    pub(crate) renew_every: Duration,
 }
 
 /// How often a holder renews a lease of `duration`: every third of it, so that a renewal can
@@ -64,7 +64,7 @@ pub fn takeover_bound(duration: Duration) -> Duration {
 
 /// What this replica may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// There is no election (one replica): this process decides and writes for as long as it
     /// runs.
     Unelected,
@@ -81,7 +81,7 @@ pub enum Role {
 
 impl Role {
     /// Whether writes may start now.
-    pub fn may_write(&self, now: Instant) -> bool {
+    pub(crate) fn may_write(&self, now: Instant) -> bool {
         match self {
             Role::Unelected => true,
             Role::Leading { until } => now < *until,
@@ -91,7 +91,7 @@ impl Role {
 
     /// Whether this replica is the one that decides (its lease may still run out: see
     /// [`Role::may_write`]).
-    pub fn leads(&self) -> bool {
+    pub(crate) fn leads(&self) -> bool {
         matches!(self, Role::Unelected | Role::Leading { .. })
     }
 }
@@ -99,7 +99,7 @@ impl Role {
 /// This replica's part in the election as `/readyz` says it (`leader: …`); no line without an
 /// election.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Standing {
+pub(crate) enum Standing {
     /// Waiting to lead: keeping the caches warm.
     Standby {
         /// The Lease, `namespace/name`.
@@ -113,7 +113,7 @@ pub enum Standing {
 
 impl Standing {
     /// The standby of the Lease `s` names.
-    pub fn standby(s: &LeaderSettings) -> Standing {
+    pub(crate) fn standby(s: &LeaderSettings) -> Standing {
         Standing::Standby {
             lease: format!("{}/{}", s.namespace, s.lease_name),
         }
@@ -132,22 +132,22 @@ impl std::fmt::Display for Standing {
 
 /// The lease as last observed, and when this process saw it change.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observed {
+pub(crate) struct Observed {
     /// `spec.holderIdentity`, empty when released.
-    pub holder: String,
+    pub(crate) holder: String,
     /// `spec.leaseDurationSeconds` of the holder.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// `spec.leaseTransitions`.
-    pub transitions: i32,
+    pub(crate) transitions: i32,
     /// `metadata.resourceVersion`: every write is conditional on it.
-    pub resource_version: String,
+    pub(crate) resource_version: String,
     /// When this process saw the holder or renewTime change (its own clock).
-    pub changed_at: Instant,
+    pub(crate) changed_at: Instant,
 }
 
 /// The next thing to do, given what was observed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// No lease yet: create one holding it.
     Create,
     /// Take the lease (free, or expired on this clock).
@@ -165,7 +165,12 @@ pub enum Step {
 }
 
 /// The pure decision: what to do about `observed` at `now`.
-pub fn next_step(observed: Option<&Observed>, me: &str, s: &LeaderSettings, now: Instant) -> Step {
+pub(crate) fn next_step(
+    observed: Option<&Observed>,
+    me: &str,
+    s: &LeaderSettings,
+    now: Instant,
+) -> Step {
     let Some(o) = observed else {
         return Step::Create;
     };
@@ -237,7 +242,7 @@ fn held_by(me: &str, s: &LeaderSettings, previous: Option<&Observed>, now: Insta
 
 /// Runs the election until `stop` turns true; publishes this replica's role. On stop, a holder
 /// releases the lease (bounded in time) before returning.
-pub async fn run(
+pub(crate) async fn run(
     client: Client,
     s: LeaderSettings,
     role: watch::Sender<Role>,

@@ -14,7 +14,7 @@ use crate::watch::category::{Category, describe};
 
 /// How applying the report went.
 #[derive(Debug)]
-pub enum Applied {
+pub(crate) enum Applied {
     /// Written.
     Done,
     /// The report there already says the same: nothing was written.
@@ -27,7 +27,7 @@ pub enum Applied {
 
 /// Why applying the report failed: the client's error, kept as the source, or no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum ReportError {
+pub(crate) enum ReportError {
     /// The API server refused the apply, or it did not reach it. Shown as [`describe`] says.
     #[error("{}", describe(.0))]
     Client(#[source] kube::Error),
@@ -38,7 +38,7 @@ pub enum ReportError {
 
 impl ReportError {
     /// What kind of failure it is.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         match self {
             ReportError::Client(e) => Category::of(e),
             ReportError::Timeout => Category::Timeout,
@@ -48,14 +48,14 @@ impl ReportError {
 
 /// Reads the report to compare (once, before the first write), and applies it when it changed.
 #[derive(Clone)]
-pub struct ReportWriter {
+pub(crate) struct ReportWriter {
     api: Api<DynamicObject>,
     timeout: Duration,
 }
 
 impl ReportWriter {
     /// A writer for cluster-scoped `ClusterReport`s.
-    pub fn new(client: Client, timeout: Duration) -> ReportWriter {
+    pub(crate) fn new(client: Client, timeout: Duration) -> ReportWriter {
         let gvk = GroupVersionKind::gvk("openreports.io", "v1alpha1", "ClusterReport");
         let ar = ApiResource::from_gvk_with_plural(&gvk, "clusterreports");
         ReportWriter {
@@ -68,7 +68,7 @@ impl ReportWriter {
     /// `compare` is for the first write of a process (or after a failed one): later ones compare
     /// with what this process last wrote, without a request. A report that cannot be read is
     /// written.
-    pub async fn write(&self, report: &Value, compare: bool) -> Applied {
+    pub(crate) async fn write(&self, report: &Value, compare: bool) -> Applied {
         if compare {
             match tokio::time::timeout(self.timeout, self.api.get_opt(REPORT_NAME)).await {
                 Ok(Ok(Some(there))) => match serde_json::to_value(&there) {

@@ -55,7 +55,7 @@ pub enum WriteError {
 
 impl WriteError {
     /// The step that failed, for metrics.
-    pub fn op(&self) -> Op {
+    pub(crate) fn op(&self) -> Op {
         match self {
             WriteError::Create { .. } => Op::Create,
             WriteError::Apply { .. } => Op::Apply,
@@ -65,7 +65,7 @@ impl WriteError {
     }
 
     /// The failed request's error.
-    pub fn cause(&self) -> &RequestError {
+    pub(crate) fn cause(&self) -> &RequestError {
         match self {
             WriteError::Create { source, .. }
             | WriteError::Apply { source, .. }
@@ -75,13 +75,13 @@ impl WriteError {
     }
 
     /// The category of the cause.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         self.cause().category()
     }
 
     /// Whether the failure is about the resource type rather than this object: the identity may
     /// not write VolumeLeftovers at all, or the CRD is missing (a create answered 404).
-    pub fn write_wide(&self) -> bool {
+    pub(crate) fn write_wide(&self) -> bool {
         match self {
             WriteError::Create { .. } => {
                 matches!(self.category(), Category::Forbidden | Category::NotFound)
@@ -93,7 +93,7 @@ impl WriteError {
 
 /// What a write did, or the step of it that failed: the `op` label of the write metrics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     /// Nothing to send ([`Action::Nothing`], [`Action::Foreign`]).
     None,
     /// A create (and the status right after it).
@@ -107,11 +107,12 @@ pub enum Op {
 }
 
 impl Op {
+    #[cfg(test)]
     /// Every operation.
-    pub const ALL: [Op; 5] = [Op::None, Op::Create, Op::Apply, Op::ApplyStatus, Op::Delete];
+    pub(crate) const ALL: [Op; 5] = [Op::None, Op::Create, Op::Apply, Op::ApplyStatus, Op::Delete];
 
     /// What `action` does.
-    pub fn of(action: &Action) -> Op {
+    pub(crate) fn of(action: &Action) -> Op {
         match action {
             Action::Nothing | Action::Foreign { .. } => Op::None,
             Action::Create { .. } => Op::Create,
@@ -121,7 +122,7 @@ impl Op {
     }
 
     /// Stable short name, for metrics and logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Op::None => "none",
             Op::Create => "create",
@@ -143,11 +144,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    #[cfg(test)]
     /// Every outcome.
-    pub const ALL: [Outcome; 2] = [Outcome::Done, Outcome::Outdated];
+    pub(crate) const ALL: [Outcome; 2] = [Outcome::Done, Outcome::Outdated];
 
     /// The `result` label of the write metrics (a failed write's is its error category).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Done => "ok",
             Outcome::Outdated => "outdated",
@@ -168,11 +170,11 @@ impl<C> From<Outcome> for WriteEnd<C> {
 #[derive(Debug)]
 pub struct Written {
     /// The operation.
-    pub op: Op,
+    pub(crate) op: Op,
     /// How it ended.
     pub outcome: Outcome,
     /// What the operator's VolumeLeftover watch will show once it has caught up.
-    pub echo: Option<Echo>,
+    pub(crate) echo: Option<Echo>,
     /// Requests sent.
     pub requests: u32,
 }

@@ -54,60 +54,60 @@ pub enum Command {
 }
 
 /// The longest wait any flag may ask for (timers overflow somewhere past two years).
-pub const MAX_WAIT: Duration = Duration::from_secs(366 * 24 * 3600);
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// Flags of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Address of the /healthz, /readyz and /metrics endpoints.
     #[arg(long, env = "VL_LISTEN", default_value = "0.0.0.0:8080")]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// VolumeLeftover writes in flight at most (kube-rs has no client-side rate limit). A new
     /// finding is two requests in sequence; what each setting gives, from event to
     /// VolumeLeftover at 20 and 100 finding changes/s, is measured by the project's benchmark
     /// (docs/benchmarks.md, the latency block).
     #[arg(long, env = "VL_CONCURRENCY", default_value_t = DEFAULT_CONCURRENCY, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub concurrency: u16,
+    pub(crate) concurrency: u16,
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
     #[arg(long, env = "VL_RESYNC", default_value = shown!(DEFAULT_RESYNC), value_parser = resync)]
-    pub resync: Duration,
+    pub(crate) resync: Duration,
     /// How long a state that is normally only passing through must last before it is published:
     /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing.
     #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = shown!(DEFAULT_GRACE), value_parser = wait)]
-    pub grace: Duration,
+    pub(crate) grace: Duration,
     /// How long a volume with reclaim policy Delete whose claim is gone (Released, Failed, or
     /// still Bound) must stay so before it is published (the PV controller and the provisioner
     /// are normally deleting it).
     #[arg(long, env = "VL_DELETE_GRACE", default_value = shown!(DEFAULT_DELETE_GRACE), value_parser = wait)]
-    pub delete_grace: Duration,
+    pub(crate) delete_grace: Duration,
     /// A store whose watch has been failing for longer than this is stale: nothing is concluded
     /// from it, and /readyz turns 503.
     #[arg(long, env = "VL_STALE_AFTER", default_value = "15s", value_parser = wait)]
-    pub stale_after: Duration,
+    pub(crate) stale_after: Duration,
     /// Each write request is abandoned (and retried with backoff) after this long (1s to 10m).
     #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// Server-side timeout of each watch request (10s to 1h). A watch silent for this long plus
     /// 5 s is taken as dead and resumed (kube-runtime's idle bound): a watch that hangs without
     /// an error is noticed that late, so it must be shorter than `--grace`.
     #[arg(long, env = "VL_WATCH_TIMEOUT", default_value = shown!(DEFAULT_WATCH_TIMEOUT), value_parser = watch_timeout)]
-    pub watch_timeout: Duration,
+    pub(crate) watch_timeout: Duration,
     /// Page size of the lists.
     #[arg(long, env = "VL_PAGE_SIZE", default_value_t = DEFAULT_PAGE_SIZE, value_parser = clap::value_parser!(u32).range(1..=10000))]
-    pub page_size: u32,
+    pub(crate) page_size: u32,
     /// Run with several replicas: only the holder of a Lease decides and writes; the others keep
     /// their caches warm and take over at once when it releases the Lease on shutdown.
     #[arg(long, env = "VL_LEADER_ELECT", default_value_t = false)]
-    pub leader_elect: bool,
+    pub(crate) leader_elect: bool,
     /// Name of the Lease.
     #[arg(long, env = "VL_LEASE_NAME", default_value = "volume-leftovers")]
-    pub lease_name: String,
+    pub(crate) lease_name: String,
     /// Namespace of the Lease (default: POD_NAMESPACE, else the service account's namespace).
     #[arg(long, env = "VL_LEASE_NAMESPACE")]
-    pub lease_namespace: Option<String>,
+    pub(crate) lease_namespace: Option<String>,
     /// How long the Lease lasts without renewal (renewed every third of it; 3s to 10m).
     #[arg(long, env = "VL_LEASE_DURATION", default_value = "15s", value_parser = lease_duration)]
-    pub lease_duration: Duration,
+    pub(crate) lease_duration: Duration,
     /// Publish Kubernetes Events on a PersistentVolume when its finding appears, changes reason
     /// or clears (`kubectl describe pv` shows them); `--events=false` turns them off.
     #[arg(long, env = "VL_EVENTS", default_value_t = true, action = clap::ArgAction::Set)]
@@ -116,7 +116,7 @@ pub struct RunArgs {
     /// long after the volume's delete. Unset: it stays until acknowledged or until the storage
     /// backend's census shows the image gone.
     #[arg(long, env = "VL_TOMBSTONE_TTL", value_parser = wait)]
-    pub tombstone_ttl: Option<Duration>,
+    pub(crate) tombstone_ttl: Option<Duration>,
     /// Mirror the findings into one OpenReports ClusterReport (`volume-leftovers`), for
     /// policy-reporter; only when its CRD is installed.
     #[arg(long, env = "VL_OPENREPORTS", default_value_t = false)]
@@ -126,7 +126,7 @@ pub struct RunArgs {
     pub exclude: ExcludeArgs,
     /// The storage backend's census.
     #[command(flatten)]
-    pub census: CensusArgs,
+    pub(crate) census: CensusArgs,
 }
 
 /// The opt-in census: Ceph RBD, GCE persistent disks, EBS volumes.
@@ -137,18 +137,18 @@ pub struct CensusArgs {
     /// projects and the EBS regions. Unset: no census, no Ceph library is needed and no cloud
     /// API is called; a backend without its section is not censused.
     #[arg(long, env = "VL_CENSUS_CONFIG")]
-    pub census_config: Option<std::path::PathBuf>,
+    pub(crate) census_config: Option<std::path::PathBuf>,
     /// How often each pool, GCE project and EBS region is censused (1s to 24h).
     #[arg(long, env = "VL_CENSUS_INTERVAL", default_value = "10m", value_parser = resync)]
-    pub census_interval: Duration,
+    pub(crate) census_interval: Duration,
     /// How old an image that no PersistentVolume references must be before it is reported (the
     /// provisioner creates the image before the PV).
     #[arg(long, env = "VL_CENSUS_IMAGE_GRACE", default_value = "1h", value_parser = wait)]
-    pub census_image_grace: Duration,
+    pub(crate) census_image_grace: Duration,
     /// The bound of each Ceph request (connecting, each monitor and OSD operation) and of each
     /// attempt of a GCE or EC2 request (1s to 10m).
     #[arg(long, env = "VL_CENSUS_TIMEOUT", default_value = "10s", value_parser = request_timeout)]
-    pub census_timeout: Duration,
+    pub(crate) census_timeout: Duration,
 }
 
 impl CensusArgs {
@@ -181,11 +181,11 @@ pub struct ExcludeArgs {
         env = "VL_EXCLUDE_STORAGE_CLASSES",
         value_delimiter = ','
     )]
-    pub storage_classes: Vec<String>,
+    pub(crate) storage_classes: Vec<String>,
     /// PVs whose labels match this selector are never reported (`team=db,env!=prod`,
     /// `keep`, `tier in (a,b)`).
     #[arg(long = "exclude-selector", env = "VL_EXCLUDE_SELECTOR", value_parser = selector)]
-    pub selector: Option<crate::model::selector::Selector>,
+    pub(crate) selector: Option<crate::model::selector::Selector>,
 }
 
 impl ExcludeArgs {
@@ -234,7 +234,7 @@ pub enum LogFormat {
 }
 
 /// Parses `90s`, `5m`, `1h30m` or an ISO 8601 duration.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let d: jiff::SignedDuration = s
         .parse()
         .map_err(|e| format!("not a duration ({e}); examples: 30s, 5m, 1h"))?;
@@ -242,7 +242,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Parses a duration and checks it lies within `[min, max]`.
-pub fn parse_duration_within(s: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+pub(crate) fn parse_duration_within(
+    s: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < min {
         return Err(format!("must be at least {}", human(min)));
@@ -283,7 +287,7 @@ impl RunArgs {
     /// Why these settings could publish a finding from a cache that silently stopped: the grace
     /// is what holds back a state decided on a missing claim, so it must outlast the time a
     /// silent watch goes unnoticed. `None` when they cannot.
-    pub fn silent_watch_risk(&self) -> Option<String> {
+    pub(crate) fn silent_watch_risk(&self) -> Option<String> {
         let bound = silent_watch_bound(self.watch_timeout);
         (self.grace <= bound).then(|| {
             format!(

@@ -49,7 +49,7 @@ pub enum FatalError {
 }
 
 /// The loop's settings from the flags of `run`.
-pub fn settings(args: &RunArgs) -> Settings {
+pub(crate) fn settings(args: &RunArgs) -> Settings {
     Settings {
         concurrency: usize::from(args.concurrency),
         resync: args.resync,
@@ -79,7 +79,7 @@ pub fn settings(args: &RunArgs) -> Settings {
 
 /// The namespace this process runs in: `POD_NAMESPACE` (downward API), the service account's
 /// namespace file, else `default`.
-pub fn own_namespace() -> String {
+pub(crate) fn own_namespace() -> String {
     std::env::var("POD_NAMESPACE")
         .ok()
         .filter(|s| !s.is_empty())

@@ -10,19 +10,19 @@ use crate::publish::leader::LeaderSettings;
 use crate::watch::feed::FeedTiming;
 
 /// The default of `--concurrency` and [`Settings::concurrency`].
-pub const DEFAULT_CONCURRENCY: u16 = 16;
+pub(crate) const DEFAULT_CONCURRENCY: u16 = 16;
 /// The default of `--page-size` and [`Settings::page_size`].
-pub const DEFAULT_PAGE_SIZE: u32 = 500;
+pub(crate) const DEFAULT_PAGE_SIZE: u32 = 500;
 /// The default of `--resync` and [`Settings::resync`].
-pub const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
 /// The default of `--grace` and [`Graces::grace`].
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(120);
 /// The default of `--delete-grace` and [`Graces::delete_grace`].
-pub const DEFAULT_DELETE_GRACE: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_DELETE_GRACE: Duration = Duration::from_secs(600);
 /// The default of `--watch-timeout` and [`Settings::watch_timeout`].
-pub const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default of `--request-timeout` (of `run` and of `scan`) and [`Settings::request_timeout`].
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Tuning of the loop.
 #[derive(Clone, Debug)]
@@ -94,6 +94,6 @@ impl Default for Settings {
 
 /// A watch timeout as the API server takes it, in whole seconds (the command line bounds it to
 /// an hour, so nothing is cut).
-pub fn watch_timeout_secs(timeout: Duration) -> u32 {
+pub(crate) fn watch_timeout_secs(timeout: Duration) -> u32 {
     u32::try_from(timeout.as_secs()).unwrap_or(u32::MAX)
 }

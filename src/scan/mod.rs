@@ -54,7 +54,7 @@ pub enum ScanError {
 
 impl ScanError {
     /// The category of a failed read; `None` for the report's own output.
-    pub fn category(&self) -> Option<Category> {
+    pub(crate) fn category(&self) -> Option<Category> {
         match self {
             ScanError::Read { source, .. } => Some(source.category()),
             ScanError::Output(_) => None,
@@ -80,13 +80,13 @@ pub enum Format {
 
 /// Claims and classes as a scan read them: compact facts, no objects.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// Claims by (namespace, name); `None` when claims could not be read (403).
-    pub claims: Option<HashMap<(String, String), ClaimFacts>>,
+    pub(crate) claims: Option<HashMap<(String, String), ClaimFacts>>,
     /// StorageClasses by name; `None` when classes could not be read (403).
-    pub classes: Option<HashMap<String, ClassFacts>>,
+    pub(crate) classes: Option<HashMap<String, ClassFacts>>,
     /// The storage backend's census, when asked for.
-    pub census: Option<std::sync::Arc<Census>>,
+    pub(crate) census: Option<std::sync::Arc<Census>>,
 }
 
 impl Lookup for Facts {
@@ -134,7 +134,7 @@ pub struct ScanResult {
     /// known).
     pub census_failed: Vec<String>,
     /// The images each censused pool's volumes name.
-    pub referenced: HashMap<Scope, HashSet<String>>,
+    pub(crate) referenced: HashMap<Scope, HashSet<String>>,
 }
 
 const PAGE: u32 = 500;
@@ -529,8 +529,12 @@ fn rests_on_absence(f: &Finding) -> bool {
     )
 }
 
+#[cfg(test)]
 /// Classifies `pvs` against `facts`; findings sorted by PV name. Skipped PVs are logged.
-pub fn findings<'a>(pvs: impl IntoIterator<Item = &'a Volume>, facts: &Facts) -> Vec<Finding> {
+pub(crate) fn findings<'a>(
+    pvs: impl IntoIterator<Item = &'a Volume>,
+    facts: &Facts,
+) -> Vec<Finding> {
     let now = wall_clock();
     let mut out: Vec<Finding> = pvs
         .into_iter()
@@ -595,8 +599,9 @@ pub struct SevenKeys {
     pub capacity: Option<String>,
 }
 
+#[cfg(test)]
 /// The seven keys of a finding.
-pub fn seven_keys(f: &Finding) -> SevenKeys {
+pub(crate) fn seven_keys(f: &Finding) -> SevenKeys {
     let l = line(f);
     SevenKeys {
         name: l.name.into(),
@@ -673,14 +678,14 @@ impl serde_json::ser::Formatter for PythonStyle {
 }
 
 /// Writes one JSON line for a finding.
-pub fn write_json_line(w: &mut impl Write, f: &Finding) -> std::io::Result<()> {
+pub(crate) fn write_json_line(w: &mut impl Write, f: &Finding) -> std::io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *w, PythonStyle);
     line(f).serialize(&mut ser).map_err(std::io::Error::other)?;
     w.write_all(b"\n")
 }
 
 /// Writes the report.
-pub fn write_report(
+pub(crate) fn write_report(
     w: &mut impl Write,
     findings: &[Finding],
     format: Format,

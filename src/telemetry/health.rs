@@ -35,7 +35,7 @@ impl Kind {
     ];
 
     /// Resource name, as RBAC and the API spell it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::persistentvolumes => "persistentvolumes",
             Kind::persistentvolumeclaims => "persistentvolumeclaims",
@@ -80,13 +80,13 @@ pub enum Trust {
 #[derive(Clone, Debug)]
 pub struct StoreHealth {
     /// State.
-    pub state: StoreState,
+    pub(crate) state: StoreState,
     /// Since when it has been degraded (or pending with errors, or forbidden).
-    pub since: Option<Instant>,
+    pub(crate) since: Option<Instant>,
     /// The last error, while not synced.
     pub error: Option<String>,
     /// Its category.
-    pub category: Option<Category>,
+    pub(crate) category: Option<Category>,
 }
 
 impl Default for StoreHealth {
@@ -143,7 +143,7 @@ pub enum WritesBlocked {
 
 impl WritesBlocked {
     /// The reason for writes failing with `category`.
-    pub fn new(category: Category, error: String) -> WritesBlocked {
+    pub(crate) fn new(category: Category, error: String) -> WritesBlocked {
         match category {
             Category::NotFound => WritesBlocked::CrdMissing { error },
             category => WritesBlocked::Failing { category, error },
@@ -151,7 +151,7 @@ impl WritesBlocked {
     }
 
     /// The category of the failures.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         match self {
             WritesBlocked::CrdMissing { .. } => Category::NotFound,
             WritesBlocked::Failing { category, .. } => *category,
@@ -159,14 +159,14 @@ impl WritesBlocked {
     }
 
     /// The last error.
-    pub fn error(&self) -> &str {
+    pub(crate) fn error(&self) -> &str {
         match self {
             WritesBlocked::CrdMissing { error } | WritesBlocked::Failing { error, .. } => error,
         }
     }
 
     /// What to do about it, for the end of a log line: `; <fix>`, or nothing.
-    pub fn fix(&self) -> String {
+    pub(crate) fn fix(&self) -> String {
         match self {
             WritesBlocked::CrdMissing { .. } => format!("; {CRD_FIX}"),
             WritesBlocked::Failing { .. } => String::new(),
@@ -206,12 +206,12 @@ impl Health {
     }
 
     /// Records a store's health.
-    pub fn set_store(&self, kind: Kind, health: StoreHealth) {
+    pub(crate) fn set_store(&self, kind: Kind, health: StoreHealth) {
         self.lock().stores[kind.idx()] = health;
     }
 
     /// How far the answers of a store may be trusted at `now`.
-    pub fn trust(&self, kind: Kind, now: Instant) -> Trust {
+    pub(crate) fn trust(&self, kind: Kind, now: Instant) -> Trust {
         let s = &self.lock().stores[kind.idx()];
         match s.state {
             StoreState::Synced => Trust::Current,
@@ -229,22 +229,22 @@ impl Health {
     }
 
     /// The bound after which a degraded store is stale.
-    pub fn stale_after(&self) -> Duration {
+    pub(crate) fn stale_after(&self) -> Duration {
         self.stale_after
     }
 
     /// Records whether writes are blocked as a whole, and why.
-    pub fn set_writes_blocked(&self, why: Option<WritesBlocked>) {
+    pub(crate) fn set_writes_blocked(&self, why: Option<WritesBlocked>) {
         self.lock().writes_blocked = why;
     }
 
     /// Records this replica's part in the election (never called without an election).
-    pub fn set_leader(&self, standing: Standing) {
+    pub(crate) fn set_leader(&self, standing: Standing) {
         self.lock().leader = Some(standing);
     }
 
     /// Marks the process as stopping (readiness goes false).
-    pub fn shutting_down(&self) {
+    pub(crate) fn shutting_down(&self) {
         self.lock().shutting_down = true;
     }
 

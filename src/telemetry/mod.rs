@@ -11,4 +11,4 @@ mod server;
 
 pub use health::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust, WritesBlocked};
 pub use metrics::Metrics;
-pub use server::serve;
+pub(crate) use server::serve;

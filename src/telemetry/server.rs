@@ -18,7 +18,7 @@ struct Shared {
 }
 
 /// Serves `/healthz`, `/readyz` and `/metrics` on `listener` until `shutdown` resolves.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     health: Arc<Health>,
     metrics: Arc<Metrics>,

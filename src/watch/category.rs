@@ -33,7 +33,7 @@ pub enum Category {
 
 impl Category {
     /// Stable short name, for metric labels and logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Category::Unauthorized => "unauthorized",
             Category::Forbidden => "forbidden",
@@ -49,7 +49,7 @@ impl Category {
     }
 
     /// The category of an HTTP status code.
-    pub fn of_code(code: u16) -> Category {
+    pub(crate) fn of_code(code: u16) -> Category {
         match code {
             401 => Category::Unauthorized,
             403 => Category::Forbidden,
@@ -64,7 +64,7 @@ impl Category {
     }
 
     /// The category of a client error.
-    pub fn of(e: &kube::Error) -> Category {
+    pub(crate) fn of(e: &kube::Error) -> Category {
         match e {
             kube::Error::Api(s) => Category::of_code(s.code),
             other => Category::of_chain(other),
@@ -72,7 +72,7 @@ impl Category {
     }
 
     /// The category of a watcher error.
-    pub fn of_watch(e: &kube::runtime::watcher::Error) -> Category {
+    pub(crate) fn of_watch(e: &kube::runtime::watcher::Error) -> Category {
         use kube::runtime::watcher::Error as W;
         match e {
             W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => Category::of(e),
@@ -123,7 +123,7 @@ impl fmt::Display for Category {
 
 /// One line a person can act on: the innermost cause of a client error, without the
 /// layers of wrapping ("HyperError: client error (Connect): tcp connect error: ...").
-pub fn describe(e: &kube::Error) -> String {
+pub(crate) fn describe(e: &kube::Error) -> String {
     if let kube::Error::Api(s) = e {
         let reason = if s.reason.is_empty() {
             String::new()
@@ -159,7 +159,7 @@ pub enum RequestError {
 
 impl RequestError {
     /// What kind of failure it is.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         match self {
             RequestError::Client(e) => Category::of(e),
             RequestError::Timeout(_) => Category::Timeout,

@@ -27,7 +27,7 @@ pub fn tune(config: &mut kube::Config, watch_timeout: Duration) {
 
 /// Names this process in every request's User-Agent (`volume-leftovers/<version> (<identity>)`),
 /// so the API server's audit log tells replicas apart.
-pub fn name_client(config: &mut kube::Config, identity: &str) {
+pub(crate) fn name_client(config: &mut kube::Config, identity: &str) {
     let ua = format!(
         "volume-leftovers/{} ({identity})",
         env!("CARGO_PKG_VERSION")
@@ -51,7 +51,7 @@ pub async fn client(watch_timeout: Duration) -> Result<(kube::Client, String), C
 /// The credentials a client built by [`client`] presents, for a message when they are rejected
 /// (401: the server does not say whose they were): the kubeconfig's user and context, or the
 /// pod's ServiceAccount token.
-pub fn credentials() -> String {
+pub(crate) fn credentials() -> String {
     match kube::config::Kubeconfig::read() {
         Ok(k) => {
             let context = k.current_context.clone().unwrap_or_default();
@@ -68,7 +68,7 @@ pub fn credentials() -> String {
 }
 
 /// This replica's identity in the election: its pod name (downward API), else the host name.
-pub fn identity() -> String {
+pub(crate) fn identity() -> String {
     std::env::var("POD_NAME")
         .ok()
         .filter(|s| !s.is_empty())

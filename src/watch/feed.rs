@@ -29,7 +29,7 @@ use crate::watch::category::{Category, describe};
 
 /// What a feed yields.
 #[derive(Debug)]
-pub enum FeedItem<K> {
+pub(crate) enum FeedItem<K> {
     /// An object was added or changed (already in the store).
     Applied(K),
     /// An object was deleted (already gone from the store).
@@ -53,7 +53,7 @@ pub enum FeedItem<K> {
 /// Why a list or watch failed: the watcher's error, kept as the source, or a list page that
 /// took too long.
 #[derive(Debug, thiserror::Error)]
-pub enum FeedError {
+pub(crate) enum FeedError {
     /// The watcher's error. Shown as every other client error is: its innermost cause in one
     /// line, not the layers of wrapping ([`describe`]).
     #[error("{}", watch_line(.0))]
@@ -65,7 +65,7 @@ pub enum FeedError {
 
 impl FeedError {
     /// What kind of failure it is.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         match self {
             FeedError::Watch(e) => Category::of_watch(e),
             FeedError::ListPage(_) => Category::Timeout,
@@ -111,10 +111,10 @@ impl Default for FeedTiming {
 
 /// What a feed makes of each object the API server sends (of kind `K`) before the store sees
 /// it: the `L` the store keeps.
-pub type Convert<K, L> = std::sync::Arc<dyn Fn(K) -> L + Send + Sync>;
+pub(crate) type Convert<K, L> = std::sync::Arc<dyn Fn(K) -> L + Send + Sync>;
 
 /// A [`Convert`] that keeps the object's type and strips it in place.
-pub fn strip<K: 'static>(f: impl Fn(&mut K) + Send + Sync + 'static) -> Convert<K, K> {
+pub(crate) fn strip<K: 'static>(f: impl Fn(&mut K) + Send + Sync + 'static) -> Convert<K, K> {
     std::sync::Arc::new(move |mut k| {
         f(&mut k);
         k
@@ -139,7 +139,7 @@ struct State<K: Resource<DynamicType = ()> + Clone + 'static, L: Stored> {
 
 /// A resilient reflected watch of `api`, feeding `writer` with what `convert` makes of each
 /// object.
-pub fn feed<K, L: Stored>(
+pub(crate) fn feed<K, L: Stored>(
     api: Api<K>,
     cfg: watcher::Config,
     convert: Convert<K, L>,

@@ -62,7 +62,7 @@ pub struct RefIndex {
 
 impl RefIndex {
     /// Records a PV (added or modified).
-    pub fn apply(&mut self, pv: &Volume) {
+    pub(crate) fn apply(&mut self, pv: &Volume) {
         let Some(name) = pv.metadata.name.clone() else {
             return;
         };
@@ -89,7 +89,7 @@ impl RefIndex {
     }
 
     /// Forgets a PV.
-    pub fn delete(&mut self, name: &str) {
+    pub(crate) fn delete(&mut self, name: &str) {
         let Some((name, old)) = self.refs.remove_entry(name) else {
             return;
         };
@@ -149,13 +149,15 @@ impl RefIndex {
             .map(|n| n.as_ref())
     }
 
+    #[cfg(test)]
     /// Number of PVs known.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.refs.len()
     }
 
+    #[cfg(test)]
     /// Whether no PV is known.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.refs.is_empty()
     }
 }

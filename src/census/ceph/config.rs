@@ -15,24 +15,24 @@ pub struct ClusterConfig {
     /// ceph-csi's `clusterID` for it (the `clusterID` volume attribute, and the id in volume
     /// handles).
     #[serde(rename = "clusterID")]
-    pub cluster_id: String,
+    pub(crate) cluster_id: String,
     /// Monitor addresses (`10.0.0.1:6789`, or `[v2:...,v1:...]`).
     #[serde(default)]
-    pub monitors: Vec<String>,
+    pub(crate) monitors: Vec<String>,
     /// The Ceph user, without `client.`.
     #[serde(default = "default_user")]
-    pub user: String,
+    pub(crate) user: String,
     /// A keyring file with the user's key.
     #[serde(default)]
-    pub keyring: Option<PathBuf>,
+    pub(crate) keyring: Option<PathBuf>,
     /// A file holding only the user's key (as `ceph auth get-key` prints it; a Secret's key).
     #[serde(default)]
     pub key_file: Option<PathBuf>,
     /// A `ceph.conf` to read first.
     #[serde(default)]
-    pub conf_file: Option<PathBuf>,
+    pub(crate) conf_file: Option<PathBuf>,
     /// The pools to census.
-    pub pools: Vec<PoolConfig>,
+    pub(crate) pools: Vec<PoolConfig>,
 }
 
 fn default_user() -> String {
@@ -42,12 +42,12 @@ fn default_user() -> String {
 /// One pool (one RADOS namespace of it).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PoolConfig {
+pub(crate) struct PoolConfig {
     /// The pool's name.
-    pub name: String,
+    pub(crate) name: String,
     /// The RADOS namespace (ceph-csi's `radosNamespace`); the default namespace when unset.
     #[serde(default)]
-    pub rados_namespace: Option<String>,
+    pub(crate) rados_namespace: Option<String>,
 }
 
 /// Checks the Ceph clusters: each names its id, monitors (or a `ceph.conf`) and its pools, and

@@ -45,7 +45,7 @@ pub struct CensusSettings {
     pub deadline: Duration,
 }
 
-pub use crate::census::{CensusFailure, CensusReport};
+pub(crate) use crate::census::{CensusFailure, CensusReport};
 
 impl From<Category> for FailureKind {
     /// Ceph's categories, mapped once: what the logs print stays Ceph's own name.
@@ -71,7 +71,11 @@ fn abandoned(message: String) -> CensusFailure {
 }
 
 /// Runs the census until `tx` is closed.
-pub async fn run(settings: CensusSettings, pvs: Store<Volume>, tx: mpsc::Sender<CensusReport>) {
+pub(crate) async fn run(
+    settings: CensusSettings,
+    pvs: Store<Volume>,
+    tx: mpsc::Sender<CensusReport>,
+) {
     // The PV store tells which images need no details; before it has synced, every image's
     // details would be read.
     let _ = pvs.wait_until_ready().await;
@@ -141,7 +145,7 @@ impl Drop for Releasing {
 /// process must not exit while librados shuts a connection down: its C++ globals are torn down
 /// at exit, and the exception that throws in the shutting-down thread aborts the process
 /// ("Rust cannot catch foreign exceptions").
-pub async fn connections_released(bound: Duration) -> bool {
+pub(crate) async fn connections_released(bound: Duration) -> bool {
     let until = tokio::time::Instant::now() + bound;
     while RELEASING.load(Ordering::SeqCst) > 0 {
         if tokio::time::Instant::now() >= until {

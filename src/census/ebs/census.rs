@@ -37,7 +37,7 @@ impl From<ErrorCategory> for FailureKind {
 }
 
 /// The neutral scope of a configured region.
-pub fn scope_of(config: &EbsConfig) -> Scope {
+pub(crate) fn scope_of(config: &EbsConfig) -> Scope {
     Scope::Ebs {
         account: config.account.clone(),
         region: config.region.clone(),
@@ -47,7 +47,7 @@ pub fn scope_of(config: &EbsConfig) -> Scope {
 /// What the decisions read of one volume. `ours` is this cluster's name; `cluster_tag` the
 /// configured extra tag naming a volume's cluster. Of the clusters the tags name, `ours` when
 /// it is one of them (the volume is this cluster's), else the first (another's).
-pub fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&str>) -> DiskFacts {
+pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&str>) -> DiskFacts {
     let mut in_use: Vec<String> = v
         .attachments
         .iter()
@@ -80,7 +80,7 @@ pub fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&str>) ->
 }
 
 /// A region's complete listing as a census snapshot: every volume, by id, with its details.
-pub fn snapshot_of(
+pub(crate) fn snapshot_of(
     listing: &Listing,
     started: Time,
     ours: Option<&str>,
@@ -108,7 +108,7 @@ pub fn snapshot_of(
 }
 
 /// The report of one listing.
-pub fn report_of(
+pub(crate) fn report_of(
     result: Result<Listing, ListError>,
     config: &EbsConfig,
     ours: Option<&str>,
@@ -135,7 +135,7 @@ pub fn report_of(
 }
 
 /// Runs one region's census until `tx` is closed: lists every `interval` and sends its report.
-pub async fn run(
+pub(crate) async fn run(
     config: EbsConfig,
     ours: Option<String>,
     cluster_tag: Option<String>,
@@ -171,7 +171,7 @@ pub async fn run(
 /// The listing's configuration for one `ebs` section of the census file: its region, account
 /// label and endpoint; each attempt bounded by `timeout`, each page with its retries by four
 /// times that, the whole listing by `deadline`. Credentials: `aws-config`'s default chain.
-pub fn config_of(section: &EbsSection, timeout: Duration, deadline: Duration) -> EbsConfig {
+pub(crate) fn config_of(section: &EbsSection, timeout: Duration, deadline: Duration) -> EbsConfig {
     let mut c = EbsConfig::new(section.region.clone());
     c.account = section.account.clone();
     c.endpoint_url = section.endpoint.clone();
@@ -184,7 +184,7 @@ pub fn config_of(section: &EbsSection, timeout: Duration, deadline: Duration) ->
 /// Every `ebs` section's census, each region listed on its own every `interval`, until `tx`
 /// is closed. A section's `clusterName` (else the file's) is the cluster its volumes' tags are
 /// read against.
-pub async fn run_all(
+pub(crate) async fn run_all(
     config: CensusConfig,
     interval: Duration,
     timeout: Duration,

@@ -7,22 +7,22 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 
 /// Tag the EBS CSI driver sets to the PV name it created the volume for.
-pub const TAG_CSI_VOLUME_NAME: &str = "CSIVolumeName";
+pub(crate) const TAG_CSI_VOLUME_NAME: &str = "CSIVolumeName";
 /// Tag the EBS CSI driver (with `--extra-tags`' defaults) and the in-tree plugin set to the PV name.
-pub const TAG_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
+pub(crate) const TAG_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
 /// Tag set to the claim's name.
-pub const TAG_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
+pub(crate) const TAG_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
 /// Tag set to the claim's namespace.
-pub const TAG_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
+pub(crate) const TAG_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
 /// `kubernetes.io/cluster/<name>` (value `owned` or `shared`): the cluster `<name>` uses it
 /// (the driver's `--k8s-tag-cluster-id`, the in-tree plugin, eksctl).
-pub const TAG_CLUSTER_PREFIX: &str = "kubernetes.io/cluster/";
+pub(crate) const TAG_CLUSTER_PREFIX: &str = "kubernetes.io/cluster/";
 /// The legacy in-tree plugin's cluster tag (`KubernetesCluster=<name>`), also set by the driver
 /// with `--k8s-tag-cluster-id`.
-pub const TAG_KUBERNETES_CLUSTER: &str = "KubernetesCluster";
+pub(crate) const TAG_KUBERNETES_CLUSTER: &str = "KubernetesCluster";
 /// `ebs.csi.aws.com/cluster=true`: the EBS CSI driver created the volume. It names no cluster:
 /// the driver writes `true` whatever the cluster, so it proves the driver, not the owner.
-pub const TAG_EBS_CSI_CLUSTER: &str = "ebs.csi.aws.com/cluster";
+pub(crate) const TAG_EBS_CSI_CLUSTER: &str = "ebs.csi.aws.com/cluster";
 
 /// One EBS volume as `DescribeVolumes` reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct EbsVolume {
     /// The availability zone it lives in.
     pub availability_zone: Option<String>,
     /// The snapshot it was restored from, if any (still a disk that bills).
-    pub snapshot_id: Option<String>,
+    pub(crate) snapshot_id: Option<String>,
     /// Its attachments. Any attachment means the volume is in use (a hint, never an orphan).
     pub attachments: Vec<EbsAttachment>,
     /// Every tag, key to value.
@@ -55,9 +55,9 @@ pub struct EbsAttachment {
     /// The device name (`/dev/xvdba`).
     pub device: Option<String>,
     /// `attaching`, `attached`, `detaching`, `detached`, `busy`.
-    pub state: Option<String>,
+    pub(crate) state: Option<String>,
     /// When it was attached.
-    pub attached: Option<Timestamp>,
+    pub(crate) attached: Option<Timestamp>,
 }
 
 /// What the EBS CSI driver recorded about the PV and claim a volume was created for.
@@ -159,7 +159,7 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Stable short name, for metric labels and logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::Auth => "auth",
             ErrorCategory::Forbidden => "forbidden",

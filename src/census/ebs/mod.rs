@@ -124,7 +124,7 @@ impl EbsConfig {
     }
 
     /// The scope's name in logs and errors: `<account>/<region>`, or the region.
-    pub fn scope(&self) -> String {
+    pub(crate) fn scope(&self) -> String {
         match &self.account {
             Some(a) => format!("{a}/{}", self.region),
             None => self.region.clone(),
@@ -148,7 +148,7 @@ pub struct ListError {
     /// What kind of problem it is.
     pub category: ErrorCategory,
     /// The scope (`<account>/<region>`).
-    pub scope: String,
+    pub(crate) scope: String,
     /// EC2's error code, when it answered one (`UnauthorizedOperation`).
     pub code: Option<String>,
     /// The HTTP status, when there was an answer.
@@ -212,11 +212,6 @@ impl Ebs {
             client: aws_sdk_ec2::Client::new(&sdk),
             config,
         }
-    }
-
-    /// The configuration it was built with.
-    pub fn config(&self) -> &EbsConfig {
-        &self.config
     }
 
     /// Lists every volume of the scope (the tag filters applied): all pages, or an error.

@@ -38,7 +38,7 @@ impl From<ErrorCategory> for FailureKind {
 
 /// The neutral scope of a listed zone or region; `None` for [`Location::All`] (an aggregated
 /// listing that failed as a whole says no zone or region).
-pub fn scope_of(s: &GceScope) -> Option<Scope> {
+pub(crate) fn scope_of(s: &GceScope) -> Option<Scope> {
     let location = match &s.location {
         Location::Zone(l) | Location::Region(l) => l.clone(),
         Location::All => return None,
@@ -50,7 +50,7 @@ pub fn scope_of(s: &GceScope) -> Option<Scope> {
 }
 
 /// What the decisions read of one disk.
-pub fn facts_of(d: &GceDisk) -> DiskFacts {
+pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
     let mut in_use = d.users.clone();
     in_use.sort();
     let c = &d.created_for;
@@ -73,7 +73,7 @@ pub fn facts_of(d: &GceDisk) -> DiskFacts {
 
 /// One scope's complete list of disks as a census snapshot: every disk with its details (the
 /// listing has them all at no extra cost), no trash, nothing unread.
-pub fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
+pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
     Snapshot {
         started,
         pool_id: 0,
@@ -102,7 +102,7 @@ fn failure(e: ListError) -> CensusFailure {
 /// fails every scope in `known` (those it listed before, or the configured ones); the scopes
 /// of `known` a successful aggregated listing no longer names (no disks left) are complete
 /// and empty. `known` gains the scopes this listing names.
-pub fn reports_of(
+pub(crate) fn reports_of(
     listing: ProjectListing,
     project: &str,
     known: &mut BTreeSet<Scope>,
@@ -155,7 +155,7 @@ pub fn reports_of(
 /// report per scope. `known` starts with the configured scopes (none for an aggregated
 /// listing). A lister that cannot be made (credentials) is retried at the next turn, and its
 /// failure reported for the known scopes.
-pub async fn run(
+pub(crate) async fn run(
     config: GceConfig,
     mut known: BTreeSet<Scope>,
     interval: Duration,
@@ -218,7 +218,7 @@ pub async fn run(
 /// The lister's configuration for one `gce` section of the census file: its project,
 /// locations, credentials, cluster label and endpoint; each request (attempt) bounded by
 /// `timeout`, each scope's whole listing by `deadline`.
-pub fn config_of(section: &GceSection, timeout: Duration, deadline: Duration) -> GceConfig {
+pub(crate) fn config_of(section: &GceSection, timeout: Duration, deadline: Duration) -> GceConfig {
     let mut c = GceConfig::new(section.project.clone());
     if let Some(locations) = section.locations() {
         let (mut zones, mut regions) = (Vec::new(), Vec::new());
@@ -242,7 +242,7 @@ pub fn config_of(section: &GceSection, timeout: Duration, deadline: Duration) ->
 
 /// Every `gce` section's census, each project listed on its own every `interval`, until `tx`
 /// is closed.
-pub async fn run_all(
+pub(crate) async fn run_all(
     config: CensusConfig,
     interval: Duration,
     timeout: Duration,

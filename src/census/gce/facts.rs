@@ -10,11 +10,11 @@ use std::fmt;
 use google_cloud_compute_v1::model::Disk;
 
 /// The description key under which the GCE PD CSI driver records the PV it made the disk for.
-pub const CREATED_FOR_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
+pub(crate) const CREATED_FOR_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
 /// The description key of the claim's name.
-pub const CREATED_FOR_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
+pub(crate) const CREATED_FOR_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
 /// The description key of the claim's namespace.
-pub const CREATED_FOR_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
+pub(crate) const CREATED_FOR_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
 /// The label GKE puts on the disks a cluster's driver creates: the cluster's name.
 pub const GKE_CLUSTER_LABEL: &str = "goog-k8s-cluster-name";
 
@@ -32,7 +32,7 @@ pub enum Location {
 
 impl Location {
     /// The key of the scope in an aggregated listing (`zones/us-central1-a`), as in the API.
-    pub fn parse_scope(s: &str) -> Option<Location> {
+    pub(crate) fn parse_scope(s: &str) -> Option<Location> {
         match s.split_once('/')? {
             ("zones", z) if !z.is_empty() => Some(Location::Zone(z.into())),
             ("regions", r) if !r.is_empty() => Some(Location::Region(r.into())),
@@ -55,7 +55,7 @@ impl fmt::Display for Location {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GceScope {
     /// The project id.
-    pub project: String,
+    pub(crate) project: String,
     /// The zone or region.
     pub location: Location,
 }
@@ -88,7 +88,7 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// The category's short name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::Auth => "auth",
             ErrorCategory::Forbidden => "forbidden",
@@ -100,7 +100,7 @@ impl ErrorCategory {
     }
 
     /// The category of an HTTP status the service answered with, if it has one.
-    pub fn of_status(status: u16) -> Option<ErrorCategory> {
+    pub(crate) fn of_status(status: u16) -> Option<ErrorCategory> {
         match status {
             401 => Some(ErrorCategory::Auth),
             403 => Some(ErrorCategory::Forbidden),
@@ -130,7 +130,7 @@ pub struct ListError {
 
 impl ListError {
     /// An error of `category`.
-    pub fn new(category: ErrorCategory, message: impl Into<String>) -> ListError {
+    pub(crate) fn new(category: ErrorCategory, message: impl Into<String>) -> ListError {
         ListError {
             category,
             message: message.into(),
@@ -153,7 +153,7 @@ pub struct GceCreatedFor {
 impl GceCreatedFor {
     /// Reads the description; a description that is not such a JSON object (a disk made by
     /// hand, or by another tool) records nothing.
-    pub fn parse(description: &str) -> GceCreatedFor {
+    pub(crate) fn parse(description: &str) -> GceCreatedFor {
         let Ok(serde_json::Value::Object(m)) = serde_json::from_str(description) else {
             return GceCreatedFor::default();
         };
@@ -180,7 +180,7 @@ pub struct GceDisk {
     /// The disk type's name (`pd-balanced`, `pd-ssd`, `hyperdisk-balanced`, …).
     pub disk_type: String,
     /// When it was created.
-    pub created: Option<jiff::Timestamp>,
+    pub(crate) created: Option<jiff::Timestamp>,
     /// The instances it is attached to (`users`; their URLs). Attached means in use.
     pub users: Vec<String>,
     /// When it was last detached from an instance.
@@ -188,25 +188,25 @@ pub struct GceDisk {
     /// A regional disk's replica zones (names); empty for a zonal disk.
     pub replica_zones: Vec<String>,
     /// Its labels.
-    pub labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
     /// The PV and claim the CSI driver recorded.
     pub created_for: GceCreatedFor,
     /// The cluster its labels name (the configured label key, else `goog-k8s-cluster-name`):
     /// another cluster's disk is not this cluster's finding; `None` means nobody is named.
     pub cluster: Option<String>,
     /// `sourceSnapshot` or `sourceImage` when it was restored from one (still a disk).
-    pub source: Option<String>,
+    pub(crate) source: Option<String>,
 }
 
 /// The last segment of a Compute URL (`.../diskTypes/pd-ssd` → `pd-ssd`); a plain name stays.
-pub fn last_segment(url: &str) -> &str {
+pub(crate) fn last_segment(url: &str) -> &str {
     url.rsplit('/').next().unwrap_or(url)
 }
 
 /// A disk's facts, from the API's answer. `cluster_label` is the label naming the cluster
 /// that owns a disk (`None`: GKE's `goog-k8s-cluster-name`). A disk without a name or id is not
 /// a disk the API could list: an error, so that the scope is not taken as complete.
-pub fn facts_of(
+pub(crate) fn facts_of(
     d: Disk,
     location: &Location,
     cluster_label: Option<&str>,

@@ -46,7 +46,7 @@ pub use facts::{
 };
 
 /// The OAuth scope the census asks for: read-only Compute.
-pub const READ_ONLY_SCOPE: &str = "https://www.googleapis.com/auth/compute.readonly";
+pub(crate) const READ_ONLY_SCOPE: &str = "https://www.googleapis.com/auth/compute.readonly";
 
 /// Where the census's credentials come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -270,11 +270,6 @@ impl GceLister {
             disks,
             region_disks,
         })
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &GceConfig {
-        &self.config
     }
 
     /// Lists the configured locations of the project once.

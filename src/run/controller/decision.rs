@@ -35,7 +35,7 @@ pub enum View<'a, K: Stored> {
 
 impl<'a, K: Stored> View<'a, K> {
     /// The view of `store` given its trust.
-    pub fn new(store: &'a Store<K>, trust: Trust) -> Self {
+    pub(crate) fn new(store: &'a Store<K>, trust: Trust) -> Self {
         match trust {
             Trust::Current => View::Current(store),
             Trust::Forbidden => View::Forbidden,

@@ -38,7 +38,7 @@ pub use decision::{StoreLookup, View};
 pub(crate) use machine::{Effects, Event, Loop, Tick};
 use shell::Shell;
 
-pub use crate::decide::name::Told;
+pub(crate) use crate::decide::name::Told;
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -108,13 +108,13 @@ impl Metrics {
     }
 
     /// Exposes the backlog: names waiting to be decided and writes in flight.
-    pub fn backlog(&self, queued: usize, in_flight: usize) {
+    pub(crate) fn backlog(&self, queued: usize, in_flight: usize) {
         self.decisions.queued(queued);
         self.writes.in_flight(in_flight);
     }
 
     /// Counts an Event about a finding: `published`, `failed` or `dropped`.
-    pub fn event(&self, result: &'static str) {
+    pub(crate) fn event(&self, result: &'static str) {
         self.events.event(result);
     }
 
@@ -139,7 +139,7 @@ impl Metrics {
     }
 
     /// Counts an evaluation.
-    pub fn decided(&self) {
+    pub(crate) fn decided(&self) {
         self.decisions.decided();
     }
 
@@ -183,12 +183,12 @@ impl Metrics {
     }
 
     /// Records a failed census of a scope.
-    pub fn census_failed(&self, scope: impl Into<CensusLabels>, requests: u64) {
+    pub(crate) fn census_failed(&self, scope: impl Into<CensusLabels>, requests: u64) {
         self.census.failed(scope.into(), requests);
     }
 
     /// Exposes a scope that has not been censused yet (its answers are Unknown).
-    pub fn census_pending(&self, scope: impl Into<CensusLabels>) {
+    pub(crate) fn census_pending(&self, scope: impl Into<CensusLabels>) {
         self.census.pending(scope.into());
     }
 }

@@ -6,7 +6,7 @@ use std::fmt;
 /// Splits a buffer of NUL-terminated strings (librbd's `keys`/`values` of `rbd_metadata_list`,
 /// `rbd_namespace_list`) into its strings, keeping empty ones: `b"a\0\0b\0"` is
 /// `["a", "", "b"]`. Bytes after the last NUL (there should be none) are one more string.
-pub fn split_nul_terminated(buf: &[u8]) -> Vec<String> {
+pub(crate) fn split_nul_terminated(buf: &[u8]) -> Vec<String> {
     let body = buf.strip_suffix(b"\0").unwrap_or(buf);
     if buf.is_empty() {
         return Vec::new();
@@ -18,14 +18,14 @@ pub fn split_nul_terminated(buf: &[u8]) -> Vec<String> {
 
 /// Pairs the two buffers of `rbd_metadata_list`. `None` when they hold different numbers of
 /// strings (a value with a NUL byte inside: refused rather than mispaired).
-pub fn pair_metadata(keys: &[u8], values: &[u8]) -> Option<Vec<(String, String)>> {
+pub(crate) fn pair_metadata(keys: &[u8], values: &[u8]) -> Option<Vec<(String, String)>> {
     let k = split_nul_terminated(keys);
     let v = split_nul_terminated(values);
     (k.len() == v.len()).then(|| k.into_iter().zip(v).collect())
 }
 
 /// A NUL-terminated C string in a fixed buffer (e.g. `rados_cluster_fsid`), lossy UTF-8.
-pub fn c_buffer_str(buf: &[u8]) -> String {
+pub(crate) fn c_buffer_str(buf: &[u8]) -> String {
     let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
@@ -49,7 +49,7 @@ pub enum Category {
 
 impl Category {
     /// Stable short name, for metric labels and logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Category::Unavailable => "unavailable",
             Category::Forbidden => "forbidden",
@@ -69,29 +69,29 @@ impl fmt::Display for Category {
 
 /// Linux errno values Ceph returns (negated).
 pub mod errno {
-    pub const EPERM: i32 = 1;
-    pub const ENOENT: i32 = 2;
-    pub const EIO: i32 = 5;
-    pub const EACCES: i32 = 13;
-    pub const EINVAL: i32 = 22;
-    pub const ERANGE: i32 = 34;
-    pub const EBADMSG: i32 = 74;
-    pub const ENETDOWN: i32 = 100;
-    pub const ENETUNREACH: i32 = 101;
-    pub const ECONNABORTED: i32 = 103;
-    pub const ECONNRESET: i32 = 104;
-    pub const ENOTCONN: i32 = 107;
-    pub const ESHUTDOWN: i32 = 108;
-    pub const ETIMEDOUT: i32 = 110;
-    pub const ECONNREFUSED: i32 = 111;
-    pub const EHOSTDOWN: i32 = 112;
-    pub const EHOSTUNREACH: i32 = 113;
+    pub(crate) const EPERM: i32 = 1;
+    pub(crate) const ENOENT: i32 = 2;
+    pub(crate) const EIO: i32 = 5;
+    pub(crate) const EACCES: i32 = 13;
+    pub(crate) const EINVAL: i32 = 22;
+    pub(crate) const ERANGE: i32 = 34;
+    pub(crate) const EBADMSG: i32 = 74;
+    pub(crate) const ENETDOWN: i32 = 100;
+    pub(crate) const ENETUNREACH: i32 = 101;
+    pub(crate) const ECONNABORTED: i32 = 103;
+    pub(crate) const ECONNRESET: i32 = 104;
+    pub(crate) const ENOTCONN: i32 = 107;
+    pub(crate) const ESHUTDOWN: i32 = 108;
+    pub(crate) const ETIMEDOUT: i32 = 110;
+    pub(crate) const ECONNREFUSED: i32 = 111;
+    pub(crate) const EHOSTDOWN: i32 = 112;
+    pub(crate) const EHOSTUNREACH: i32 = 113;
 }
 
 /// The category of the (negative) code `call` returned. `ENOENT` means a missing pool or
 /// namespace only from the calls that name one; from `rados_connect` or `rados_conf_read_file`
 /// it is a missing keyring or configuration file.
-pub fn categorize(call: &str, code: i32) -> Category {
+pub(crate) fn categorize(call: &str, code: i32) -> Category {
     use errno::*;
     match code.checked_neg().unwrap_or(i32::MAX) {
         ETIMEDOUT | ECONNREFUSED | ENOTCONN | ESHUTDOWN | ECONNRESET | ECONNABORTED | ENETDOWN
@@ -117,7 +117,7 @@ pub fn categorize(call: &str, code: i32) -> Category {
 }
 
 /// `strerror` of a (negative) code without Rust's " (os error N)" suffix.
-pub fn strerror(code: i32) -> String {
+pub(crate) fn strerror(code: i32) -> String {
     let text = std::io::Error::from_raw_os_error(code.checked_neg().unwrap_or(0)).to_string();
     match text.rfind(" (os error ") {
         Some(i) => text[..i].to_string(),
@@ -127,7 +127,7 @@ pub fn strerror(code: i32) -> String {
 
 /// A whole number of seconds for Ceph's timeout options (their type is integer seconds; `0`
 /// means "wait forever", so anything below one second becomes one).
-pub fn timeout_secs(timeout: std::time::Duration) -> u64 {
+pub(crate) fn timeout_secs(timeout: std::time::Duration) -> u64 {
     let s = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
     s.max(1)
 }

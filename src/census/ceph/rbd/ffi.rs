@@ -14,58 +14,58 @@ use std::sync::Mutex;
 
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
-pub type rados_t = *mut c_void;
-pub type rados_ioctx_t = *mut c_void;
-pub type rbd_image_t = *mut c_void;
+pub(crate) type rados_t = *mut c_void;
+pub(crate) type rados_ioctx_t = *mut c_void;
+pub(crate) type rbd_image_t = *mut c_void;
 
 /// `rbd_image_spec_t`: what `rbd_list2` returns per image (strings owned by librbd until
 /// `rbd_image_spec_list_cleanup`).
 #[repr(C)]
-pub struct rbd_image_spec_t {
-    pub id: *mut c_char,
-    pub name: *mut c_char,
+pub(crate) struct rbd_image_spec_t {
+    pub(crate) id: *mut c_char,
+    pub(crate) name: *mut c_char,
 }
 
-pub const RBD_MAX_BLOCK_NAME_SIZE: usize = 24;
-pub const RBD_MAX_IMAGE_NAME_SIZE: usize = 96;
+pub(crate) const RBD_MAX_BLOCK_NAME_SIZE: usize = 24;
+pub(crate) const RBD_MAX_IMAGE_NAME_SIZE: usize = 96;
 
 /// `rbd_image_info_t` (`rbd_stat`; the size of the struct is passed along).
 #[repr(C)]
-pub struct rbd_image_info_t {
-    pub size: u64,
-    pub obj_size: u64,
-    pub num_objs: u64,
-    pub order: c_int,
-    pub block_name_prefix: [c_char; RBD_MAX_BLOCK_NAME_SIZE],
-    pub parent_pool: i64,
-    pub parent_name: [c_char; RBD_MAX_IMAGE_NAME_SIZE],
+pub(crate) struct rbd_image_info_t {
+    pub(crate) size: u64,
+    pub(crate) obj_size: u64,
+    pub(crate) num_objs: u64,
+    pub(crate) order: c_int,
+    pub(crate) block_name_prefix: [c_char; RBD_MAX_BLOCK_NAME_SIZE],
+    pub(crate) parent_pool: i64,
+    pub(crate) parent_name: [c_char; RBD_MAX_IMAGE_NAME_SIZE],
 }
 
 /// `rbd_image_watcher_t` (`rbd_watchers_list`).
 #[repr(C)]
-pub struct rbd_image_watcher_t {
-    pub addr: *mut c_char,
-    pub id: i64,
-    pub cookie: u64,
+pub(crate) struct rbd_image_watcher_t {
+    pub(crate) addr: *mut c_char,
+    pub(crate) id: i64,
+    pub(crate) cookie: u64,
 }
 
 /// `rbd_trash_image_info_t` (`rbd_trash_list`); `source` is a C enum (int), the times are
 /// `time_t` (64-bit on LP64 Linux).
 #[repr(C)]
-pub struct rbd_trash_image_info_t {
-    pub id: *mut c_char,
-    pub name: *mut c_char,
-    pub source: c_int,
-    pub deletion_time: i64,
-    pub deferment_end_time: i64,
+pub(crate) struct rbd_trash_image_info_t {
+    pub(crate) id: *mut c_char,
+    pub(crate) name: *mut c_char,
+    pub(crate) source: c_int,
+    pub(crate) deletion_time: i64,
+    pub(crate) deferment_end_time: i64,
 }
 
 /// `struct timespec` on LP64 Linux.
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
-pub struct timespec {
-    pub tv_sec: i64,
-    pub tv_nsec: i64,
+pub(crate) struct timespec {
+    pub(crate) tv_sec: i64,
+    pub(crate) tv_nsec: i64,
 }
 
 macro_rules! api {
@@ -75,7 +75,7 @@ macro_rules! api {
     ) => {
         /// The resolved functions. Loaded once per pair of library paths and never unloaded
         /// (unloading librados, with its threads and static state, is not worth the risk).
-        pub struct Api {
+        pub(crate) struct Api {
             $( pub $rname: unsafe extern "C" fn($($rty),*) $(-> $rret)?, )*
             $( pub $bname: unsafe extern "C" fn($($bty),*) $(-> $bret)?, )*
             /// Keeps both libraries mapped for as long as the pointers live (forever).
@@ -171,9 +171,9 @@ pub const READ_ONLY: &[&str] = &[
 
 /// Why a library could not be loaded: the path asked for and dlerror()'s text.
 #[derive(Clone, Debug)]
-pub struct LoadError {
-    pub library: String,
-    pub message: String,
+pub(crate) struct LoadError {
+    pub(crate) library: String,
+    pub(crate) message: String,
 }
 
 /// Library paths used unless overridden (`VL_LIBRBD_PATH`, `VL_LIBRADOS_PATH`): the sonames of
@@ -185,7 +185,7 @@ type Loaded = Vec<((String, String), &'static Api)>;
 static LOADED: Mutex<Loaded> = Mutex::new(Vec::new());
 
 /// The library paths from the environment (or the defaults).
-pub fn paths() -> (String, String) {
+pub(crate) fn paths() -> (String, String) {
     let var = |k: &str, d: &str| {
         std::env::var(k)
             .ok()
@@ -200,7 +200,7 @@ pub fn paths() -> (String, String) {
 
 /// Loads librados and librbd (once per pair of paths; a failure is not remembered, so a later
 /// call may succeed once the package is installed) and resolves every symbol.
-pub fn load() -> Result<&'static Api, LoadError> {
+pub(crate) fn load() -> Result<&'static Api, LoadError> {
     let (rados_path, rbd_path) = paths();
     let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, api)) = loaded

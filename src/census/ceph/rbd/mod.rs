@@ -83,7 +83,7 @@ impl fmt::Debug for CephConfig {
 
 impl CephConfig {
     /// The user's full name (`client.<id>`).
-    pub fn client_name(&self) -> String {
+    pub(crate) fn client_name(&self) -> String {
         let id = self.user.strip_prefix("client.").unwrap_or(&self.user);
         format!("client.{id}")
     }
@@ -91,7 +91,7 @@ impl CephConfig {
 
 /// Where a failed call was aimed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The cluster: connecting, authenticating.
     Cluster {
         /// Monitor addresses (or the configuration file that names them).
@@ -138,11 +138,11 @@ pub struct Failure {
     /// The librados/librbd function.
     pub call: &'static str,
     /// What it was called on.
-    pub target: Target,
+    pub(crate) target: Target,
     /// The negative errno it returned (`-110` for a timeout).
     pub code: i32,
     /// How long the call took.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl fmt::Display for Failure {
@@ -216,7 +216,7 @@ impl RbdError {
 
     /// Whether the census must stop here (the rest would fail the same way, or take another
     /// timeout each): Unavailable, Forbidden.
-    pub fn aborts_census(&self) -> bool {
+    pub(crate) fn aborts_census(&self) -> bool {
         matches!(self, RbdError::Unavailable(_) | RbdError::Forbidden(_))
     }
 
@@ -271,7 +271,7 @@ pub struct Watcher {
     /// The client's global id (the `N` of `client.N`).
     pub id: i64,
     /// The watch's cookie.
-    pub cookie: u64,
+    pub(crate) cookie: u64,
 }
 
 /// What an opened image says about itself.
@@ -375,7 +375,7 @@ pub struct TrashEntry {
     /// When it was moved to the trash.
     pub deleted: Option<jiff::Timestamp>,
     /// Until when it may not be purged.
-    pub deferment_end: Option<jiff::Timestamp>,
+    pub(crate) deferment_end: Option<jiff::Timestamp>,
 }
 
 /// Library calls made by one census, by function. The ones that reach the cluster are marked;
@@ -392,9 +392,9 @@ pub struct Requests {
     /// `rbd_open_by_id_read_only` (OSD, several reads).
     pub open: u64,
     /// `rbd_stat` (local: read at the open).
-    pub stat: u64,
+    pub(crate) stat: u64,
     /// `rbd_get_create_timestamp` (local).
-    pub create_timestamp: u64,
+    pub(crate) create_timestamp: u64,
     /// `rbd_watchers_list` (OSD).
     pub watchers_list: u64,
     /// `rbd_metadata_list` (OSD; repeated when a buffer was short).
