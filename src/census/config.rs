@@ -246,15 +246,29 @@ impl CensusConfig {
     /// The census before any listing: every scope known up front (each Ceph pool, each
     /// configured GCE location, each EBS region) answers Unknown; the scopes of an aggregated
     /// GCE listing join as they are listed.
+    /// Each cloud section's `clusterName` names this cluster in its scopes (else the file's).
     pub fn census(&self, image_grace: Duration) -> Census {
-        Census::new(
+        let mut c = Census::new(
             self.pools()
                 .map(Scope::from)
                 .chain(self.gce.iter().flat_map(GceSection::scopes))
                 .chain(self.ebs.iter().map(EbsSection::scope)),
             self.cluster_name.as_deref(),
             image_grace,
-        )
+        );
+        for g in &self.gce {
+            let name = g.cluster_name.as_deref();
+            for s in g.scopes() {
+                c.name_cluster(&s, name);
+            }
+            if g.locations.is_none() {
+                c.open_project(&g.project, name);
+            }
+        }
+        for e in &self.ebs {
+            c.name_cluster(&e.scope(), e.cluster_name.as_deref());
+        }
+        c
     }
 
     /// Every Ceph pool, keyed.

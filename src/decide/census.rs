@@ -263,7 +263,8 @@ pub(crate) enum Resolved<'a> {
     /// it and the volume does not say which).
     NotCensused,
     /// The image is in a configured cluster whose pool cannot be told yet (a volume handle names
-    /// the pool by id, and the pool has not been listed yet).
+    /// the pool by id, and the pool has not been listed yet), or the disk in a zone or region
+    /// of a GCE project listed as a whole that no listing has named yet.
     NotYet,
 }
 
@@ -286,6 +287,9 @@ pub struct ScopeState {
     failing: Option<(FailureKind, String)>,
     /// The images whose details the log last said could not be read (`None`: it said none).
     unread_said: Option<Vec<String>>,
+    /// This Kubernetes cluster's name in the scope's ownership metadata, when its section
+    /// names its own (else [`Census::cluster_name`]).
+    cluster_name: Option<String>,
 }
 
 impl ScopeState {
@@ -334,6 +338,10 @@ pub struct Census {
     pub(crate) cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
     pub(crate) image_grace: Duration,
+    /// The GCE projects listed as a whole (an aggregated listing), with their own cluster name
+    /// when their section names one: their zones and regions are known only once a listing
+    /// names them, and are [admitted](Census::admit) then.
+    pub(crate) open_projects: BTreeMap<String, Option<String>>,
 }
 
 impl Census {
@@ -351,7 +359,60 @@ impl Census {
                 .collect(),
             cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
+            open_projects: BTreeMap::new(),
         }
+    }
+
+    /// Names this cluster as `scope`'s section does (`None`: as the file does).
+    pub fn name_cluster(&mut self, scope: &Scope, cluster_name: Option<&str>) {
+        if let Some(st) = self.pools.get_mut(scope) {
+            st.cluster_name = cluster_name.filter(|n| !n.is_empty()).map(str::to_string);
+        }
+    }
+
+    /// A GCE project listed as a whole: its zones and regions join as listings name them,
+    /// with `cluster_name` (its section's, `None`: the file's).
+    pub fn open_project(&mut self, project: &str, cluster_name: Option<&str>) {
+        self.open_projects.insert(
+            project.to_string(),
+            cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
+        );
+    }
+
+    /// Admits a scope a listing names: a zone or region of an [open
+    /// project](Census::open_project), Unknown until its census is recorded. True when the
+    /// scope is censused (admitted now or before); a scope of nothing configured is not.
+    pub fn admit(&mut self, scope: &Scope) -> bool {
+        if self.pools.contains_key(scope) {
+            return true;
+        }
+        let Scope::Gce { project, .. } = scope else {
+            return false;
+        };
+        let Some(name) = self.open_projects.get(project) else {
+            return false;
+        };
+        let st = ScopeState {
+            cluster_name: name.clone(),
+            ..ScopeState::default()
+        };
+        self.pools.insert(scope.clone(), st);
+        true
+    }
+
+    /// Whether a census may ever answer for `scope`: it is censused, or a zone or region of an
+    /// open project not listed yet.
+    pub fn covers(&self, scope: &Scope) -> bool {
+        self.pools.contains_key(scope)
+            || matches!(scope, Scope::Gce { project, .. } if self.open_projects.contains_key(project))
+    }
+
+    /// This cluster's name in `scope`'s ownership metadata.
+    pub fn cluster_name_of(&self, scope: &Scope) -> Option<&str> {
+        self.pools
+            .get(scope)
+            .and_then(|st| st.cluster_name.as_deref())
+            .or(self.cluster_name.as_deref())
     }
 
     /// Records a pool's census (or why it failed).
@@ -425,7 +486,9 @@ impl Census {
 
     /// The censused scope of a cloud disk: the one scope that can hold it. What the volume does
     /// not say (an in-tree disk's project, an EBS volume's account or region) matches any
-    /// scope, so a disk that two scopes could hold is not censused rather than guessed.
+    /// scope, so a disk that two scopes could hold is not censused rather than guessed. A zone
+    /// or region of an [open project](Census::open_project) that no listing has named yet can
+    /// hold it too: when it is the only one, the disk is [`Resolved::NotYet`] (Unknown).
     fn resolve_cloud(&self, r: &DiskRef) -> Resolved<'_> {
         let fits = |scope: &Scope| match (r, scope) {
             (
@@ -444,9 +507,29 @@ impl Census {
             }
             _ => false,
         };
+        // The open projects' scopes that could hold it and are not listed yet.
+        let unlisted = match r {
+            DiskRef::Gce {
+                project,
+                location: Some(location),
+                ..
+            } => self
+                .open_projects
+                .keys()
+                .filter(|p| project.as_ref().is_none_or(|project| project == *p))
+                .filter(|p| {
+                    !self.pools.contains_key(&Scope::Gce {
+                        project: (*p).clone(),
+                        location: location.clone(),
+                    })
+                })
+                .count(),
+            _ => 0,
+        };
         let mut candidates = self.pools.keys().filter(|s| fits(s));
-        match (candidates.next(), candidates.next()) {
-            (Some(one), None) => Resolved::In(one),
+        match (candidates.next(), candidates.next(), unlisted) {
+            (Some(one), None, 0) => Resolved::In(one),
+            (None, None, 1) => Resolved::NotYet,
             _ => Resolved::NotCensused,
         }
     }
@@ -504,7 +587,8 @@ impl Census {
                 // Without its details (not read, or gone since the listing), its owner is
                 // unknown: nothing is asserted.
                 let d = seen.detail.as_ref()?;
-                let owner = d.owner(self.cluster_name.as_deref());
+                let ours = self.cluster_name_of(key);
+                let owner = d.owner(ours);
                 if let Owner::OtherCluster(_) = owner {
                     return None;
                 }
@@ -516,15 +600,7 @@ impl Census {
                 if age < self.image_grace {
                     return None;
                 }
-                Some(orphan(
-                    key,
-                    n,
-                    seen,
-                    d,
-                    &owner,
-                    self.cluster_name.as_deref(),
-                    now,
-                ))
+                Some(orphan(key, n, seen, d, &owner, ours, now))
             })
             .collect()
     }

@@ -102,6 +102,8 @@ pub fn census_result(
     now: &Time,
     naming: impl FnOnce() -> Naming,
 ) -> CensusOutcome {
+    // A zone or region an aggregated listing names for the first time joins the census.
+    state.census.admit(key);
     let (gauge, logs) = match state.census.pools.get_mut(key) {
         Some(scope) => news(scope, &result),
         // Not configured: nothing is kept of it.

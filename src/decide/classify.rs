@@ -36,8 +36,9 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(spec) = pv.spec.as_ref() else {
         return verdict;
     };
-    let ImageFound::Missing { in_trash } = lookup.image(
+    let ImageFound::Missing { in_trash } = lookup.volume_image(
         &volume_source(spec),
+        &spec.zones(),
         pv.metadata.creation_timestamp.as_ref(),
     ) else {
         return verdict;

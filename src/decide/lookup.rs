@@ -61,6 +61,18 @@ pub trait Lookup {
         let _ = (source, created);
         ImageFound::NotCensused
     }
+    /// What the census says about the disk a volume names, `zones` being the zones its node
+    /// affinity requires (they locate an in-tree disk, and an EBS volume's region). By default,
+    /// [`Lookup::image`] of its source alone.
+    fn volume_image(
+        &self,
+        source: &crate::model::crd::VolumeSourceInfo,
+        zones: &[&str],
+        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    ) -> ImageFound {
+        let _ = zones;
+        self.image(source, created)
+    }
 }
 
 /// The facts classification needs from a claim's metadata.

@@ -357,8 +357,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         };
         published_reason(e) == Some(Reason::VolumeWithoutImage)
             && pv.spec.as_ref().is_some_and(|spec| {
-                self.lookup.image(
+                self.lookup.volume_image(
                     &volume_source(spec),
+                    &spec.zones(),
                     pv.metadata.creation_timestamp.as_ref(),
                 ) == ImageFound::Unknown
             })
@@ -476,10 +477,11 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             .and_then(|r| Some(recorded_scope(&r.source.kind, r.image.as_ref()?)));
         let vouched = key
             .as_ref()
-            .is_none_or(|k| !cs.census.pools.contains_key(k) || cs.census.is_trusted(k));
+            .is_none_or(|k| !cs.census.covers(k) || cs.census.is_trusted(k));
         Some(if vouched {
             // The pool's census no longer finds it unreferenced (or the pool is no longer
-            // censused).
+            // censused; a zone or region of a project listed as a whole is, before its first
+            // listing names it).
             plan::plan(name, None, existing, now, now)
         } else {
             // The census cannot say now: what is published stays.

@@ -129,22 +129,24 @@ pub struct RunArgs {
     pub(crate) census: CensusArgs,
 }
 
-/// The opt-in Ceph RBD census.
+/// The opt-in census: Ceph RBD, GCE persistent disks, EBS volumes.
 #[derive(Debug, Args, Clone)]
 pub struct CensusArgs {
     /// The census configuration: a YAML file naming the Ceph clusters (ceph-csi's clusterID,
-    /// monitors, a read-only user and its keyring or key file) and the pools to census. Unset:
-    /// no census, and no Ceph library is needed.
+    /// monitors, a read-only user and its keyring or key file) and the pools to census, the GCE
+    /// projects and the EBS regions. Unset: no census, no Ceph library is needed and no cloud
+    /// API is called; a backend without its section is not censused.
     #[arg(long, env = "VL_CENSUS_CONFIG")]
     pub(crate) census_config: Option<std::path::PathBuf>,
-    /// How often each pool is censused (1s to 24h).
+    /// How often each pool, GCE project and EBS region is censused (1s to 24h).
     #[arg(long, env = "VL_CENSUS_INTERVAL", default_value = "10m", value_parser = resync)]
     pub(crate) census_interval: Duration,
     /// How old an image that no PersistentVolume references must be before it is reported (the
     /// provisioner creates the image before the PV).
     #[arg(long, env = "VL_CENSUS_IMAGE_GRACE", default_value = "1h", value_parser = wait)]
     pub(crate) census_image_grace: Duration,
-    /// The bound of each Ceph request: connecting, each monitor and OSD operation (1s to 10m).
+    /// The bound of each Ceph request (connecting, each monitor and OSD operation) and of each
+    /// attempt of a GCE or EC2 request (1s to 10m).
     #[arg(long, env = "VL_CENSUS_TIMEOUT", default_value = "10s", value_parser = request_timeout)]
     pub(crate) census_timeout: Duration,
 }

@@ -124,7 +124,15 @@ pub async fn operator(args: RunArgs) -> Result<(), FatalError> {
     };
     let mut settings = settings(&args);
     if let Some(c) = &census {
-        tracing::info!(pools = %c.config.pools().map(|k| k.to_string()).collect::<Vec<_>>().join(","), interval_s = c.interval.as_secs(), "Ceph RBD census on");
+        if !c.config.clusters.is_empty() {
+            tracing::info!(pools = %c.config.pools().map(|k| k.to_string()).collect::<Vec<_>>().join(","), interval_s = c.interval.as_secs(), "Ceph RBD census on");
+        }
+        if !c.config.gce.is_empty() {
+            tracing::info!(projects = %c.config.gce.iter().map(|g| g.project.as_str()).collect::<Vec<_>>().join(","), interval_s = c.interval.as_secs(), "GCE persistent disk census on");
+        }
+        if !c.config.ebs.is_empty() {
+            tracing::info!(regions = %c.config.ebs.iter().map(|e| e.scope().to_string()).collect::<Vec<_>>().join(","), interval_s = c.interval.as_secs(), "EBS volume census on");
+        }
     }
     settings.census = census;
     if let Some(l) = &settings.leader {

@@ -1,5 +1,5 @@
 //! Wiring: what the loop reads and writes through, built from the client and the settings —
-//! the four feeds and the stores they fill, the census task, the leader election, the writer,
+//! the four feeds and the stores they fill, the census tasks, the leader election, the writer,
 //! Events and the ClusterReport writer. I/O: it starts the census and election tasks (the
 //! feeds start when the loop first polls them) and stops them on shutdown.
 
@@ -77,7 +77,7 @@ pub(crate) struct Parts {
 
 /// The tasks beside the loop, to stop on shutdown.
 pub(crate) struct Tasks {
-    census: Option<JoinHandle<()>>,
+    census: Vec<JoinHandle<()>>,
     election: Option<JoinHandle<()>>,
     stop_election: watch::Sender<bool>,
 }
@@ -200,24 +200,63 @@ where
     (store, Box::pin(items.map(move |i| input(Box::new(i)))))
 }
 
-/// The census task, when the census is on; its results join the inputs.
+/// The census tasks, when the census is on: one per configured backend (Ceph clusters, GCE
+/// projects, EBS regions); their results join the inputs. A backend without a section starts
+/// no task and calls no library.
 fn census(
     settings: &Settings,
     pvs: &Store<Volume>,
     metrics: &Metrics,
     inputs: &mut SelectAll<InputStream>,
-) -> Option<JoinHandle<()>> {
-    settings.census.clone().map(|c| {
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        for k in c.config.pools() {
-            metrics.census_pending(&k.to_string());
-        }
-        inputs.push(Box::pin(
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
-                .map(|r| Input::Census(Box::new(r))),
-        ));
-        tokio::spawn(crate::census::ceph::run(c, pvs.clone(), tx))
-    })
+) -> Vec<JoinHandle<()>> {
+    let Some(c) = settings.census.clone() else {
+        return Vec::new();
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    for k in c.config.census(c.image_grace).pools.keys() {
+        metrics.census_pending(k);
+    }
+    inputs.push(Box::pin(
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
+            .map(|r| Input::Census(Box::new(r))),
+    ));
+    let mut tasks = Vec::new();
+    if !c.config.clusters.is_empty() {
+        tasks.push(tokio::spawn(crate::census::ceph::run(
+            c.clone(),
+            pvs.clone(),
+            tx.clone(),
+        )));
+    }
+    if !c.config.gce.is_empty() {
+        #[cfg(feature = "gce")]
+        tasks.push(tokio::spawn(crate::census::gce::census::run_all(
+            c.config.clone(),
+            c.interval,
+            c.timeout,
+            c.deadline,
+            tx.clone(),
+        )));
+        #[cfg(not(feature = "gce"))]
+        tracing::warn!(
+            "the census configuration names gce projects, but this build has no GCE census (feature gce): they stay Unknown"
+        );
+    }
+    if !c.config.ebs.is_empty() {
+        #[cfg(feature = "ebs")]
+        tasks.push(tokio::spawn(crate::census::ebs::census::run_all(
+            c.config.clone(),
+            c.interval,
+            c.timeout,
+            c.deadline,
+            tx.clone(),
+        )));
+        #[cfg(not(feature = "ebs"))]
+        tracing::warn!(
+            "the census configuration names ebs regions, but this build has no EBS census (feature ebs): they stay Unknown"
+        );
+    }
+    tasks
 }
 
 /// The election runs beside the loop; without it this process leads for ever. The role, the
@@ -253,11 +292,17 @@ impl Tasks {
     /// timeouts); the connections the task kept are let go when it is dropped, and shut down
     /// before the process exits.
     pub(crate) async fn stop_census(&mut self, grace: Duration) {
-        if let Some(t) = self.census.take() {
-            t.abort();
-            let _ = t.await;
-            crate::census::ceph::connections_released(grace).await;
+        let tasks = std::mem::take(&mut self.census);
+        if tasks.is_empty() {
+            return;
         }
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        crate::census::ceph::connections_released(grace).await;
     }
 
     /// Releases the Lease (within a bound) so that another replica takes over at once. Only

@@ -2,6 +2,7 @@
 //! the CRD and the command line. No API server, no clock: time is a fixed argument.
 
 mod census;
+mod census_cloud;
 mod census_result;
 mod classify;
 mod cli;

@@ -5,6 +5,8 @@
 mod census;
 mod ceph;
 mod chart;
+#[cfg(feature = "ebs")]
+mod cloud;
 // The cloud backends' scan: built with both (the default features).
 #[cfg(all(feature = "gce", feature = "ebs"))]
 mod cloud_scan;
@@ -13,6 +15,8 @@ mod deploy;
 mod exclusions;
 mod fault;
 mod gauges;
+#[cfg(feature = "gce")]
+mod gce_census;
 mod ha;
 mod handoff;
 mod image;

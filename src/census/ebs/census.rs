@@ -3,10 +3,6 @@
 //!
 //! **I/O: reads EC2 through [`Ebs`]; writes nothing.** The mapping from the listing to the
 //! neutral census types ([`snapshot_of`], the failure kinds) is pure.
-#![allow(
-    dead_code,
-    reason = "the operator and scan start this census in the next step of issue 19"
-)]
 
 use std::time::{Duration, Instant};
 
@@ -14,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
 use super::{Ebs, EbsConfig, EbsVolume, ErrorCategory, ListError, Listing};
+use crate::census::config::{CensusConfig, EbsSection};
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
@@ -169,6 +166,43 @@ pub(crate) async fn run(
             _ = tx.closed() => return,
         }
     }
+}
+
+/// The listing's configuration for one `ebs` section of the census file: its region, account
+/// label and endpoint; each attempt bounded by `timeout`, each page with its retries by four
+/// times that, the whole listing by `deadline`. Credentials: `aws-config`'s default chain.
+pub(crate) fn config_of(section: &EbsSection, timeout: Duration, deadline: Duration) -> EbsConfig {
+    let mut c = EbsConfig::new(section.region.clone());
+    c.account = section.account.clone();
+    c.endpoint_url = section.endpoint.clone();
+    c.attempt_timeout = timeout;
+    c.request_timeout = timeout * 4;
+    c.deadline = deadline;
+    c
+}
+
+/// Every `ebs` section's census, each region listed on its own every `interval`, until `tx`
+/// is closed. A section's `clusterName` (else the file's) is the cluster its volumes' tags are
+/// read against.
+pub(crate) async fn run_all(
+    config: CensusConfig,
+    interval: Duration,
+    timeout: Duration,
+    deadline: Duration,
+    tx: mpsc::Sender<CensusReport>,
+) {
+    let regions = config.ebs.iter().map(|s| {
+        run(
+            config_of(s, timeout, deadline),
+            s.cluster_name
+                .clone()
+                .or_else(|| config.cluster_name.clone()),
+            s.cluster_tag.clone(),
+            interval,
+            tx.clone(),
+        )
+    });
+    futures::future::join_all(regions).await;
 }
 
 #[cfg(test)]

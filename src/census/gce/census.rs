@@ -4,10 +4,6 @@
 //! **I/O: reads Compute Engine through [`GceLister`]; writes nothing.** The mapping from the
 //! lister's answers to the neutral census types ([`snapshot_of`], [`scope_of`], the failure
 //! kinds) is pure.
-#![allow(
-    dead_code,
-    reason = "the operator and scan start this census in the next step of issue 19"
-)]
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -16,8 +12,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
 use super::{
-    ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location, ProjectListing,
+    CredentialSource, ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location,
+    Locations, ProjectListing,
 };
+use crate::census::config::{CensusConfig, GceLocation, GceSection};
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
@@ -165,6 +163,8 @@ pub(crate) async fn run(
 ) {
     let project = config.project.clone();
     let mut lister = None;
+    // What the log last said of a lister that cannot be made (once per change, not per turn).
+    let mut said: Option<String> = None;
     loop {
         if tx.is_closed() {
             return;
@@ -173,11 +173,16 @@ pub(crate) async fn run(
         let at = wall_clock();
         if lister.is_none() {
             match GceLister::new(config.clone()).await {
-                Ok(l) => lister = Some(l),
+                Ok(l) => {
+                    lister = Some(l);
+                    said = None;
+                }
                 Err(e) => {
-                    if known.is_empty() {
+                    let text = e.to_string();
+                    if known.is_empty() && said.as_ref() != Some(&text) {
                         tracing::warn!(project = %project, error = %e, "the GCE census cannot start");
                     }
+                    said = Some(text);
                     for key in known.iter().cloned() {
                         if tx
                             .send(CensusReport {
@@ -208,6 +213,51 @@ pub(crate) async fn run(
             _ = tx.closed() => return,
         }
     }
+}
+
+/// The lister's configuration for one `gce` section of the census file: its project,
+/// locations, credentials, cluster label and endpoint; each request (attempt) bounded by
+/// `timeout`, each scope's whole listing by `deadline`.
+pub(crate) fn config_of(section: &GceSection, timeout: Duration, deadline: Duration) -> GceConfig {
+    let mut c = GceConfig::new(section.project.clone());
+    if let Some(locations) = section.locations() {
+        let (mut zones, mut regions) = (Vec::new(), Vec::new());
+        for l in locations {
+            match l {
+                GceLocation::Zone(z) => zones.push(z),
+                GceLocation::Region(r) => regions.push(r),
+            }
+        }
+        c.locations = Locations::Only { zones, regions };
+    }
+    if let Some(k) = &section.key_file {
+        c.credentials = CredentialSource::KeyFile(k.clone());
+    }
+    c.cluster_label = section.cluster_label.clone();
+    c.endpoint = section.endpoint.clone();
+    c.attempt_timeout = timeout;
+    c.deadline = deadline;
+    c
+}
+
+/// Every `gce` section's census, each project listed on its own every `interval`, until `tx`
+/// is closed.
+pub(crate) async fn run_all(
+    config: CensusConfig,
+    interval: Duration,
+    timeout: Duration,
+    deadline: Duration,
+    tx: mpsc::Sender<CensusReport>,
+) {
+    let projects = config.gce.iter().map(|s| {
+        run(
+            config_of(s, timeout, deadline),
+            s.scopes().into_iter().collect(),
+            interval,
+            tx.clone(),
+        )
+    });
+    futures::future::join_all(projects).await;
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use super::Loop;
 use crate::census::CensusReport;
-use crate::decide::census::{Resolved, disk_ref};
+use crate::decide::census::{Resolved, Scope, disk_ref};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::Reason;
@@ -38,12 +38,15 @@ impl Loop {
         match out.gauge {
             Gauge::Done { images, unread } => {
                 self.metrics
-                    .census_done(&label, images, unread, elapsed.as_secs_f64(), requests)
+                    .census_done(&key, images, unread, elapsed.as_secs_f64(), requests)
             }
-            Gauge::Failed => self.metrics.census_failed(&label, requests),
+            Gauge::Failed => self.metrics.census_failed(&key, requests),
         }
         for line in out.logs {
-            Self::log_census(&label, line);
+            match key {
+                Scope::Ceph(_) => Self::log_census(&label, line),
+                _ => Self::log_cloud_census(key.backend(), &label, line),
+            }
         }
         for n in out.mark {
             self.scheduler.mark(&n);
@@ -112,6 +115,25 @@ impl Loop {
             }
             CensusLog::Failed { category, message } => {
                 tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+            }
+        }
+    }
+
+    /// Logs a line of a cloud scope's census outcome (a GCE zone or region, an EBS region):
+    /// one when it starts failing (or fails in another way), one when it works again.
+    fn log_cloud_census(backend: &str, scope: &str, line: crate::decide::census_result::CensusLog) {
+        use crate::decide::census_result::CensusLog;
+        match line {
+            CensusLog::Recovered { after } => {
+                tracing::info!(backend, %scope, after = %after, "the census of the scope works again")
+            }
+            CensusLog::Done { images } => {
+                tracing::debug!(backend, %scope, disks = images, "census done")
+            }
+            // A cloud listing reads every disk's details with it: none is ever unread.
+            CensusLog::Unread { .. } | CensusLog::ReadAgain => {}
+            CensusLog::Failed { category, message } => {
+                tracing::warn!(backend, %scope, error = %message, category = %category, "the census of the scope failed: its disks are Unknown (no finding about them is made, changed or cleared) until it works again")
             }
         }
     }

@@ -78,9 +78,16 @@ impl Lookup for StoreLookup<'_> {
     }
 
     fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
-        // A PV's zones are not at hand here: an in-tree disk that only they locate is not
-        // censused.
-        match (self.census, disk_ref(source, &[])) {
+        self.volume_image(source, &[], created)
+    }
+
+    fn volume_image(
+        &self,
+        source: &VolumeSourceInfo,
+        zones: &[&str],
+        created: Option<&Time>,
+    ) -> ImageFound {
+        match (self.census, disk_ref(source, zones)) {
             (Some(c), Some(r)) => c.image(&r, created),
             _ => ImageFound::NotCensused,
         }

@@ -1,22 +1,52 @@
-//! Metrics of the storage censuses, one series per censused pool (`cluster/pool[/namespace]`).
+//! Metrics of the storage censuses, one series per censused scope: a Ceph pool
+//! (`{pool="cluster/pool[/namespace]"}`), a GCE zone or region or an EBS region
+//! (`{backend, scope}`).
 
 use std::sync::atomic::AtomicU64;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::common::registered;
+use crate::model::image::Scope;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct PoolLabel {
-    pool: String,
+/// The labels of a censused scope's series: `{pool}` for a Ceph pool (`cluster/pool[/namespace]`,
+/// as the alerts and the dashboard read them), `{backend, scope}` for a cloud scope (`gce`,
+/// `project/location`; `ebs`, `[account/]region`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CensusLabels(Vec<(&'static str, String)>);
+
+impl EncodeLabelSet for CensusLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        self.0.as_slice().encode(encoder)
+    }
 }
 
-fn pool(pool: &str) -> PoolLabel {
-    PoolLabel { pool: pool.into() }
+impl From<&str> for CensusLabels {
+    /// A Ceph pool, by its `cluster/pool[/namespace]` label.
+    fn from(pool: &str) -> CensusLabels {
+        CensusLabels(vec![("pool", pool.to_string())])
+    }
+}
+
+impl From<&Scope> for CensusLabels {
+    fn from(scope: &Scope) -> CensusLabels {
+        match scope {
+            Scope::Ceph(k) => CensusLabels::from(k.to_string().as_str()),
+            Scope::Gce { .. } | Scope::Ebs { .. } => {
+                let backend = scope.backend();
+                let full = scope.to_string();
+                let name = full
+                    .strip_prefix(backend)
+                    .and_then(|s| s.strip_prefix(':'))
+                    .unwrap_or(&full);
+                CensusLabels(vec![("backend", backend.into()), ("scope", name.into())])
+            }
+        }
+    }
 }
 
 fn count(n: usize) -> i64 {
@@ -25,13 +55,13 @@ fn count(n: usize) -> i64 {
 
 #[derive(Debug)]
 pub(super) struct CensusMetrics {
-    up: Family<PoolLabel, Gauge>,
-    images: Family<PoolLabel, Gauge>,
-    images_unread: Family<PoolLabel, Gauge>,
-    duration: Family<PoolLabel, Gauge<f64, AtomicU64>>,
-    requests: Family<PoolLabel, Counter>,
-    runs: Family<PoolLabel, Counter>,
-    failures: Family<PoolLabel, Counter>,
+    up: Family<CensusLabels, Gauge>,
+    images: Family<CensusLabels, Gauge>,
+    images_unread: Family<CensusLabels, Gauge>,
+    duration: Family<CensusLabels, Gauge<f64, AtomicU64>>,
+    requests: Family<CensusLabels, Counter>,
+    runs: Family<CensusLabels, Counter>,
+    failures: Family<CensusLabels, Counter>,
 }
 
 impl CensusMetrics {
@@ -84,13 +114,12 @@ impl CensusMetrics {
 
     pub(super) fn done(
         &self,
-        name: &str,
+        l: CensusLabels,
         images: usize,
         unread: usize,
         seconds: f64,
         requests: u64,
     ) {
-        let l = pool(name);
         self.up.get_or_create(&l).set(1);
         self.images.get_or_create(&l).set(count(images));
         self.images_unread.get_or_create(&l).set(count(unread));
@@ -99,14 +128,13 @@ impl CensusMetrics {
         self.runs.get_or_create(&l).inc();
     }
 
-    pub(super) fn failed(&self, name: &str, requests: u64) {
-        let l = pool(name);
+    pub(super) fn failed(&self, l: CensusLabels, requests: u64) {
         self.up.get_or_create(&l).set(0);
         self.requests.get_or_create(&l).inc_by(requests);
         self.failures.get_or_create(&l).inc();
     }
 
-    pub(super) fn pending(&self, name: &str) {
-        self.up.get_or_create(&pool(name)).set(0);
+    pub(super) fn pending(&self, l: CensusLabels) {
+        self.up.get_or_create(&l).set(0);
     }
 }

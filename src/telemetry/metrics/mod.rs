@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
+pub use self::census::CensusLabels;
 use self::census::CensusMetrics;
 use self::decisions::DecisionMetrics;
 use self::events::EventMetrics;
@@ -167,25 +168,27 @@ impl Metrics {
         self.decisions.ignored(delta);
     }
 
-    /// Records a completed census of `pool`.
+    /// Records a completed census of a scope: a Ceph pool by its label
+    /// (`cluster/pool[/namespace]`), or any [`Scope`](crate::model::image::Scope).
     pub fn census_done(
         &self,
-        pool: &str,
+        scope: impl Into<CensusLabels>,
         images: usize,
         unread: usize,
         seconds: f64,
         requests: u64,
     ) {
-        self.census.done(pool, images, unread, seconds, requests);
+        self.census
+            .done(scope.into(), images, unread, seconds, requests);
     }
 
-    /// Records a failed census of `pool`.
-    pub(crate) fn census_failed(&self, pool: &str, requests: u64) {
-        self.census.failed(pool, requests);
+    /// Records a failed census of a scope.
+    pub(crate) fn census_failed(&self, scope: impl Into<CensusLabels>, requests: u64) {
+        self.census.failed(scope.into(), requests);
     }
 
-    /// Exposes a pool that has not been censused yet.
-    pub(crate) fn census_pending(&self, pool: &str) {
-        self.census.pending(pool);
+    /// Exposes a scope that has not been censused yet (its answers are Unknown).
+    pub(crate) fn census_pending(&self, scope: impl Into<CensusLabels>) {
+        self.census.pending(scope.into());
     }
 }

@@ -1,0 +1,391 @@
+//! The cloud census as the loop keeps it, without a cloud: the zones and regions an aggregated
+//! GCE listing names join the census, a disk in a zone or region not listed yet is Unknown, each
+//! section names its own cluster, and each cloud scope has its `census_up{backend,scope}` and
+//! one log line per change of its health.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::fixtures::{now, now_plus};
+use crate::census::config::CensusConfig;
+use crate::decide::census::{
+    DiskFacts, DiskRef, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+};
+use crate::decide::census_result::{CensusLog, CensusState, Gauge, Naming, census_result};
+use crate::model::crd::{Hint, Reason};
+use crate::model::image::ImageFound;
+use crate::telemetry::Metrics;
+
+/// `open` is censused by one aggregated listing (its scopes join as listed), `fixed` by its
+/// two locations, with its own cluster name; one EBS region with its own cluster name.
+const CONFIG: &str = r#"
+clusterName: prod
+gce:
+  - project: open
+  - project: fixed
+    locations: [europe-west1-b, europe-west1]
+    clusterName: gke-fixed
+ebs:
+  - region: eu-west-1
+    clusterName: eks-a
+"#;
+
+fn state() -> CensusState {
+    let c = CensusConfig::parse(CONFIG).expect("config parses");
+    CensusState::new(c.census(Duration::from_secs(3600)))
+}
+
+fn gce(project: &str, location: &str) -> Scope {
+    Scope::Gce {
+        project: project.into(),
+        location: location.into(),
+    }
+}
+
+fn ebs() -> Scope {
+    Scope::Ebs {
+        account: None,
+        region: "eu-west-1".into(),
+    }
+}
+
+fn gce_disk(project: Option<&str>, location: &str, name: &str) -> DiskRef {
+    DiskRef::Gce {
+        project: project.map(str::to_string),
+        location: Some(location.into()),
+        name: name.into(),
+    }
+}
+
+/// A disk two hours old, unattached, labelled with `cluster`.
+fn disk(cluster: Option<&str>) -> Seen {
+    Seen {
+        id: "42".into(),
+        detail: Some(Box::new(DiskFacts {
+            size: 10 << 30,
+            created: Some(now_plus(-7200).0),
+            kind: Some("pd-balanced".into()),
+            cluster: cluster.map(str::to_string),
+            ..DiskFacts::default()
+        })),
+    }
+}
+
+fn listing(at: i64, disks: Vec<(&str, Seen)>) -> Snapshot {
+    Snapshot {
+        started: now_plus(at),
+        pool_id: 0,
+        images: disks.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
+        trash: Default::default(),
+        unread: Default::default(),
+    }
+}
+
+fn forbidden() -> (FailureKind, String) {
+    (
+        FailureKind::of(FailureCategory::Forbidden),
+        "listing the disks of open/europe-west1-c: 403".into(),
+    )
+}
+
+/// Records `result` for `key`, a PV named `pv` naming `disk`.
+fn record(
+    s: &mut CensusState,
+    key: &Scope,
+    result: Result<Snapshot, (FailureKind, String)>,
+    pv: Option<(&str, DiskRef)>,
+) -> crate::decide::census_result::CensusOutcome {
+    let naming = Naming {
+        volumes: pv.into_iter().map(|(n, d)| (n.into(), Some(d))).collect(),
+        ..Naming::default()
+    };
+    census_result(s, key, result, &now(), || naming)
+}
+
+// ---- 2. Scopes an aggregated listing names ----
+
+#[test]
+fn a_disk_in_a_zone_of_an_aggregated_project_not_listed_yet_is_unknown_not_uncensused() {
+    let s = state();
+    let volume_created = now_plus(-86400);
+    for r in [
+        gce_disk(Some("open"), "europe-west1-c", "pvc-1"),
+        // In-tree: no project; only the open project can hold it.
+        gce_disk(None, "us-central1-a", "legacy"),
+    ] {
+        assert_eq!(
+            s.census.image(&r, Some(&volume_created)),
+            ImageFound::Unknown,
+            "{r:?}"
+        );
+    }
+    // A project nothing censuses, and a location the listed-by-location project does not list.
+    for r in [
+        gce_disk(Some("elsewhere"), "europe-west1-c", "pvc-1"),
+        gce_disk(Some("fixed"), "europe-west1-c", "pvc-1"),
+    ] {
+        assert_eq!(
+            s.census.image(&r, Some(&volume_created)),
+            ImageFound::NotCensused,
+            "{r:?}"
+        );
+    }
+    // In-tree, in a zone the fixed project lists and the open one may hold: not guessed.
+    assert_eq!(
+        s.census.image(
+            &gce_disk(None, "europe-west1-b", "legacy"),
+            Some(&volume_created)
+        ),
+        ImageFound::NotCensused
+    );
+    assert!(s.census.covers(&gce("open", "asia-east1-a")));
+    assert!(!s.census.covers(&gce("fixed", "asia-east1-a")));
+}
+
+#[test]
+fn a_zone_an_aggregated_listing_names_joins_the_census_and_its_disks_are_decided() {
+    let mut s = state();
+    let key = gce("open", "europe-west1-c");
+    let pv = (
+        "pv-gone",
+        gce_disk(Some("open"), "europe-west1-c", "pvc-gone"),
+    );
+    let out = record(
+        &mut s,
+        &key,
+        Ok(listing(
+            -120,
+            vec![("pvc-gone", disk(None)), ("orphan", disk(Some("prod")))],
+        )),
+        Some(pv.clone()),
+    );
+    assert!(s.census.pools.contains_key(&key), "admitted");
+    assert_eq!(
+        out.gauge,
+        Gauge::Done {
+            images: 2,
+            unread: 0
+        }
+    );
+    let orphans: Vec<&str> = s
+        .orphans
+        .values()
+        .map(|(_, f)| f.status.image.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(orphans, ["orphan"], "the PV's disk is referenced");
+    let (k, f) = s.orphans.values().next().unwrap();
+    assert_eq!(*k, key);
+    assert_eq!(f.status.reason, Reason::ImageWithoutVolume);
+    assert!(f.status.hints.is_empty(), "ours: {:?}", f.status.hints);
+
+    // The PV's disk: present, then gone from two listings in a row.
+    let created = now_plus(-86400);
+    assert!(matches!(
+        s.census.image(&pv.1, Some(&created)),
+        ImageFound::Present { .. }
+    ));
+    record(&mut s, &key, Ok(listing(-60, vec![])), Some(pv.clone()));
+    record(&mut s, &key, Ok(listing(-30, vec![])), Some(pv.clone()));
+    assert_eq!(
+        s.census.image(&pv.1, Some(&created)),
+        ImageFound::Missing { in_trash: false }
+    );
+    assert!(s.orphans.is_empty(), "the orphan was deleted");
+}
+
+#[test]
+fn a_scope_of_nothing_configured_is_not_admitted() {
+    let mut s = state();
+    for key in [
+        gce("elsewhere", "europe-west1-c"),
+        gce("fixed", "asia-east1-a"),
+    ] {
+        let out = record(
+            &mut s,
+            &key,
+            Ok(listing(-120, vec![("orphan", disk(Some("prod")))])),
+            None,
+        );
+        assert!(!s.census.pools.contains_key(&key), "{key}");
+        assert_eq!(out.mark, Vec::<String>::new());
+        assert!(s.orphans.is_empty());
+    }
+}
+
+#[test]
+fn each_section_names_its_own_cluster() {
+    let mut s = state();
+    // The fixed project names its cluster gke-fixed: prod's disks are another cluster's there.
+    let key = gce("fixed", "europe-west1-b");
+    record(
+        &mut s,
+        &key,
+        Ok(listing(
+            -120,
+            vec![
+                ("ours", disk(Some("gke-fixed"))),
+                ("theirs", disk(Some("prod"))),
+            ],
+        )),
+        None,
+    );
+    let names: HashSet<&str> = s
+        .orphans
+        .values()
+        .map(|(_, f)| f.status.image.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(names, HashSet::from(["ours"]));
+    assert!(
+        s.orphans
+            .values()
+            .all(|(_, f)| !f.status.hints.contains(&Hint::OwnerUnknown))
+    );
+
+    // The open project has none of its own: the file's prod, also in the scopes it admits.
+    let mut s = state();
+    let key = gce("open", "europe-west1-c");
+    record(
+        &mut s,
+        &key,
+        Ok(listing(
+            -120,
+            vec![
+                ("ours", disk(Some("prod"))),
+                ("theirs", disk(Some("gke-fixed"))),
+            ],
+        )),
+        None,
+    );
+    let names: Vec<&str> = s
+        .orphans
+        .values()
+        .map(|(_, f)| f.status.image.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(names, ["ours"]);
+
+    // The EBS region's own: eks-a.
+    let mut s = state();
+    record(
+        &mut s,
+        &ebs(),
+        Ok(listing(
+            -120,
+            vec![
+                ("vol-1", disk(Some("eks-a"))),
+                ("vol-2", disk(Some("prod"))),
+            ],
+        )),
+        None,
+    );
+    let names: Vec<&str> = s
+        .orphans
+        .values()
+        .map(|(_, f)| f.status.image.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(names, ["vol-1"]);
+}
+
+// ---- 3. Each cloud scope's health ----
+
+#[test]
+fn a_cloud_scope_failing_is_logged_once_and_its_recovery_once() {
+    let mut s = state();
+    // A zone the aggregated listing marks unreachable, before it ever listed.
+    let key = gce("open", "europe-west1-c");
+    let logs = |o: crate::decide::census_result::CensusOutcome| o.logs;
+    let first = logs(record(&mut s, &key, Err(forbidden()), None));
+    assert!(matches!(first[..], [CensusLog::Failed { .. }]), "{first:?}");
+    assert!(s.census.pools.contains_key(&key), "admitted, Unknown");
+    assert!(!s.census.is_trusted(&key));
+    let again = logs(record(&mut s, &key, Err(forbidden()), None));
+    assert_eq!(again, [], "the same problem is not news");
+    let back = logs(record(&mut s, &key, Ok(listing(-60, vec![])), None));
+    assert!(
+        matches!(back[..], [CensusLog::Recovered { .. }]),
+        "{back:?}"
+    );
+    let quiet = logs(record(&mut s, &key, Ok(listing(-30, vec![])), None));
+    assert!(matches!(quiet[..], [CensusLog::Done { .. }]), "{quiet:?}");
+}
+
+#[test]
+fn a_failing_scope_clears_nothing_published_about_it() {
+    let mut s = state();
+    let key = gce("open", "europe-west1-c");
+    record(
+        &mut s,
+        &key,
+        Ok(listing(-120, vec![("orphan", disk(Some("prod")))])),
+        None,
+    );
+    assert_eq!(s.orphans.len(), 1);
+    let out = record(&mut s, &key, Err(forbidden()), None);
+    assert_eq!(out.gauge, Gauge::Failed);
+    assert_eq!(out.mark, Vec::<String>::new(), "nothing decided again");
+    assert_eq!(s.orphans.len(), 1, "what was found stays");
+}
+
+#[test]
+fn each_cloud_scope_has_its_census_up_series_beside_the_ceph_pools() {
+    let m = Metrics::default();
+    m.census_pending(&gce("fixed", "europe-west1-b"));
+    m.census_done(&gce("open", "europe-west1-c"), 2, 0, 0.5, 3);
+    m.census_failed(&ebs(), 1);
+    m.census_failed(
+        &Scope::Ebs {
+            account: Some("123456789012".into()),
+            region: "us-east-1".into(),
+        },
+        1,
+    );
+    m.census_done("fsid/k8s-rbd", 3, 0, 0.1, 2);
+    let text = m.encode();
+    for line in [
+        r#"volume_leftovers_census_up{backend="gce",scope="fixed/europe-west1-b"} 0"#,
+        r#"volume_leftovers_census_up{backend="gce",scope="open/europe-west1-c"} 1"#,
+        r#"volume_leftovers_census_up{backend="ebs",scope="eu-west-1"} 0"#,
+        r#"volume_leftovers_census_up{backend="ebs",scope="123456789012/us-east-1"} 0"#,
+        r#"volume_leftovers_census_up{pool="fsid/k8s-rbd"} 1"#,
+        r#"volume_leftovers_census_images{backend="gce",scope="open/europe-west1-c"} 2"#,
+        r#"volume_leftovers_census_failures_total{backend="ebs",scope="eu-west-1"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+}
+
+#[test]
+fn the_operator_locates_an_ebs_volume_by_the_zones_its_pv_requires() {
+    use crate::decide::lookup::Lookup;
+    use crate::model::crd::VolumeSourceInfo;
+    use crate::run::controller::{StoreLookup, View};
+    let c = CensusConfig::parse("ebs:\n  - region: us-east-1\n  - region: us-west-2\n").unwrap();
+    let mut census = c.census(Duration::from_secs(3600));
+    let east = Scope::Ebs {
+        account: None,
+        region: "us-east-1".into(),
+    };
+    census.record(&east, Ok(listing(-120, vec![])));
+    census.record(&east, Ok(listing(-60, vec![])));
+    let lookup = StoreLookup {
+        claims: View::Stale,
+        classes: View::Stale,
+        census: Some(&census),
+    };
+    let source = VolumeSourceInfo {
+        kind: "csi".into(),
+        driver: Some("ebs.csi.aws.com".into()),
+        volume_handle: Some("vol-0123456789abcdef0".into()),
+        ..VolumeSourceInfo::default()
+    };
+    let created = now_plus(-86400);
+    assert_eq!(
+        lookup.volume_image(&source, &["us-east-1a"], Some(&created)),
+        ImageFound::Missing { in_trash: false },
+        "its zone says us-east-1"
+    );
+    assert_eq!(
+        lookup.image(&source, Some(&created)),
+        ImageFound::NotCensused,
+        "without its zones, either region could hold it"
+    );
+}

@@ -1,0 +1,485 @@
+//! The operator's EBS census end to end: the operator binary (`run --census-config` with an
+//! `ebs:` section and nothing else) on the real control plane, listing moto's EC2
+//! (`scripts/moto.sh`, `moto[server]`) through the real `aws-sdk-ec2` by its endpoint override.
+//!
+//! An unattached volume no PV names, older than the grace → ImageWithoutVolume with its facts; a
+//! volume whose tags name another cluster → nothing; the volume under a Bound PV deleted →
+//! VolumeWithoutImage after two listings; a region answering 403 (a gate in front of moto that
+//! the test closes) → that region Unknown (`census_up{backend="ebs",scope}` 0), what was
+//! published about it unchanged.
+//!
+//! When moto cannot be installed or started the test skips, except in CI (`CI=true`).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use k8s_openapi::api::core::v1::{
+    CSIPersistentVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::ObjectMeta;
+use kube::{Api, ResourceExt};
+use volume_leftovers::decide::census::{Scope, disk_leftover_name};
+use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover};
+
+use crate::support::*;
+
+/// moto's standalone server on a free port of 127.0.0.1, stopped on drop.
+struct Moto {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn moto() -> Option<Moto> {
+    match start_moto() {
+        Ok(m) => Some(m),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("moto could not be started (CI=true: failing, not skipping): {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: moto could not be started: {e}");
+            None
+        }
+    }
+}
+
+fn start_moto() -> Result<Moto, String> {
+    let server = match std::env::var("VL_MOTO_SERVER") {
+        Ok(p) => p,
+        Err(_) => {
+            let out = Command::new(repo().join("scripts/moto.sh"))
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("scripts/moto.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("scripts/moto.sh failed: {}", out.status));
+            }
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    let port = free_port();
+    let child = Command::new(&server)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{server}: {e}"))?;
+    let mut moto = Moto { child, port };
+    let until = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = moto.child.try_wait() {
+            return Err(format!("moto_server exited: {status}"));
+        }
+        if Instant::now() > until {
+            return Err("moto_server did not listen within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(moto)
+}
+
+const KEY_ID: &str = "AKIATESTTESTTEST";
+const SECRET: &str = "test-secret";
+
+/// A plain SDK client, for the test's own writes to moto.
+async fn writer(port: u16, region: &str) -> aws_sdk_ec2::Client {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_string()))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+            KEY_ID, SECRET, None, None, "test",
+        ))
+        .load()
+        .await;
+    aws_sdk_ec2::Client::new(&sdk)
+}
+
+/// Creates a 10 GiB gp3 volume with these tags; returns its id.
+async fn create_volume(ec2: &aws_sdk_ec2::Client, az: &str, tags: &[(&str, &str)]) -> String {
+    let mut req = ec2
+        .create_volume()
+        .availability_zone(az)
+        .size(10)
+        .volume_type(aws_sdk_ec2::types::VolumeType::Gp3);
+    if !tags.is_empty() {
+        let mut spec = TagSpecification::builder().resource_type(ResourceType::Volume);
+        for (k, v) in tags {
+            spec = spec.tags(Tag::builder().key(*k).value(*v).build());
+        }
+        req = req.tag_specifications(spec.build());
+    }
+    req.send()
+        .await
+        .expect("CreateVolume")
+        .volume_id()
+        .expect("an id")
+        .to_string()
+}
+
+/// A gate in front of moto: forwards each request while open, answers EC2's 403
+/// (`UnauthorizedOperation`) once closed. One request per connection (`Connection: close`).
+struct Gate {
+    port: u16,
+    closed: Arc<AtomicBool>,
+}
+
+impl Gate {
+    fn start(target: u16) -> Gate {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let closed = Arc::new(AtomicBool::new(false));
+        let c = closed.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(conn) = conn else { continue };
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let _ = pass(conn, target, &c);
+                });
+            }
+        });
+        Gate { port, closed }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+}
+
+/// One request: read it, forward it to moto (or refuse it), write the answer back.
+fn pass(mut conn: TcpStream, target: u16, closed: &AtomicBool) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = conn.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = conn.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    if closed.load(Ordering::SeqCst) {
+        let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not authorized to perform this operation.</Message></Error></Errors><RequestID>e2e-gate</RequestID></Response>";
+        let answer = format!(
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return conn.write_all(answer.as_bytes());
+    }
+    // The request again, on a connection of its own to moto, closed after its answer.
+    let mut out = String::new();
+    for l in head.trim_end().lines() {
+        if !l.to_ascii_lowercase().starts_with("connection:") {
+            out.push_str(l);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut up = TcpStream::connect(("127.0.0.1", target))?;
+    up.write_all(out.as_bytes())?;
+    up.write_all(&buf[head_end..])?;
+    let mut answer = Vec::new();
+    up.read_to_end(&mut answer)?;
+    conn.write_all(&answer)
+}
+
+/// A PV as the EBS CSI driver provisions it, in `zone`.
+fn ebs_pv(name: &str, class: &str, volume_id: &str, zone: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some([("storage".to_string(), Quantity("10Gi".into()))].into()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            storage_class_name: Some(class.into()),
+            csi: Some(CSIPersistentVolumeSource {
+                driver: "ebs.csi.aws.com".into(),
+                volume_handle: volume_id.into(),
+                ..CSIPersistentVolumeSource::default()
+            }),
+            node_affinity: Some(VolumeNodeAffinity {
+                required: Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_expressions: Some(vec![NodeSelectorRequirement {
+                            key: "topology.kubernetes.io/zone".into(),
+                            operator: "In".into(),
+                            values: Some(vec![zone.into()]),
+                        }]),
+                        ..NodeSelectorTerm::default()
+                    }],
+                }),
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The operator's `/metrics` sample `sample`, when it answers.
+fn scraped(port: u16, sample: &str) -> Option<f64> {
+    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
+}
+
+/// Every VolumeLeftover's resourceVersion, by name.
+async fn versions(leftovers: &Api<VolumeLeftover>) -> BTreeMap<String, String> {
+    leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| (o.name_any(), o.resource_version().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a_forbidden_region()
+{
+    let Some(moto) = moto() else { return };
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let gate = Gate::start(moto.port);
+    let (east, west) = ("us-east-1", "us-west-2");
+    let ec2 = writer(moto.port, east).await;
+    let ec2_west = writer(moto.port, west).await;
+    let cluster = unique("e2e-eks");
+    let ours = format!("kubernetes.io/cluster/{cluster}");
+    let orphan = create_volume(
+        &ec2,
+        "us-east-1a",
+        &[
+            (ours.as_str(), "owned"),
+            ("CSIVolumeName", "pvc-long-gone"),
+            ("kubernetes.io/created-for/pvc/name", "data"),
+            ("kubernetes.io/created-for/pvc/namespace", "shop"),
+        ],
+    )
+    .await;
+    let theirs = create_volume(
+        &ec2,
+        "us-east-1a",
+        &[("kubernetes.io/cluster/another-cluster", "owned")],
+    )
+    .await;
+    let bound = create_volume(&ec2, "us-east-1a", &[(ours.as_str(), "owned")]).await;
+    let far = create_volume(&ec2_west, "us-west-2a", &[(ours.as_str(), "owned")]).await;
+
+    // A Bound PV naming `bound`.
+    let class = unique("ebs-sc");
+    create(
+        &Api::<StorageClass>::all(admin.clone()),
+        &crate::support::class(&class, "Retain"),
+    )
+    .await;
+    let ns = unique("ebs-ns");
+    create_ns(&admin, &ns).await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let bound_pv = unique("ebs-bound-pv");
+    create(&pvs, &ebs_pv(&bound_pv, &class, &bound, "us-east-1a")).await;
+    create(&claims, &pvc(&ns, "bound", &class, "10Gi")).await;
+    wait_pv_phase(&pvs, &bound_pv, "Bound").await;
+
+    let dir = cp.dir.join(unique("ebs-census"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("census.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "clusterName: {cluster}\nebs:\n  - region: {east}\n    endpoint: http://127.0.0.1:{}\n  - region: {west}\n    endpoint: http://127.0.0.1:{}\n",
+            moto.port, gate.port
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let log = dir.join("operator.log");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"));
+    cmd.args(["run", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--census-interval", "1s", "--census-image-grace", "3s"])
+        .args([
+            "--census-timeout",
+            "3s",
+            "--grace",
+            "4s",
+            "--delete-grace",
+            "6s",
+        ])
+        .arg("--census-config")
+        .arg(&config)
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut operator = Running(cmd.spawn().unwrap());
+    println!("operator log: {}", log.display());
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let east_scope = Scope::Ebs {
+        account: None,
+        region: east.into(),
+    };
+    let west_scope = Scope::Ebs {
+        account: None,
+        region: west.into(),
+    };
+
+    // The volume nobody references, older than the grace: a finding with its facts.
+    let found = wait_leftover(
+        &leftovers,
+        &disk_leftover_name(&east_scope, &orphan),
+        "ImageWithoutVolume",
+        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+    )
+    .await;
+    let s = found.status.clone().unwrap();
+    assert_eq!(s.subject, Subject::Image);
+    assert!(s.hints.is_empty(), "ours: {:?}", s.hints);
+    assert_eq!(s.capacity_bytes, Some(10 << 30));
+    assert!(
+        s.message.contains(&format!("EBS volume {orphan} ({east})")),
+        "{}",
+        s.message
+    );
+    let info = s.image.unwrap();
+    assert_eq!(info.name, orphan);
+    assert_eq!(info.pool, east);
+    let owner = info.owner.expect("the CSI driver's record");
+    assert_eq!(owner.volume_name.as_deref(), Some("pvc-long-gone"));
+    assert_eq!(owner.claim_name.as_deref(), Some("data"));
+    assert_eq!(owner.cluster_name.as_deref(), Some(cluster.as_str()));
+    let far_vl = wait_leftover(
+        &leftovers,
+        &disk_leftover_name(&west_scope, &far),
+        "ImageWithoutVolume",
+        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+    )
+    .await;
+    assert_eq!(
+        scraped(
+            port,
+            r#"volume_leftovers_census_up{backend="ebs",scope="us-east-1"}"#
+        ),
+        Some(1.0)
+    );
+    // Another cluster's volume, and the one a PV names: nobody's findings.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for not in [&theirs, &bound] {
+        assert!(
+            leftovers
+                .get_opt(&disk_leftover_name(&east_scope, not))
+                .await
+                .unwrap()
+                .is_none(),
+            "{not} was reported"
+        );
+    }
+    assert!(leftovers.get_opt(&bound_pv).await.unwrap().is_none());
+
+    // The volume under the Bound PV is deleted: data loss, once two listings missed it.
+    ec2.delete_volume()
+        .volume_id(&bound)
+        .send()
+        .await
+        .expect("DeleteVolume");
+    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutImage", |o| {
+        reason(o) == Some(Reason::VolumeWithoutImage)
+    })
+    .await;
+    let s = lost.status.unwrap();
+    assert_eq!(s.subject, Subject::VolumeAndImage);
+
+    // The western region answers 403: Unknown, and what was published about it stays.
+    let before = versions(&leftovers).await;
+    assert!(before.contains_key(&far_vl.name_any()));
+    gate.close();
+    wait_for(
+        "census_up of us-west-2 to be 0",
+        Duration::from_secs(60),
+        || async {
+            (scraped(
+                port,
+                r#"volume_leftovers_census_up{backend="ebs",scope="us-west-2"}"#,
+            ) == Some(0.0))
+            .then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let during = versions(&leftovers).await;
+    for (name, rv) in &before {
+        assert_eq!(
+            during.get(name),
+            Some(rv),
+            "{name} changed while us-west-2 was forbidden"
+        );
+    }
+    assert_eq!(
+        scraped(
+            port,
+            r#"volume_leftovers_census_up{backend="ebs",scope="us-east-1"}"#
+        ),
+        Some(1.0),
+        "the other region counts"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let failing: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("the census of the scope failed"))
+        .collect();
+    assert_eq!(failing.len(), 1, "one line when it starts failing:\n{text}");
+    assert!(failing[0].contains("forbidden"), "{}", failing[0]);
+    assert!(
+        !text.contains("Ceph RBD census on"),
+        "no Ceph census without clusters:\n{text}"
+    );
+
+    operator.stop();
+    for n in [found.name_any(), far_vl.name_any(), bound_pv.clone()] {
+        let _ = leftovers.delete(&n, &Default::default()).await;
+    }
+    let _ = pvs.delete(&bound_pv, &Default::default()).await;
+}
