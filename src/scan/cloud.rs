@@ -139,39 +139,18 @@ mod gce {
     use std::time::Instant;
 
     use super::{Failures, record, whole};
-    use crate::census::config::{GceLocation, GceSection};
-    use crate::census::gce::census::reports_of;
-    use crate::census::gce::{CredentialSource, GceConfig, GceLister, Location, Locations};
+    use crate::census::config::GceSection;
+    use crate::census::gce::census::{self, reports_of};
+    use crate::census::gce::{GceConfig, GceLister, Location};
     use crate::census::{CensusFailure, CensusReport};
     use crate::decide::census::{Census, FailureKind, Scope};
     use crate::engine::clock::wall_clock;
 
-    /// The lister's configuration for a section: its project, locations, credentials, cluster
-    /// label and endpoint, the census's default bounds.
+    /// The lister's configuration for a section: the operator's ([`census::config_of`]), with
+    /// the listing's default bounds.
     pub(crate) fn config_of(section: &GceSection) -> GceConfig {
-        let locations = match section.locations() {
-            None => Locations::All,
-            Some(ls) => {
-                let (mut zones, mut regions) = (Vec::new(), Vec::new());
-                for l in ls {
-                    match l {
-                        GceLocation::Zone(z) => zones.push(z),
-                        GceLocation::Region(r) => regions.push(r),
-                    }
-                }
-                Locations::Only { zones, regions }
-            }
-        };
-        GceConfig {
-            locations,
-            credentials: section
-                .key_file
-                .clone()
-                .map_or(CredentialSource::Default, CredentialSource::KeyFile),
-            cluster_label: section.cluster_label.clone(),
-            endpoint: section.endpoint.clone(),
-            ..GceConfig::new(section.project.clone())
-        }
+        let bounds = GceConfig::new(String::new());
+        census::config_of(section, bounds.attempt_timeout, bounds.deadline)
     }
 
     /// One project, listed twice.
@@ -264,19 +243,16 @@ mod ebs {
 
     use super::{Failures, record};
     use crate::census::config::EbsSection;
-    use crate::census::ebs::census::report_of;
+    use crate::census::ebs::census::{self, report_of};
     use crate::census::ebs::{Ebs, EbsConfig};
     use crate::decide::census::Census;
     use crate::engine::clock::wall_clock;
 
-    /// The listing's configuration for a section: its region, account label and endpoint, the
-    /// default credential chain and the census's default bounds.
+    /// The listing's configuration for a section: the operator's ([`census::config_of`]), with
+    /// the listing's default bounds.
     pub(crate) fn config_of(section: &EbsSection) -> EbsConfig {
-        EbsConfig {
-            account: section.account.clone(),
-            endpoint_url: section.endpoint.clone(),
-            ..EbsConfig::new(section.region.clone())
-        }
+        let bounds = EbsConfig::new(String::new());
+        census::config_of(section, bounds.attempt_timeout, bounds.deadline)
     }
 
     /// One region, listed twice. `top` is the file's `clusterName`.
