@@ -880,6 +880,13 @@ fn ownership_sentence(
 
 /// What stopped a census, for any backend: each backend maps its own errors (librados codes, an
 /// SDK's HTTP statuses) to one of these once, where it meets them.
+#[cfg_attr(
+    not(all(feature = "gce", feature = "ebs")),
+    allow(
+        dead_code,
+        reason = "only the cloud backends meet refused credentials, quotas and 5xx"
+    )
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum FailureCategory {
     /// No usable credentials, or they were refused (GCE/AWS 401, an expired token).
