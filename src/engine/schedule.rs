@@ -477,6 +477,22 @@ impl<M: Memory, C: Copy> Scheduler<M, C> {
         }
     }
 
+    /// When [`Scheduler::next_wake`] resolves next, if nothing else changes: the earliest timer
+    /// (grace, echo, backoff; to the millisecond, as the timer wheel keeps it) or the next probe
+    /// while writes are blocked. `None`: nothing is pending.
+    pub fn next_wake_at(&self) -> Option<Instant> {
+        let timer = self.timers.peek().map(|k| self.timers.deadline(&k));
+        let probe = self
+            .blocked
+            .as_ref()
+            .filter(|b| !b.probing && !self.parked.is_empty())
+            .map(|b| b.probe_at);
+        match (timer, probe) {
+            (Some(t), Some(p)) => Some(t.min(p)),
+            (t, p) => t.or(p),
+        }
+    }
+
     /// Waits for the next wake-up (grace, echo, backoff, probe) and marks its name. Never
     /// resolves while nothing is pending.
     pub(crate) async fn next_wake(&mut self) -> Arc<str> {

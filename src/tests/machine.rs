@@ -15,17 +15,18 @@ use tokio::time::Instant;
 
 use super::fixtures::{PvBuilder, VlBuilder, finding, lookup, mariadb_pv, now, now_plus, pv};
 use crate::decide::lookup::Claim;
-use crate::decide::name::Echo;
+use crate::decide::name::{Echo, published};
 use crate::decide::plan::{Action, desired};
 use crate::model::crd::{Reason, VolumeLeftover};
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::publish::leader::Role;
-use crate::publish::writer::{Op, Outcome, Written};
-use crate::run::controller::{Effects, Event, Loop, Tick};
+use crate::publish::writer::{Op, Outcome, WriteError, Written};
+use crate::run::controller::{Effects, Event, Gauge, Log, Loop, Tick};
 use crate::run::settings::Settings;
 use crate::run::wiring::{Input, Stores};
-use crate::telemetry::{Health, Metrics};
+use crate::telemetry::Health;
+use crate::watch::category::RequestError;
 use crate::watch::feed::{FeedError, FeedItem};
 
 const STALE_AFTER: Duration = Duration::from_secs(60);
@@ -62,7 +63,7 @@ fn world_with(settings: Settings) -> World {
         false,
         settings,
         Arc::new(Health::new(STALE_AFTER)),
-        Arc::new(Metrics::default()),
+        std::time::Instant::now,
         Instant::now(),
     );
     World {
@@ -376,4 +377,267 @@ async fn a_failed_census_deletes_nothing() {
         asked.extend(writes(&w.step(census_done(&[]))));
     }
     assert_eq!(asked, [format!("delete {}", start.name)]);
+}
+
+// ---- Effects: logs, gauges, the next wake-up ----
+
+/// The world with `mariadb-pv` (a Released Retain PV: a finding to create) and every store
+/// listed; returns the name of the create asked for and the Event it tells.
+fn listed_with_mariadb(w: &mut World) -> (Arc<str>, Option<crate::run::controller::Told>) {
+    let events = [
+        w.put_pv(&mariadb_pv()),
+        w.put_class(class("standard", "Retain")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+    ];
+    for event in events {
+        assert!(w.step(event).writes.is_empty());
+    }
+    let fx = w.step(listed_leftovers());
+    assert_eq!(writes(&fx), ["create mariadb-pv"]);
+    let start = fx.writes.into_iter().next().expect("one write");
+    (start.name, start.told)
+}
+
+/// A create refused because the identity may not create VolumeLeftovers: a failure of the
+/// resource type, not of the object.
+fn forbidden_create() -> WriteError {
+    WriteError::Create {
+        name: "mariadb-pv".into(),
+        source: RequestError::Client(kube::Error::Api(
+            kube::core::Status::failure("forbidden", "Forbidden")
+                .with_code(403)
+                .boxed(),
+        )),
+    }
+}
+
+fn blocked_lines(fx: &Effects) -> usize {
+    fx.logs
+        .iter()
+        .filter(|l| matches!(l, Log::WritesBlocked { .. }))
+        .count()
+}
+
+fn unblocked_lines(fx: &Effects) -> usize {
+    fx.logs
+        .iter()
+        .filter(|l| matches!(l, Log::WritesUnblocked))
+        .count()
+}
+
+/// Writes failing as a whole are logged once when they start failing (an error), not at every
+/// failed probe after it, and once when a write lands again (an info); the gauge follows.
+#[tokio::test(start_paused = true)]
+async fn writes_blocked_is_logged_once_per_change() {
+    let mut w = world();
+    let (name, told) = listed_with_mariadb(&mut w);
+    let fx = w.step(Event::Written {
+        name,
+        result: Err(forbidden_create()),
+        told,
+    });
+    assert_eq!(blocked_lines(&fx), 1, "{:?}", fx.logs);
+    assert!(
+        matches!(&fx.logs[0], Log::WriteFailed { .. }),
+        "the failure itself first: {:?}",
+        fx.logs
+    );
+    assert!(fx.gauges.contains(&Gauge::WritesBlocked(true)));
+    // The probes keep failing: no second error, no second gauge change.
+    let mut probes = 0;
+    while probes < 3 {
+        w.machine.scheduler.next_wake().await;
+        let fx = w.step(Event::Woke);
+        assert_eq!(blocked_lines(&fx), 0, "{:?}", fx.logs);
+        let Some(start) = fx.writes.into_iter().next() else {
+            continue;
+        };
+        probes += 1;
+        let fx = w.step(Event::Written {
+            name: start.name,
+            result: Err(forbidden_create()),
+            told: start.told,
+        });
+        assert_eq!(blocked_lines(&fx), 0, "probe {probes}: {:?}", fx.logs);
+        assert!(!fx.gauges.contains(&Gauge::WritesBlocked(true)));
+        assert!(fx.logs.contains(&Log::WriteFailedAgain {
+            error: forbidden_create().to_string()
+        }));
+    }
+    // A probe lands: one info line, the gauge cleared.
+    let start = loop {
+        w.machine.scheduler.next_wake().await;
+        if let Some(start) = w.step(Event::Woke).writes.into_iter().next() {
+            break start;
+        }
+    };
+    let landed = || Written {
+        op: Op::Create,
+        outcome: Outcome::Done,
+        echo: None,
+        requests: 1,
+    };
+    let fx = w.step(Event::Written {
+        name: start.name,
+        result: Ok(landed()),
+        told: start.told,
+    });
+    assert_eq!(unblocked_lines(&fx), 1, "{:?}", fx.logs);
+    assert!(fx.gauges.contains(&Gauge::WritesBlocked(false)));
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert_eq!(unblocked_lines(&fx) + blocked_lines(&fx), 0);
+}
+
+/// A finding that shows up in the store counts once in the gauges (the same object again does
+/// not count twice) and is taken off when it goes; the age of the oldest open finding is read
+/// from the wall clock handed in, not from the machine's own.
+#[tokio::test(start_paused = true)]
+async fn a_published_finding_is_counted_once_and_taken_off_when_it_goes() {
+    let mut w = world();
+    let o = published_claim_missing();
+    let p = published(&super::fixtures::lean(&o)).expect("a managed finding");
+    let vl_in = w.put_leftover(&o);
+    let fx = w.step(vl_in);
+    let counted = |fx: &Effects, delta| {
+        fx.gauges
+            .iter()
+            .filter(|g| {
+                **g == Gauge::Finding {
+                    published: p.clone(),
+                    delta,
+                }
+            })
+            .count()
+    };
+    assert_eq!(counted(&fx, 1), 1, "{:?}", fx.gauges);
+    let vl_in = w.put_leftover(&o);
+    let fx = w.step(vl_in);
+    assert_eq!(counted(&fx, 1) + counted(&fx, -1), 0, "{:?}", fx.gauges);
+    // Published an hour before the wall clock the test hands in.
+    let fx = w.step(Event::Tick(Tick::Ages));
+    assert!(
+        fx.gauges.contains(&Gauge::OldestOpen {
+            reason: Reason::BoundClaimMissing,
+            seconds: 3600,
+        }),
+        "{:?}",
+        fx.gauges
+    );
+    let l = super::fixtures::lean(&o);
+    w.vl.apply_watcher_event(&watcher::Event::Delete(l.clone()));
+    let fx = w.step(Event::Input(Input::Vl(Box::new(FeedItem::Deleted(l)))));
+    assert_eq!(counted(&fx, -1), 1, "{:?}", fx.gauges);
+    assert_eq!(counted(&fx, 1), 0);
+}
+
+/// A state passing through is held for its grace: the machine says it must be woken when the
+/// grace ends, and is then, and writes.
+#[tokio::test(start_paused = true)]
+async fn the_next_wake_up_is_the_end_of_the_grace() {
+    let mut w = world();
+    let events = [
+        w.put_pv(&pv("b").retain().bound().claim("ns", "c", "uid-1")),
+        w.put_class(class("standard", "Retain")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+    ];
+    for event in events {
+        assert_eq!(w.step(event).wake, None, "nothing is decided yet");
+    }
+    let seen = Instant::now();
+    let fx = w.step(listed_leftovers());
+    assert!(fx.writes.is_empty(), "the claim may yet show up");
+    let grace = Settings::default().graces.grace;
+    assert_eq!(fx.wake, Some(seen + grace));
+    // Both clocks move on together (the grace is counted on the wall clock).
+    let wall = |since: Duration| now_plus(i64::try_from(since.as_secs()).expect("small"));
+    tokio::time::advance(Duration::from_secs(10)).await;
+    let fx = w.machine.step(
+        Event::Tick(Tick::Resync),
+        Instant::now(),
+        &wall(seen.elapsed()),
+    );
+    assert_eq!(fx.wake, Some(seen + grace), "a sweep does not restart it");
+    w.machine.scheduler.next_wake().await;
+    assert_eq!(Instant::now(), seen + grace, "woken when it said");
+    let fx = w
+        .machine
+        .step(Event::Woke, Instant::now(), &wall(seen.elapsed()));
+    assert_eq!(writes(&fx), ["create b"]);
+}
+
+/// After a write the name waits for its echo: the machine says it must be woken when the echo
+/// wait ends.
+#[tokio::test(start_paused = true)]
+async fn the_next_wake_up_is_the_end_of_the_echo_wait() {
+    let mut w = world();
+    let (name, told) = listed_with_mariadb(&mut w);
+    let written = Instant::now();
+    let fx = w.step(Event::Written {
+        name,
+        result: Ok(Written {
+            op: Op::Create,
+            outcome: Outcome::Done,
+            echo: Some(Echo::Version("1001".into())),
+            requests: 1,
+        }),
+        told,
+    });
+    assert_eq!(fx.wake, None, "nothing waits until it is decided again");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(fx.writes.is_empty());
+    let echo_wait = Settings::default().echo_wait;
+    assert_eq!(fx.wake, Some(written + echo_wait));
+}
+
+/// A Retain PV deleted while watched leaves its tombstone: logged once, published as a
+/// `VolumeDeleted` finding dated by the wall clock handed in with the delete (the pure
+/// lifecycle after that, TTL and restarts included, is `tests::name`'s).
+#[tokio::test(start_paused = true)]
+async fn a_watched_delete_is_a_tombstone_dated_by_the_wall_clock_handed_in() {
+    let mut w = world();
+    let p = pv("b").retain().bound().claim("ns", "c", "uid-1");
+    let events = [
+        w.put_pv(&p),
+        w.put_claim(claim("ns", "c", "uid-1")),
+        w.put_class(class("standard", "Retain")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ];
+    for event in events {
+        assert!(w.step(event).writes.is_empty(), "b is healthy");
+    }
+    let v = Volume::from(&p);
+    w.pv.apply_watcher_event(&watcher::Event::Delete(v.clone()));
+    let deleted = now_plus(30);
+    let fx = w.machine.step(
+        Event::Input(Input::Pv(Box::new(FeedItem::Deleted(v)))),
+        Instant::now(),
+        &deleted,
+    );
+    let tombstones: Vec<_> = fx
+        .logs
+        .iter()
+        .filter(|l| matches!(l, Log::Tombstone { .. }))
+        .collect();
+    assert_eq!(
+        tombstones,
+        [&Log::Tombstone {
+            pv: "b".into(),
+            uid: "pv-uid-b".into()
+        }]
+    );
+    let [start] = <[_; 1]>::try_from(fx.writes).expect("one write");
+    let Action::Create { object } = &start.action else {
+        panic!("expected a Create, got {:?}", start.action);
+    };
+    let status = object.status.as_ref().expect("a status");
+    assert_eq!(status.reason, Reason::VolumeDeleted);
+    assert_eq!(status.deleted_at, Some(deleted));
 }

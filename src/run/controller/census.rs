@@ -1,11 +1,13 @@
 //! What a pool's census result does to the loop's state (and a volume naming an image that
 //! was reported as referenced by nothing).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use super::Loop;
+use super::effects::Log;
 use crate::census::CensusReport;
-use crate::decide::census::{Resolved, Scope, disk_ref};
+use crate::decide::census::{Resolved, disk_ref};
 use crate::decide::classify::volume_source;
-use crate::engine::clock::wall_clock;
 use crate::model::crd::Reason;
 use crate::model::volume::Volume;
 use crate::run::scheduling::Scheduler;
@@ -15,7 +17,7 @@ impl Loop {
     /// A scope's census completed (or failed): what it means is decided by
     /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
     /// measured and the names it concerns are decided again.
-    fn on_census(&mut self, report: CensusReport) {
+    fn on_census(&mut self, report: CensusReport, wall: &Time) {
         use crate::decide::census_result::{Gauge, census_result};
         let Some(cs) = self.census.as_mut() else {
             return;
@@ -26,27 +28,32 @@ impl Loop {
             requests,
             elapsed,
         } = report;
-        let label = key.to_string();
         let (stores, scheduler) = (&self.stores, &mut self.scheduler);
         let out = census_result(
             cs,
             &key,
             result.map_err(|e| (e.kind, e.message)),
-            &wall_clock(),
+            wall,
             || Self::census_naming(stores, scheduler),
         );
-        match out.gauge {
-            Gauge::Done { images, unread } => {
-                self.metrics
-                    .census_done(&key, images, unread, elapsed.as_secs_f64(), requests)
-            }
-            Gauge::Failed => self.metrics.census_failed(&key, requests),
-        }
+        self.gauge(match out.gauge {
+            Gauge::Done { images, unread } => super::effects::Gauge::CensusDone {
+                scope: key.clone(),
+                images,
+                unread,
+                seconds: elapsed.as_secs_f64(),
+                requests,
+            },
+            Gauge::Failed => super::effects::Gauge::CensusFailed {
+                scope: key.clone(),
+                requests,
+            },
+        });
         for line in out.logs {
-            match key {
-                Scope::Ceph(_) => Self::log_census(&label, line),
-                _ => Self::log_cloud_census(key.backend(), &label, line),
-            }
+            self.log(Log::Census {
+                scope: key.clone(),
+                line,
+            });
         }
         for n in out.mark {
             self.scheduler.mark(&n);
@@ -93,51 +100,6 @@ impl Loop {
         }
     }
 
-    /// Logs a line of a census outcome of the scope labelled `label`.
-    fn log_census(label: &str, line: crate::decide::census_result::CensusLog) {
-        use crate::decide::census_result::CensusLog;
-        match line {
-            CensusLog::Recovered { after } => {
-                tracing::info!(pool = %label, after = %after, "the census of the pool works again")
-            }
-            CensusLog::Done { images } => {
-                tracing::debug!(pool = %label, images = images, "census done")
-            }
-            CensusLog::Unread {
-                images,
-                first,
-                error,
-            } => {
-                tracing::warn!(pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
-            }
-            CensusLog::ReadAgain => {
-                tracing::info!(pool = %label, "the details of every image can be read again")
-            }
-            CensusLog::Failed { category, message } => {
-                tracing::warn!(pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
-            }
-        }
-    }
-
-    /// Logs a line of a cloud scope's census outcome (a GCE zone or region, an EBS region):
-    /// one when it starts failing (or fails in another way), one when it works again.
-    fn log_cloud_census(backend: &str, scope: &str, line: crate::decide::census_result::CensusLog) {
-        use crate::decide::census_result::CensusLog;
-        match line {
-            CensusLog::Recovered { after } => {
-                tracing::info!(backend, %scope, after = %after, "the census of the scope works again")
-            }
-            CensusLog::Done { images } => {
-                tracing::debug!(backend, %scope, disks = images, "census done")
-            }
-            // A cloud listing reads every disk's details with it: none is ever unread.
-            CensusLog::Unread { .. } | CensusLog::ReadAgain => {}
-            CensusLog::Failed { category, message } => {
-                tracing::warn!(backend, %scope, error = %message, category = %category, "the census of the scope failed: its disks are Unknown (no finding about them is made, changed or cleared) until it works again")
-            }
-        }
-    }
-
     /// A volume names an image that was reported as referenced by nothing: that finding goes.
     fn image_referenced(&mut self, pv: &Volume) {
         let Some(cs) = self.census.as_mut() else {
@@ -163,8 +125,8 @@ impl Loop {
 
 impl Loop {
     /// [`Loop::on_census`], for the rest of the loop.
-    pub(super) fn census_done(&mut self, report: CensusReport) {
-        self.on_census(report);
+    pub(super) fn census_done(&mut self, report: CensusReport, wall: &Time) {
+        self.on_census(report, wall);
     }
 
     /// [`Loop::image_referenced`], for the rest of the loop.

@@ -1,5 +1,5 @@
 //! What one name's decision reads (the stores as views that follow their health, the census)
-//! and the decision itself with its gauges and logs.
+//! and the decision itself, its gauges and logs handed on as effects.
 
 use std::sync::Arc;
 
@@ -8,10 +8,11 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 
 use super::Told;
+use super::effects::{Gauge, Log};
 use crate::decide::census::{Census, disk_ref};
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self};
-use crate::decide::name::{Decision, Held, Memo};
+use crate::decide::name::{Decision, Memo};
 use crate::decide::plan::Action;
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::image::ImageFound;
@@ -19,7 +20,7 @@ use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::run::settings::Settings;
 use crate::run::wiring::Stores;
-use crate::telemetry::{Health, Kind, Metrics, Trust};
+use crate::telemetry::{Health, Kind, Trust};
 use crate::watch::feed::Stored;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -102,7 +103,6 @@ pub(super) type CensusState = crate::decide::census_result::CensusState;
 pub(super) struct Ctx<'a> {
     pub(super) stores: &'a Stores,
     pub(super) health: &'a Health,
-    pub(super) metrics: &'a Metrics,
     pub(super) settings: &'a Settings,
     pub(super) census: Option<&'a CensusState>,
 }
@@ -127,15 +127,17 @@ impl name::Stores for Reading<'_> {
 }
 
 impl Ctx<'_> {
-    /// Gathers what [`name::Inputs::decide`] reads, and performs its effects: gauges and logs.
+    /// Gathers what [`name::Inputs::decide`] reads, and adds its metric changes to `gauges` and
+    /// its lines to `logs`.
     pub(super) fn decide(
         &self,
         name: &str,
         memo: &mut Memo,
         now_i: Instant,
         now: &Time,
+        gauges: &mut Vec<Gauge>,
+        logs: &mut Vec<Log>,
     ) -> Decision<(Action, Option<Told>)> {
-        self.metrics.decided();
         let trust = |kind| self.health.trust(kind, now_i);
         let reading = Reading {
             stores: self.stores,
@@ -163,24 +165,24 @@ impl Ctx<'_> {
         };
         let out = inputs.decide(name, memo, now_i.into_std(), now);
         if let Some(change) = out.held {
-            for (h, delta) in [(change.from, -1), (change.to, 1)] {
-                match h {
-                    Some(Held::Pending(r)) => self.metrics.pending(r, delta),
-                    Some(Held::Undecided) => self.metrics.undecided(delta),
-                    Some(Held::Skipped) => self.metrics.skipped(delta),
-                    Some(Held::Ignored) => self.metrics.ignored(delta),
-                    None => {}
+            for (held, delta) in [(change.from, -1), (change.to, 1)] {
+                if let Some(held) = held {
+                    gauges.push(Gauge::Held { held, delta });
                 }
             }
         }
         for log in out.logs {
             match log {
-                name::Log::Skipped { pv, why } => tracing::warn!(%pv, "{why}"),
+                name::Log::Skipped { pv, why } => logs.push(Log::Skipped { pv, why }),
+                name::Log::Foreign { name: pv } => logs.push(Log::Foreign { pv }),
+                // These two come at every decision of a name held so, not once per change
+                // (a sweep while claims are forbidden brings one per Released PV: 50,000 at the
+                // issue-10 size). As effects each would be kept, with its name, until the step
+                // ends, for a debug line that is normally filtered out: they stay here.
                 name::Log::Undecided { pv, why } => tracing::debug!(%pv, "undecided: {why}"),
                 name::Log::Holding { pv, reason, wait } => {
                     tracing::debug!(%pv, ?reason, ?wait, "holding a state that is normally passing through until its grace period ends")
                 }
-                name::Log::Foreign { name: pv } => tracing::warn!(%pv, "{}", name::FOREIGN),
             }
         }
         out.decision

@@ -5,21 +5,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tokio::time::Instant;
 
 use super::Loop;
 use super::decision::{StoreLookup, View};
+use super::effects::{Gauge, Log};
 use crate::decide::lookup::Claim;
 use crate::decide::name::{is_tombstone_of, published};
-use crate::engine::clock::wall_clock;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::run::wiring::{Input, volume_present};
-use crate::telemetry::{CRD_FIX, Kind, StoreHealth, StoreState};
+use crate::telemetry::{Kind, StoreHealth, StoreState};
 use crate::watch::category::Category;
 use crate::watch::feed::FeedItem;
+
+/// The time a feed's item is taken at: tokio's clock (store health, trust) and the wall clock
+/// (what a tombstone records, the findings' ages).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    now: Instant,
+    wall: &'a Time,
+}
 
 /// What a feed says about its store, its failures set apart (see `Loop::on_feed`).
 enum Changed<K> {
@@ -32,15 +41,17 @@ enum Changed<K> {
 }
 
 impl Loop {
-    pub(super) fn on_input(&mut self, input: Input, now: Instant) {
+    /// A feed's item or a census result, taken at `now` (`wall`: the wall clock then).
+    pub(super) fn on_input(&mut self, input: Input, now: Instant, wall: &Time) {
+        let at = At { now, wall };
         match input {
-            Input::Census(report) => self.census_done(*report),
-            Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume, now),
+            Input::Census(report) => self.census_done(*report, wall),
+            Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume, at),
             Input::Pvc(item) => {
-                self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim, now)
+                self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim, at)
             }
-            Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class, now),
-            Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover, now),
+            Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class, at),
+            Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover, at),
         }
     }
 
@@ -51,25 +62,25 @@ impl Loop {
         &mut self,
         kind: Kind,
         item: FeedItem<K>,
-        on_change: fn(&mut Self, Changed<K>),
-        now: Instant,
+        on_change: fn(&mut Self, Changed<K>, At),
+        at: At,
     ) {
         match item {
-            FeedItem::Applied(o) => on_change(self, Changed::Applied(o)),
-            FeedItem::Deleted(o) => on_change(self, Changed::Deleted(o)),
+            FeedItem::Applied(o) => on_change(self, Changed::Applied(o), at),
+            FeedItem::Deleted(o) => on_change(self, Changed::Deleted(o), at),
             FeedItem::Listed { gone } => {
-                on_change(self, Changed::Listed { gone });
-                self.listed(kind);
+                on_change(self, Changed::Listed { gone }, at);
+                self.listed(kind, at.now);
             }
             FeedItem::Failed { error, retry_in } => {
-                self.failed(kind, error.category(), error.to_string(), retry_in, now)
+                self.failed(kind, error.category(), error.to_string(), retry_in, at.now)
             }
         }
     }
 
     /// A PV's change is its own name's, and the index's; a relist also finds the PVs deleted
     /// unwatched.
-    fn on_volume(&mut self, change: Changed<Volume>) {
+    fn on_volume(&mut self, change: Changed<Volume>, at: At) {
         match change {
             Changed::Applied(pv) => {
                 self.index.apply(&pv);
@@ -84,7 +95,7 @@ impl Loop {
             Changed::Deleted(pv) => {
                 let name = pv.name().to_string();
                 self.index.delete(&name);
-                self.stash_tombstone(&name, &pv, true);
+                self.stash_tombstone(&name, &pv, true, at);
                 self.scheduler.mark(&name);
             }
             Changed::Listed { gone } => {
@@ -92,15 +103,12 @@ impl Loop {
                 self.index.reset(state.iter().map(|p| p.as_ref()));
                 drop(state);
                 if !gone.is_empty() {
-                    tracing::info!(
-                        count = gone.len(),
-                        "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
-                    );
+                    self.log(Log::PvsGoneUnwatched { count: gone.len() });
                 }
                 // Their delete was not watched: what the store last had of each says
                 // whether it left its disk behind, as a watched delete's last object does.
                 for pv in &gone {
-                    self.stash_tombstone(pv.name(), pv, false);
+                    self.stash_tombstone(pv.name(), pv, false, at);
                     // Neither store names it any more: the sweep would not.
                     self.scheduler.mark(pv.name());
                 }
@@ -111,7 +119,7 @@ impl Loop {
     }
 
     /// A claim's change is decided again for the PVs that name it (the index says which).
-    fn on_claim(&mut self, change: Changed<Claim>) {
+    fn on_claim(&mut self, change: Changed<Claim>, _: At) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
                 let pvs: Vec<Arc<str>> = self
@@ -126,7 +134,7 @@ impl Loop {
     }
 
     /// A class's change is decided again for the PVs of that class.
-    fn on_class(&mut self, change: Changed<StorageClass>) {
+    fn on_class(&mut self, change: Changed<StorageClass>, _: At) {
         match change {
             Changed::Applied(c) | Changed::Deleted(c) => {
                 // Rare: the store is scanned rather than indexed (`crate::watch::index`).
@@ -148,7 +156,7 @@ impl Loop {
 
     /// A VolumeLeftover's change is what is published: its name is decided again, and the
     /// gauges and the mirror follow.
-    fn on_leftover(&mut self, change: Changed<Leftover>) {
+    fn on_leftover(&mut self, change: Changed<Leftover>, at: At) {
         match change {
             // Our own writes come back here and compare equal; hand edits do not.
             Changed::Applied(o) => {
@@ -170,7 +178,7 @@ impl Loop {
             Changed::Listed { .. } => {
                 self.shed_records();
                 self.report_changed();
-                self.recount_published();
+                self.recount_published(at.wall);
             }
         }
     }
@@ -178,7 +186,7 @@ impl Loop {
     /// A list completed (initial, or a relist after a 410 or a failure). The store has been
     /// swapped to the new list: objects that vanished in the gap are simply absent, so every PV
     /// and VolumeLeftover is re-evaluated.
-    pub(super) fn listed(&mut self, kind: Kind) {
+    pub(super) fn listed(&mut self, kind: Kind, now: Instant) {
         let before = self.health.store(kind);
         self.health.set_store(
             kind,
@@ -187,18 +195,18 @@ impl Loop {
                 ..StoreHealth::default()
             },
         );
-        self.metrics.store_state(kind, StoreState::Synced);
-        self.metrics.relisted(kind);
+        self.gauge(Gauge::StoreState {
+            kind,
+            state: StoreState::Synced,
+        });
+        self.gauge(Gauge::Relisted(kind));
         match (before.state, before.since) {
             (StoreState::Synced, _) => {}
-            (StoreState::Pending, None) => {
-                tracing::info!(resource = kind.as_str(), "store synced")
-            }
-            (_, since) => tracing::info!(
-                resource = kind.as_str(),
-                after_s = since.map(|t| t.elapsed().as_secs()),
-                "store synced again"
-            ),
+            (StoreState::Pending, None) => self.log(Log::StoreSynced { kind }),
+            (_, since) => self.log(Log::StoreSyncedAgain {
+                kind,
+                after_s: since.map(|t| now.saturating_duration_since(t).as_secs()),
+            }),
         }
         self.maybe_start();
         if self.scheduler.is_active() {
@@ -216,7 +224,7 @@ impl Loop {
         retry_in: Duration,
         now: Instant,
     ) {
-        self.metrics.watch_error(kind, category);
+        self.gauge(Gauge::WatchError { kind, category });
         let before = self.health.store(kind);
         let state = match (category, before.state) {
             (Category::Forbidden, _) => StoreState::Forbidden,
@@ -241,38 +249,36 @@ impl Loop {
                 category: Some(category),
             },
         );
-        self.metrics.store_state(kind, state);
-        let retry = format!("{:.1}s", retry_in.as_secs_f32());
+        self.gauge(Gauge::StoreState { kind, state });
+        let retry_in = format!("{:.1}s", retry_in.as_secs_f32());
         if !changed {
-            tracing::debug!(resource = kind.as_str(), %error, retry_in = %retry, "still failing");
+            self.log(Log::StoreStillFailing {
+                kind,
+                error,
+                retry_in,
+            });
         } else if category == Category::Expired {
-            tracing::info!(
-                resource = kind.as_str(),
-                "watch expired (410 Gone); relisting"
-            );
+            self.log(Log::WatchExpired { kind });
         } else if kind == Kind::volumeleftovers && category == Category::NotFound {
-            tracing::error!(resource = kind.as_str(), %error, retry_in = %retry, "{CRD_FIX}; retrying");
+            self.log(Log::CrdMissing {
+                kind,
+                error,
+                retry_in,
+            });
         } else if category == Category::Forbidden {
-            tracing::error!(
-                resource = kind.as_str(),
-                %error,
-                "the operator's identity may not list/watch {}: check its ClusterRole (deploy/ or the chart); retrying",
-                kind.as_str()
-            );
+            self.log(Log::StoreForbidden { kind, error });
             if kind == Kind::persistentvolumeclaims {
-                tracing::error!(
-                    "claims cannot be read: findings report claim.missing Unknown, never True"
-                );
+                self.log(Log::ClaimsUnreadable);
             }
         } else {
-            tracing::warn!(
-                resource = kind.as_str(),
-                category = category.as_str(),
-                %error,
-                retry_in = %retry,
-                "list/watch failing; retrying with backoff (its answers are not used after {}s)",
-                self.health.stale_after().as_secs()
-            );
+            let stale_after_s = self.health.stale_after().as_secs();
+            self.log(Log::WatchFailing {
+                kind,
+                category,
+                error,
+                retry_in,
+                stale_after_s,
+            });
         }
         if state == StoreState::Forbidden && before.state != StoreState::Forbidden {
             // Answers from this store are now Unknown: every verdict may change.
@@ -283,27 +289,28 @@ impl Loop {
         }
     }
 
-    /// Logs again what still is wrong (a rate-limited reminder, not one line per attempt).
-    pub(super) fn remind(&self) {
+    /// Logs again at `now` what still is wrong (a rate-limited reminder, not one line per
+    /// attempt).
+    pub(super) fn remind(&mut self, now: Instant) {
+        let since = |t: Instant| now.saturating_duration_since(t).as_secs();
         for kind in Kind::ALL {
             let s = self.health.store(kind);
             if s.state != StoreState::Synced {
-                tracing::warn!(
-                    resource = kind.as_str(),
-                    state = ?s.state,
-                    for_s = s.since.map(|t| t.elapsed().as_secs()),
-                    error = s.error.as_deref().unwrap_or(""),
-                    "store still not synced"
-                );
+                self.log(Log::StoreNotSynced {
+                    kind,
+                    state: s.state,
+                    for_s: s.since.map(since),
+                    error: s.error.unwrap_or_default(),
+                });
             }
         }
         if let Some(b) = self.scheduler.blocked() {
-            tracing::warn!(
-                for_s = b.since.elapsed().as_secs(),
-                category = b.category.as_str(),
-                error = %b.error,
-                "writes to VolumeLeftovers still failing"
-            );
+            let line = Log::WritesStillBlocked {
+                for_s: since(b.since),
+                category: b.category,
+                error: b.error.clone(),
+            };
+            self.log(line);
         }
     }
 
@@ -321,15 +328,15 @@ impl Loop {
             && usable(Kind::persistentvolumeclaims)
             && usable(Kind::storageclasses)
         {
+            let line = Log::AllListed {
+                pvs: self.stores.pv.len(),
+                claims: self.stores.pvc.len(),
+                classes: self.stores.sc.len(),
+                leftovers: self.stores.vl.len(),
+                claims_readable: h.get(Kind::persistentvolumeclaims) != StoreState::Forbidden,
+            };
             self.scheduler.activate();
-            tracing::info!(
-                pvs = self.stores.pv.len(),
-                claims = self.stores.pvc.len(),
-                classes = self.stores.sc.len(),
-                leftovers = self.stores.vl.len(),
-                claims_readable = h.get(Kind::persistentvolumeclaims) != StoreState::Forbidden,
-                "all stores listed; evaluating every PersistentVolume"
-            );
+            self.log(line);
         }
     }
 
@@ -350,7 +357,7 @@ impl Loop {
     }
 
     /// [`Self::shed_if_seen`] for every finding (after a list of PVs or of findings).
-    pub(super) fn shed_records(&self) {
+    pub(super) fn shed_records(&mut self) {
         let shed = self
             .stores
             .vl
@@ -359,34 +366,30 @@ impl Loop {
             .filter(|o| self.shed_if_seen(o))
             .count();
         if shed > 0 {
-            tracing::debug!(
-                count = shed,
-                "facts kept for tombstones dropped: their volumes are in the store"
-            );
+            self.log(Log::TombstoneFactsShed { count: shed });
         }
     }
 
     /// Keeps the tombstone of a volume that was deleted, from its last object (`watched`: its
     /// delete event; else what the store had before a relist no longer found it), unless deleting
     /// it did not leave its disk or its tombstone is already published.
-    pub(super) fn stash_tombstone(&mut self, name: &str, pv: &Volume, watched: bool) {
-        let now_i = Instant::now();
+    fn stash_tombstone(&mut self, name: &str, pv: &Volume, watched: bool, at: At) {
         let lookup = StoreLookup {
             claims: View::new(
                 &self.stores.pvc,
-                self.health.trust(Kind::persistentvolumeclaims, now_i),
+                self.health.trust(Kind::persistentvolumeclaims, at.now),
             ),
             classes: View::new(
                 &self.stores.sc,
-                self.health.trust(Kind::storageclasses, now_i),
+                self.health.trust(Kind::storageclasses, at.now),
             ),
             // Whether its image is gone is decided when the tombstone is.
             census: None,
         };
         let t = if watched {
-            crate::decide::classify::tombstone(pv, &lookup, wall_clock())
+            crate::decide::classify::tombstone(pv, &lookup, at.wall.clone())
         } else {
-            crate::decide::classify::tombstone_unwatched(pv, &lookup, wall_clock())
+            crate::decide::classify::tombstone_unwatched(pv, &lookup, at.wall.clone())
         };
         let published = self.stores.vl.get(&ObjectRef::new(name));
         let t = t.filter(|t| {
@@ -395,7 +398,11 @@ impl Loop {
                 .is_some_and(|o| is_tombstone_of(o, Some(t)))
         });
         if let Some(t) = &t {
-            tracing::info!(pv = %name, uid = %t.volume_uid, "a PersistentVolume whose disk outlives it was deleted; its finding becomes the last record of the disk");
+            let line = Log::Tombstone {
+                pv: name.to_string(),
+                uid: t.volume_uid.to_string(),
+            };
+            self.log(line);
         }
         self.scheduler.memo(name).tombstone = t.map(Box::new);
     }

@@ -1,9 +1,16 @@
 //! The loop as a state machine: an [`Event`] (a feed's item, a census result, a role change, a
 //! write's outcome, a timer) and the time go in through [`Loop::step`], [`Effects`] (writes to
-//! start, the ClusterReport to apply, Events to publish, the end of the loop) come out. It
-//! starts no task and makes no request: the [`shell`](super::shell) does, and feeds back what
-//! came of it. Wake-ups (grace, echo wait, backoff) stay in the scheduler, whose timers run on
-//! tokio's clock, so tests drive them with paused time.
+//! start, the ClusterReport to apply, Events to publish, lines to log, metric changes, the next
+//! wake-up, the end of the loop) come out. It starts no task, makes no request and reads no
+//! clock: the [`shell`](super::shell) does, and feeds back what came of it. Wake-ups (grace, echo
+//! wait, backoff) are kept by the scheduler, whose timers run on tokio's clock (tests drive them
+//! with paused time); [`Effects::wake`] says when the earliest is due.
+//!
+//! Health (each store's state and trust, the leader's standing, whether writes are blocked)
+//! stays the machine's own, in the shared [`Health`], rather than becoming an effect: the
+//! decisions read it within the same step that changes it (a store turning Forbidden or stale
+//! changes the next decision's trust), so a copy applied later by the shell would either lag
+//! behind the decisions or have to be kept twice. `/readyz` only reads it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::decision::{CensusState, Ctx};
+use super::effects::{Gauge, Log};
 use super::{Ended, Told};
 use crate::decide::name::Published;
 use crate::decide::name::published;
@@ -25,7 +33,7 @@ use crate::publish::writer::{Outcome, WriteError, Written};
 use crate::run::scheduling::{Condition, Scheduler, WriteEnd};
 use crate::run::settings::Settings;
 use crate::run::wiring::{Input, Stores};
-use crate::telemetry::{Health, Kind, Metrics, Trust, WritesBlocked};
+use crate::telemetry::{Health, Kind, Trust, WritesBlocked};
 use crate::watch::index::RefIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -38,11 +46,14 @@ pub(crate) struct Loop {
     pub(super) role: tokio::sync::watch::Receiver<Role>,
     pub(super) stores: Stores,
     pub(super) health: Arc<Health>,
-    pub(super) metrics: Arc<Metrics>,
+    /// Reads the monotonic clock to time each decision (the shell: the real clock).
+    pub(super) stopwatch: fn() -> std::time::Instant,
     pub(super) index: RefIndex,
-    pub(super) scheduler: Scheduler,
+    pub(crate) scheduler: Scheduler,
     pub(super) report: Option<Report>,
     pub(super) census: Option<CensusState>,
+    /// The effects of the step under way.
+    pub(super) out: Effects,
 }
 
 /// The OpenReports mirror's books: whether the findings changed since it was last written, the
@@ -126,6 +137,13 @@ pub(crate) struct Effects {
     pub(crate) report: Option<ReportWrite>,
     /// Events to publish on PVs (writes that landed).
     pub(crate) events: Vec<Told>,
+    /// Lines to log, in order.
+    pub(crate) logs: Vec<Log>,
+    /// Metric changes, in order.
+    pub(crate) gauges: Vec<Gauge>,
+    /// When the machine must next be woken with [`Event::Woke`] (the scheduler's earliest
+    /// timer: grace, echo wait, backoff, probe); `None`: only another event will do.
+    pub(crate) wake: Option<Instant>,
     /// The loop must end.
     pub(crate) ended: Option<Ended>,
 }
@@ -139,7 +157,7 @@ impl Loop {
         report: bool,
         settings: Settings,
         health: Arc<Health>,
-        metrics: Arc<Metrics>,
+        stopwatch: fn() -> std::time::Instant,
         now: Instant,
     ) -> Loop {
         let limits = Limits {
@@ -157,7 +175,7 @@ impl Loop {
                 missing_logged: false,
             }),
             health,
-            metrics,
+            stopwatch,
             index: RefIndex::default(),
             scheduler: Scheduler::new(limits, seed("scheduler")),
             role,
@@ -166,6 +184,7 @@ impl Loop {
                 .as_ref()
                 .map(|c| CensusState::new(c.config.census(c.image_grace))),
             settings,
+            out: Effects::default(),
         }
     }
 
@@ -178,41 +197,71 @@ impl Loop {
     /// Takes one event at `now` (`wall`: the wall clock then) and says what to do: after any
     /// event but the loss of the Lease, the names ready are decided and their writes returned.
     pub(crate) fn step(&mut self, event: Event, now: Instant, wall: &Time) -> Effects {
-        let mut fx = Effects::default();
         match event {
             Event::Role => {
                 if self.on_role() == Some(Ended::LostLease) {
-                    fx.ended = Some(Ended::LostLease);
-                    return fx;
+                    self.out.ended = Some(Ended::LostLease);
+                    return self.take_effects();
                 }
             }
             Event::Input(input) => {
                 self.heap_used = true;
-                self.on_input(input, now);
+                self.on_input(input, now, wall);
             }
             Event::Woke => {}
             Event::Written { name, result, told } => {
                 self.heap_used = true;
-                fx.events.extend(self.on_written(&name, result, told, now));
+                self.on_written(&name, result, told, now);
             }
             Event::Reported { content, applied } => self.reported(content, applied, now),
             Event::Tick(Tick::Resync) => {
                 if self.is_deciding() {
-                    tracing::debug!("periodic sweep");
+                    self.log(Log::Sweep);
                     self.sweep();
                 }
             }
-            Event::Tick(Tick::Reminder) => self.remind(),
+            Event::Tick(Tick::Reminder) => self.remind(now),
             Event::Tick(Tick::Ages) => {
-                self.refresh_ages();
+                self.refresh_ages(wall);
                 if std::mem::take(&mut self.heap_used) {
                     crate::engine::heap::release();
                 }
             }
-            Event::Tick(Tick::Report) => fx.report = self.report(now),
+            Event::Tick(Tick::Report) => self.out.report = self.report(now),
         }
-        fx.writes = self.dispatch(now, wall);
+        let writes = self.dispatch(now, wall);
+        self.out.writes = writes;
+        self.take_effects()
+    }
+
+    /// A write ended at `now` while the loop shuts down: its books are kept and its Event
+    /// published, but nothing new is decided.
+    pub(crate) fn written_at_shutdown(
+        &mut self,
+        name: &str,
+        result: Result<Written, WriteError>,
+        told: Option<Told>,
+        now: Instant,
+    ) -> Effects {
+        self.on_written(name, result, told, now);
+        self.take_effects()
+    }
+
+    /// What the step so far asks for, with the next wake-up as it stands now.
+    fn take_effects(&mut self) -> Effects {
+        let mut fx = std::mem::take(&mut self.out);
+        fx.wake = self.scheduler.next_wake_at();
         fx
+    }
+
+    /// Logs `line` (the shell does).
+    pub(super) fn log(&mut self, line: Log) {
+        self.out.logs.push(line);
+    }
+
+    /// Records a metric change (the shell does).
+    pub(super) fn gauge(&mut self, change: Gauge) {
+        self.out.gauges.push(change);
     }
 }
 
@@ -223,7 +272,7 @@ impl Loop {
         match role {
             Role::Leading { .. } | Role::Unelected => {
                 if !self.scheduler.is_active() {
-                    self.metrics.leader(true);
+                    self.gauge(Gauge::Leader(true));
                     self.health.set_leader(Standing::Leading);
                     self.maybe_start();
                     if self.scheduler.is_active() {
@@ -234,11 +283,9 @@ impl Loop {
             }
             Role::Standby => None,
             Role::Lost => {
-                self.metrics.leader(false);
+                self.gauge(Gauge::Leader(false));
                 self.health.set_leader(Standing::Lost);
-                tracing::error!(
-                    "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
-                );
+                self.log(Log::LostLease);
                 Some(Ended::LostLease)
             }
         }
@@ -259,18 +306,24 @@ impl Loop {
         let memo = self.scheduler.memo(name);
         let before = std::mem::replace(&mut memo.published, now.clone());
         if before != now {
-            if let Some(p) = &before {
-                self.metrics.finding(p, -1);
+            if let Some(p) = before {
+                self.gauge(Gauge::Finding {
+                    published: p,
+                    delta: -1,
+                });
             }
-            if let Some(p) = &now {
-                self.metrics.finding(p, 1);
+            if let Some(p) = now {
+                self.gauge(Gauge::Finding {
+                    published: p,
+                    delta: 1,
+                });
             }
         }
         self.scheduler.settle(name);
     }
 
     /// After a relist of VolumeLeftovers: objects deleted during the gap get no Delete event.
-    pub(super) fn recount_published(&mut self) {
+    pub(super) fn recount_published(&mut self, wall: &Time) {
         let state = self.stores.vl.state();
         let now: std::collections::HashMap<String, Published> = state
             .iter()
@@ -287,7 +340,7 @@ impl Loop {
         for (name, p) in now {
             self.set_published(&name, Some(p));
         }
-        self.refresh_ages();
+        self.refresh_ages(wall);
     }
 
     pub(super) fn report_changed(&mut self) {
@@ -333,37 +386,37 @@ impl Loop {
             return;
         };
         r.in_flight = false;
-        match applied {
+        let line = match applied {
             Applied::Done | Applied::Unchanged => {
-                if r.missing_logged {
-                    tracing::info!(
-                        "OpenReports ClusterReport written again (its CRD is installed)"
-                    );
-                }
+                let again = r.missing_logged.then_some(Log::ReportWrittenAgain);
                 r.missing_logged = false;
                 r.last = Some(content);
+                again
             }
             Applied::NotInstalled => {
-                if !r.missing_logged {
-                    tracing::warn!(
-                        "the OpenReports CRD (clusterreports.openreports.io) is not installed: the findings are not mirrored; trying again at the next resync"
-                    );
-                }
+                let first = (!r.missing_logged).then_some(Log::ReportCrdMissing);
                 r.missing_logged = true;
                 r.dirty = true;
                 r.not_before = now + self.settings.resync;
+                first
             }
             Applied::Failed(error) => {
-                tracing::warn!(category = error.category().as_str(), %error, "writing the OpenReports ClusterReport failed; trying again");
                 r.dirty = true;
                 r.not_before = now + Duration::from_secs(30);
+                Some(Log::ReportFailed {
+                    category: error.category(),
+                    error: error.to_string(),
+                })
             }
+        };
+        if let Some(line) = line {
+            self.log(line);
         }
     }
 
-    /// The age of the oldest open finding per reason (it grows with the clock alone).
-    pub(super) fn refresh_ages(&self) {
-        let now = jiff::Timestamp::now().as_second();
+    /// The age of the oldest open finding per reason at `wall` (it grows with the clock alone).
+    pub(super) fn refresh_ages(&mut self, wall: &Time) {
+        let now = wall.0.as_second();
         let mut oldest: std::collections::HashMap<Reason, i64> = std::collections::HashMap::new();
         for name in self.scheduler.names_where(|s| {
             s.memo()
@@ -380,9 +433,11 @@ impl Loop {
                 *e = (*e).max(age);
             }
         }
-        for r in Reason::ALL {
-            self.metrics
-                .oldest_open(r, oldest.get(&r).copied().unwrap_or(0));
+        for reason in Reason::ALL {
+            self.gauge(Gauge::OldestOpen {
+                reason,
+                seconds: oldest.get(&reason).copied().unwrap_or(0),
+            });
         }
     }
 
@@ -396,56 +451,75 @@ impl Loop {
         let ctx = Ctx {
             stores: &self.stores,
             health: &self.health,
-            metrics: &self.metrics,
             settings: &self.settings,
             census: self.census.as_ref(),
         };
+        let (out, stopwatch) = (&mut self.out, self.stopwatch);
+        // One duration per decision (16 bytes: 800 KB for a sweep of 50,000 names, for the
+        // length of this step) keeps the histogram's observations what they were.
+        let mut took = Vec::new();
         let writes = self.scheduler.run(|name, memo| {
-            let start = Instant::now();
-            let d = ctx.decide(name, memo, now, wall);
-            ctx.metrics.decision_duration(start.elapsed());
+            let start = stopwatch();
+            let d = ctx.decide(name, memo, now, wall, &mut out.gauges, &mut out.logs);
+            took.push(stopwatch().saturating_duration_since(start));
             d.into()
         });
+        if !took.is_empty() {
+            self.gauge(Gauge::Decided(took));
+        }
         // Every write returned is in flight until its outcome comes back (`on_written`).
-        self.metrics
-            .backlog(self.scheduler.queued(), self.scheduler.in_flight());
+        self.gauge(Gauge::Backlog {
+            queued: self.scheduler.queued(),
+            in_flight: self.scheduler.in_flight(),
+        });
         writes
             .into_iter()
             .map(|(name, (action, told))| WriteStart { name, action, told })
             .collect()
     }
 
-    /// A write ended at `now`; returns the Event to publish about its PV, if it landed.
+    /// A write ended at `now`; the Event about its PV is published if it landed.
     pub(super) fn on_written(
         &mut self,
         name: &str,
         result: Result<Written, WriteError>,
         told: Option<Told>,
         now: Instant,
-    ) -> Option<Told> {
-        let mut tell = None;
+    ) {
         let end = match result {
             Ok(w) => {
                 if w.outcome == Outcome::Done {
-                    tell = told;
+                    self.out.events.extend(told);
                 }
-                let result = w.outcome.as_str();
-                self.metrics.write(w.op.as_str(), result, w.requests);
+                let (op, result) = (w.op.as_str(), w.outcome.as_str());
+                self.gauge(Gauge::Write {
+                    op,
+                    result,
+                    requests: w.requests,
+                });
                 if let Some(echo) = w.echo {
                     self.scheduler.memo(name).echo =
                         Some((echo, (now + self.settings.echo_wait).into_std()));
                 }
-                tracing::debug!(%name, op = w.op.as_str(), result, "written");
+                self.log(Log::Written {
+                    name: name.to_string(),
+                    op,
+                    result,
+                });
                 w.outcome.into()
             }
             Err(e) => {
-                self.metrics
-                    .write(e.op().as_str(), e.category().as_str(), 1);
+                self.gauge(Gauge::Write {
+                    op: e.op().as_str(),
+                    result: e.category().as_str(),
+                    requests: 1,
+                });
                 let first = self.scheduler.get(name).is_none_or(|s| s.failures() == 0);
+                let error = e.to_string();
                 if first && self.scheduler.blocked().is_none() {
-                    tracing::warn!(error = %e, "write failed; retrying with backoff");
+                    self.log(Log::WriteFailed { error });
                 } else {
-                    tracing::debug!(error = %e, "write failed again");
+                    self.log(Log::WriteFailedAgain { error });
                 }
                 WriteEnd::Failed {
                     category: e.category(),
@@ -457,22 +531,20 @@ impl Loop {
         match self.scheduler.end_write(name, end) {
             Some(Condition::Blocked { category, error }) => {
                 let why = WritesBlocked::new(category, error);
-                tracing::error!(
-                    category = category.as_str(),
-                    error = %why.error(),
-                    "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{}",
-                    why.fix()
-                );
+                self.log(Log::WritesBlocked {
+                    category,
+                    error: why.error().to_string(),
+                    fix: why.fix(),
+                });
                 self.health.set_writes_blocked(Some(why));
-                self.metrics.writes_blocked(true);
+                self.gauge(Gauge::WritesBlocked(true));
             }
             Some(Condition::Unblocked) => {
-                tracing::info!("writes to VolumeLeftovers work again");
+                self.log(Log::WritesUnblocked);
                 self.health.set_writes_blocked(None);
-                self.metrics.writes_blocked(false);
+                self.gauge(Gauge::WritesBlocked(false));
             }
             None => {}
         }
-        tell
     }
 }

@@ -4,8 +4,8 @@
 //! VolumeLeftovers; see [`crate::watch::feed`]), keeps the reverse index and the health of each store,
 //! and hands PV names to the [`Scheduler`], which says when each may be decided and which writes
 //! may start. Decisions are pure ([`crate::decide::classify`], [`crate::decide::plan`]); this module only gathers
-//! their inputs, keeps the books (metrics, logs once per change) and runs the writes
-//! ([`crate::publish::writer`]).
+//! their inputs, keeps the books (metrics, logs once per change, both as effects) and runs the
+//! writes ([`crate::publish::writer`]).
 //!
 //! Nothing is decided before every store it depends on has listed: an empty claim cache at
 //! start-up would otherwise turn every Released PV into "claim deleted". A store whose watch has
@@ -14,13 +14,16 @@
 //!
 //! - [`machine`]: the loop as a state machine: events and the time in, effects out (no task,
 //!   no request);
-//! - [`shell`]: the async loop around it: reads the feeds and timers, performs the effects;
+//! - [`shell`]: the async loop around it: reads the feeds, timers and clocks, performs the
+//!   effects;
+//! - [`effects`]: the lines to log and the metric changes, as values;
 //! - [`feeds`]: what the feeds' items do to the loop's state;
 //! - [`census`]: what a pool's census result does to the loop's state;
 //! - [`decision`]: the views of the stores a decision reads, and one name's decision.
 
 mod census;
 mod decision;
+mod effects;
 mod feeds;
 mod machine;
 mod shell;
@@ -35,6 +38,7 @@ use crate::run::wiring::{self, Wired};
 use crate::telemetry::{Health, Metrics};
 
 pub use decision::{StoreLookup, View};
+pub(crate) use effects::{Gauge, Log};
 pub(crate) use machine::{Effects, Event, Loop, Tick};
 use shell::Shell;
 

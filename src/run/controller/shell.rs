@@ -1,6 +1,7 @@
 //! The async shell around the [`Loop`]: it selects over the feeds, the role, the timers and the
 //! writes in flight, hands each to [`Loop::step`] with the time, and performs what comes back
-//! (starts the writes, publishes the Events, writes the ClusterReport). Only I/O.
+//! (starts the writes, publishes the Events, writes the ClusterReport, logs the lines, records
+//! the metrics). Only I/O, and the only reader of the clocks.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,14 +12,17 @@ use futures::StreamExt;
 use futures::stream::{FuturesUnordered, SelectAll};
 use tokio::time::{Instant, Interval};
 
-use super::{Effects, Ended, Event, Loop, Tick, Told};
+use super::{Effects, Ended, Event, Gauge, Log, Loop, Tick, Told};
+use crate::decide::census_result::CensusLog;
+use crate::decide::name::{FOREIGN, Held};
 use crate::engine::clock::wall_clock;
+use crate::model::image::Scope;
 use crate::publish::events::Events;
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
 use crate::run::settings::Settings;
 use crate::run::wiring::{InputStream, Parts};
-use crate::telemetry::{Health, Metrics};
+use crate::telemetry::{CRD_FIX, Health, Metrics};
 
 /// A write in flight: the name, what it did, and the change to tell people about once it landed.
 type WriteFuture =
@@ -30,6 +34,7 @@ type ReportFuture = Pin<Box<dyn Future<Output = (serde_json::Value, Applied)> + 
 /// The loop and what it performs its effects with.
 pub(super) struct Shell {
     pub(super) machine: Loop,
+    metrics: Arc<Metrics>,
     writer: Writer,
     writes: FuturesUnordered<WriteFuture>,
     events: Option<Events>,
@@ -85,11 +90,12 @@ impl Shell {
             report.is_some(),
             settings,
             health,
-            metrics,
+            std::time::Instant::now,
             Instant::now(),
         );
         Shell {
             machine,
+            metrics,
             writer,
             writes: FuturesUnordered::new(),
             events,
@@ -131,26 +137,35 @@ impl Shell {
                 }
             };
             let effects = l.machine.step(event, Instant::now(), &wall_clock());
+            // The scheduler's own timers wake the loop at `effects.wake` (`next_wake` above).
             if let Some(ended) = l.perform(effects) {
                 return ended;
             }
         }
     }
 
-    /// Starts the writes the machine asked for and publishes its Events.
+    /// Logs the lines, records the metrics, starts the writes the machine asked for and
+    /// publishes its Events.
     fn perform(&mut self, effects: Effects) -> Option<Ended> {
         let Effects {
             writes,
             report,
             events,
+            logs,
+            gauges,
+            wake: _,
             ended,
         } = effects;
+        logs.into_iter().for_each(emit);
+        for g in gauges {
+            record(&self.metrics, g);
+        }
         for told in events {
             self.tell(&told);
         }
         for w in writes {
             let writer = self.writer.clone();
-            let metrics = self.machine.metrics.clone();
+            let metrics = self.metrics.clone();
             self.writes.push(Box::pin(async move {
                 let start = Instant::now();
                 let r = writer.execute(w.action).await;
@@ -184,9 +199,10 @@ impl Shell {
         let pending = self.writes.len();
         let drained = tokio::time::timeout(self.machine.settings.shutdown_grace, async {
             while let Some((name, result, told)) = self.writes.next().await {
-                if let Some(t) = self.machine.on_written(&name, result, told, Instant::now()) {
-                    self.tell(&t);
-                }
+                let effects = self
+                    .machine
+                    .written_at_shutdown(&name, result, told, Instant::now());
+                self.perform(effects);
             }
         })
         .await;
@@ -198,5 +214,249 @@ impl Shell {
             );
         }
         drop(std::mem::take(&mut self.writes));
+    }
+}
+
+/// The targets the lines had when the machine's modules logged them, so that filters and
+/// readers of the logs see them where they were.
+const MACHINE: &str = "volume_leftovers::run::controller::machine";
+const FEEDS: &str = "volume_leftovers::run::controller::feeds";
+const CENSUS: &str = "volume_leftovers::run::controller::census";
+const DECISION: &str = "volume_leftovers::run::controller::decision";
+
+/// Logs `line` as the `tracing` event it stands for.
+fn emit(line: Log) {
+    match line {
+        Log::LostLease => tracing::error!(
+            target: MACHINE,
+            "this replica lost the lease: it stops writing and exits so that a fresh process starts as standby"
+        ),
+        Log::ReportWrittenAgain => tracing::info!(
+            target: MACHINE,
+            "OpenReports ClusterReport written again (its CRD is installed)"
+        ),
+        Log::ReportCrdMissing => tracing::warn!(
+            target: MACHINE,
+            "the OpenReports CRD (clusterreports.openreports.io) is not installed: the findings are not mirrored; trying again at the next resync"
+        ),
+        Log::ReportFailed { category, error } => {
+            tracing::warn!(target: MACHINE, category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again")
+        }
+        Log::Sweep => tracing::debug!(target: MACHINE, "periodic sweep"),
+        Log::Written { name, op, result } => {
+            tracing::debug!(target: MACHINE, %name, op, result, "written")
+        }
+        Log::WriteFailed { error } => {
+            tracing::warn!(target: MACHINE, %error, "write failed; retrying with backoff")
+        }
+        Log::WriteFailedAgain { error } => {
+            tracing::debug!(target: MACHINE, %error, "write failed again")
+        }
+        Log::WritesBlocked {
+            category,
+            error,
+            fix,
+        } => tracing::error!(
+            target: MACHINE,
+            category = category.as_str(),
+            %error,
+            "writes to VolumeLeftovers are failing as a whole; pausing them and probing with one write at a time{fix}",
+        ),
+        Log::WritesUnblocked => {
+            tracing::info!(target: MACHINE, "writes to VolumeLeftovers work again")
+        }
+        Log::WritesStillBlocked {
+            for_s,
+            category,
+            error,
+        } => tracing::warn!(
+            target: FEEDS,
+            for_s,
+            category = category.as_str(),
+            %error,
+            "writes to VolumeLeftovers still failing"
+        ),
+        Log::PvsGoneUnwatched { count } => tracing::info!(
+            target: FEEDS,
+            count,
+            "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
+        ),
+        Log::StoreSynced { kind } => {
+            tracing::info!(target: FEEDS, resource = kind.as_str(), "store synced")
+        }
+        Log::StoreSyncedAgain { kind, after_s } => tracing::info!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            after_s,
+            "store synced again"
+        ),
+        Log::StoreStillFailing {
+            kind,
+            error,
+            retry_in,
+        } => {
+            tracing::debug!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "still failing")
+        }
+        Log::WatchExpired { kind } => tracing::info!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            "watch expired (410 Gone); relisting"
+        ),
+        Log::CrdMissing {
+            kind,
+            error,
+            retry_in,
+        } => {
+            tracing::error!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "{CRD_FIX}; retrying")
+        }
+        Log::StoreForbidden { kind, error } => tracing::error!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            %error,
+            "the operator's identity may not list/watch {}: check its ClusterRole (deploy/ or the chart); retrying",
+            kind.as_str()
+        ),
+        Log::ClaimsUnreadable => tracing::error!(
+            target: FEEDS,
+            "claims cannot be read: findings report claim.missing Unknown, never True"
+        ),
+        Log::WatchFailing {
+            kind,
+            category,
+            error,
+            retry_in,
+            stale_after_s,
+        } => tracing::warn!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            category = category.as_str(),
+            %error,
+            %retry_in,
+            "list/watch failing; retrying with backoff (its answers are not used after {stale_after_s}s)",
+        ),
+        Log::StoreNotSynced {
+            kind,
+            state,
+            for_s,
+            error,
+        } => tracing::warn!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            ?state,
+            for_s,
+            error = error.as_str(),
+            "store still not synced"
+        ),
+        Log::AllListed {
+            pvs,
+            claims,
+            classes,
+            leftovers,
+            claims_readable,
+        } => tracing::info!(
+            target: FEEDS,
+            pvs,
+            claims,
+            classes,
+            leftovers,
+            claims_readable,
+            "all stores listed; evaluating every PersistentVolume"
+        ),
+        Log::TombstoneFactsShed { count } => tracing::debug!(
+            target: FEEDS,
+            count,
+            "facts kept for tombstones dropped: their volumes are in the store"
+        ),
+        Log::Tombstone { pv, uid } => {
+            tracing::info!(target: FEEDS, %pv, %uid, "a PersistentVolume whose disk outlives it was deleted; its finding becomes the last record of the disk")
+        }
+        Log::Skipped { pv, why } => tracing::warn!(target: DECISION, %pv, "{why}"),
+        Log::Foreign { pv } => tracing::warn!(target: DECISION, %pv, "{}", FOREIGN),
+        Log::Census { scope, line } => match &scope {
+            Scope::Ceph(_) => emit_census(&scope.to_string(), line),
+            _ => emit_cloud_census(scope.backend(), &scope.to_string(), line),
+        },
+    }
+}
+
+/// Logs a line of a census outcome of the scope labelled `label`.
+fn emit_census(label: &str, line: CensusLog) {
+    match line {
+        CensusLog::Recovered { after } => {
+            tracing::info!(target: CENSUS, pool = %label, after = %after, "the census of the pool works again")
+        }
+        CensusLog::Done { images } => {
+            tracing::debug!(target: CENSUS, pool = %label, images = images, "census done")
+        }
+        CensusLog::Unread {
+            images,
+            first,
+            error,
+        } => {
+            tracing::warn!(target: CENSUS, pool = %label, images = images, first = %first, error = %error, "the details of some images could not be read: what is published about them stays (nothing made, nothing cleared) until they can be")
+        }
+        CensusLog::ReadAgain => {
+            tracing::info!(target: CENSUS, pool = %label, "the details of every image can be read again")
+        }
+        CensusLog::Failed { category, message } => {
+            tracing::warn!(target: CENSUS, pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
+        }
+    }
+}
+
+/// Logs a line of a cloud scope's census outcome (a GCE zone or region, an EBS region): one
+/// when it starts failing (or fails in another way), one when it works again.
+fn emit_cloud_census(backend: &str, scope: &str, line: CensusLog) {
+    match line {
+        CensusLog::Recovered { after } => {
+            tracing::info!(target: CENSUS, backend, %scope, after = %after, "the census of the scope works again")
+        }
+        CensusLog::Done { images } => {
+            tracing::debug!(target: CENSUS, backend, %scope, disks = images, "census done")
+        }
+        // A cloud listing reads every disk's details with it: none is ever unread.
+        CensusLog::Unread { .. } | CensusLog::ReadAgain => {}
+        CensusLog::Failed { category, message } => {
+            tracing::warn!(target: CENSUS, backend, %scope, error = %message, category = %category, "the census of the scope failed: its disks are Unknown (no finding about them is made, changed or cleared) until it works again")
+        }
+    }
+}
+
+/// Applies a metric change.
+fn record(metrics: &Metrics, change: Gauge) {
+    match change {
+        Gauge::Leader(leading) => metrics.leader(leading),
+        Gauge::Finding { published, delta } => metrics.finding(&published, delta),
+        Gauge::OldestOpen { reason, seconds } => metrics.oldest_open(reason, seconds),
+        Gauge::Decided(took) => {
+            for d in took {
+                metrics.decided();
+                metrics.decision_duration(d);
+            }
+        }
+        Gauge::Held { held, delta } => match held {
+            Held::Pending(r) => metrics.pending(r, delta),
+            Held::Undecided => metrics.undecided(delta),
+            Held::Skipped => metrics.skipped(delta),
+            Held::Ignored => metrics.ignored(delta),
+        },
+        Gauge::Backlog { queued, in_flight } => metrics.backlog(queued, in_flight),
+        Gauge::Write {
+            op,
+            result,
+            requests,
+        } => metrics.write(op, result, requests),
+        Gauge::WritesBlocked(blocked) => metrics.writes_blocked(blocked),
+        Gauge::StoreState { kind, state } => metrics.store_state(kind, state),
+        Gauge::Relisted(kind) => metrics.relisted(kind),
+        Gauge::WatchError { kind, category } => metrics.watch_error(kind, category),
+        Gauge::CensusDone {
+            scope,
+            images,
+            unread,
+            seconds,
+            requests,
+        } => metrics.census_done(&scope, images, unread, seconds, requests),
+        Gauge::CensusFailed { scope, requests } => metrics.census_failed(&scope, requests),
     }
 }
