@@ -22,7 +22,7 @@ use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;
 use crate::publish::leader::Role;
 use crate::publish::writer::{Op, Outcome, WriteError, Written};
-use crate::run::controller::{Effects, Event, Gauge, Log, Loop, Tick};
+use crate::run::controller::{Effects, Event, Gauge, Log, Loop, StoreLog, Tick};
 use crate::run::settings::Settings;
 use crate::run::wiring::{Input, Stores};
 use crate::telemetry::Health;
@@ -624,14 +624,14 @@ async fn a_watched_delete_is_a_tombstone_dated_by_the_wall_clock_handed_in() {
     let tombstones: Vec<_> = fx
         .logs
         .iter()
-        .filter(|l| matches!(l, Log::Tombstone { .. }))
+        .filter(|l| matches!(l, Log::Store(StoreLog::Tombstone { .. })))
         .collect();
     assert_eq!(
         tombstones,
-        [&Log::Tombstone {
+        [&Log::Store(StoreLog::Tombstone {
             pv: "b".into(),
             uid: "pv-uid-b".into()
-        }]
+        })]
     );
     let [start] = <[_; 1]>::try_from(fx.writes).expect("one write");
     let Action::Create { object } = &start.action else {

@@ -69,6 +69,36 @@ pub(crate) enum Log {
         /// The last error.
         error: String,
     },
+    /// A line about the stores and their feeds.
+    Store(StoreLog),
+    /// A line about a store's list or watch failing.
+    Watch(WatchLog),
+    /// A volume too odd to judge (warning, once per change of `why`).
+    Skipped {
+        /// The PV's name.
+        pv: String,
+        /// Why.
+        why: String,
+    },
+    /// A VolumeLeftover of a finding's name the operator does not manage (warning, once per
+    /// change).
+    Foreign {
+        /// Its name.
+        pv: String,
+    },
+    /// A line about a census of `scope`.
+    Census {
+        /// The scope (a Ceph pool, a GCE zone or region, an EBS region).
+        scope: Scope,
+        /// The line.
+        line: CensusLog,
+    },
+}
+
+/// A line about the stores and their feeds (each logged once per change, unless it says
+/// otherwise).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreLog {
     /// A relist found PVs deleted while the watch was down (info).
     PvsGoneUnwatched {
         /// How many.
@@ -85,52 +115,6 @@ pub(crate) enum Log {
         kind: Kind,
         /// Seconds it was failing, when known.
         after_s: Option<u64>,
-    },
-    /// A store's watch fails again in the same state (debug).
-    StoreStillFailing {
-        /// The store.
-        kind: Kind,
-        /// The error.
-        error: String,
-        /// When it is retried, as `1.5s`.
-        retry_in: String,
-    },
-    /// A store's watch expired (410 Gone) (info).
-    WatchExpired {
-        /// The store.
-        kind: Kind,
-    },
-    /// The VolumeLeftover CRD is missing (error).
-    CrdMissing {
-        /// The store.
-        kind: Kind,
-        /// The error.
-        error: String,
-        /// When it is retried, as `1.5s`.
-        retry_in: String,
-    },
-    /// The operator may not list or watch a store (error).
-    StoreForbidden {
-        /// The store.
-        kind: Kind,
-        /// The error.
-        error: String,
-    },
-    /// Claims cannot be read: what that means for the findings (error, after
-    /// [`Log::StoreForbidden`] of the claims).
-    ClaimsUnreadable,
-    /// A store's list or watch fails (warning).
-    WatchFailing {
-        /// The store.
-        kind: Kind,
-        /// The failure's category.
-        category: Category,
-        /// The error.
-        error: String,
-        /// When it is retried, as `1.5s`.
-        retry_in: String,
-        /// After how many seconds of failing its answers are not used.
-        stale_after_s: u64,
     },
     /// A store is still not synced (warning, at each reminder).
     StoreNotSynced {
@@ -168,26 +152,70 @@ pub(crate) enum Log {
         /// Its uid.
         uid: String,
     },
-    /// A volume too odd to judge (warning, once per change of `why`).
-    Skipped {
-        /// The PV's name.
-        pv: String,
-        /// Why.
-        why: String,
+}
+
+/// A line about a store's list or watch failing (each logged once per change, unless it says
+/// otherwise).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WatchLog {
+    /// A store's watch fails again in the same state (debug).
+    StoreStillFailing {
+        /// The store.
+        kind: Kind,
+        /// The error.
+        error: String,
+        /// When it is retried, as `1.5s`.
+        retry_in: String,
     },
-    /// A VolumeLeftover of a finding's name the operator does not manage (warning, once per
-    /// change).
-    Foreign {
-        /// Its name.
-        pv: String,
+    /// A store's watch expired (410 Gone) (info).
+    WatchExpired {
+        /// The store.
+        kind: Kind,
     },
-    /// A line about a census of `scope`.
-    Census {
-        /// The scope (a Ceph pool, a GCE zone or region, an EBS region).
-        scope: Scope,
-        /// The line.
-        line: CensusLog,
+    /// The VolumeLeftover CRD is missing (error).
+    CrdMissing {
+        /// The store.
+        kind: Kind,
+        /// The error.
+        error: String,
+        /// When it is retried, as `1.5s`.
+        retry_in: String,
     },
+    /// The operator may not list or watch a store (error).
+    StoreForbidden {
+        /// The store.
+        kind: Kind,
+        /// The error.
+        error: String,
+    },
+    /// Claims cannot be read: what that means for the findings (error, after
+    /// [`WatchLog::StoreForbidden`] of the claims).
+    ClaimsUnreadable,
+    /// A store's list or watch fails (warning).
+    WatchFailing {
+        /// The store.
+        kind: Kind,
+        /// The failure's category.
+        category: Category,
+        /// The error.
+        error: String,
+        /// When it is retried, as `1.5s`.
+        retry_in: String,
+        /// After how many seconds of failing its answers are not used.
+        stale_after_s: u64,
+    },
+}
+
+impl From<WatchLog> for Log {
+    fn from(line: WatchLog) -> Log {
+        Log::Watch(line)
+    }
+}
+
+impl From<StoreLog> for Log {
+    fn from(line: StoreLog) -> Log {
+        Log::Store(line)
+    }
 }
 
 /// A change of a metric.

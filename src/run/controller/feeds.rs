@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::Loop;
 use super::decision::{StoreLookup, View};
-use super::effects::{Gauge, Log};
+use super::effects::{Gauge, Log, StoreLog, WatchLog};
 use crate::decide::lookup::Claim;
 use crate::decide::name::{is_tombstone_of, published};
 use crate::model::leftover::Leftover;
@@ -103,7 +103,7 @@ impl Loop {
                 self.index.reset(state.iter().map(|p| p.as_ref()));
                 drop(state);
                 if !gone.is_empty() {
-                    self.log(Log::PvsGoneUnwatched { count: gone.len() });
+                    self.log(StoreLog::PvsGoneUnwatched { count: gone.len() });
                 }
                 // Their delete was not watched: what the store last had of each says
                 // whether it left its disk behind, as a watched delete's last object does.
@@ -202,8 +202,8 @@ impl Loop {
         self.gauge(Gauge::Relisted(kind));
         match (before.state, before.since) {
             (StoreState::Synced, _) => {}
-            (StoreState::Pending, None) => self.log(Log::StoreSynced { kind }),
-            (_, since) => self.log(Log::StoreSyncedAgain {
+            (StoreState::Pending, None) => self.log(StoreLog::StoreSynced { kind }),
+            (_, since) => self.log(StoreLog::StoreSyncedAgain {
                 kind,
                 after_s: since.map(|t| now.saturating_duration_since(t).as_secs()),
             }),
@@ -252,27 +252,27 @@ impl Loop {
         self.gauge(Gauge::StoreState { kind, state });
         let retry_in = format!("{:.1}s", retry_in.as_secs_f32());
         if !changed {
-            self.log(Log::StoreStillFailing {
+            self.log(WatchLog::StoreStillFailing {
                 kind,
                 error,
                 retry_in,
             });
         } else if category == Category::Expired {
-            self.log(Log::WatchExpired { kind });
+            self.log(WatchLog::WatchExpired { kind });
         } else if kind == Kind::volumeleftovers && category == Category::NotFound {
-            self.log(Log::CrdMissing {
+            self.log(WatchLog::CrdMissing {
                 kind,
                 error,
                 retry_in,
             });
         } else if category == Category::Forbidden {
-            self.log(Log::StoreForbidden { kind, error });
+            self.log(WatchLog::StoreForbidden { kind, error });
             if kind == Kind::persistentvolumeclaims {
-                self.log(Log::ClaimsUnreadable);
+                self.log(WatchLog::ClaimsUnreadable);
             }
         } else {
             let stale_after_s = self.health.stale_after().as_secs();
-            self.log(Log::WatchFailing {
+            self.log(WatchLog::WatchFailing {
                 kind,
                 category,
                 error,
@@ -296,7 +296,7 @@ impl Loop {
         for kind in Kind::ALL {
             let s = self.health.store(kind);
             if s.state != StoreState::Synced {
-                self.log(Log::StoreNotSynced {
+                self.log(StoreLog::StoreNotSynced {
                     kind,
                     state: s.state,
                     for_s: s.since.map(since),
@@ -328,7 +328,7 @@ impl Loop {
             && usable(Kind::persistentvolumeclaims)
             && usable(Kind::storageclasses)
         {
-            let line = Log::AllListed {
+            let line = StoreLog::AllListed {
                 pvs: self.stores.pv.len(),
                 claims: self.stores.pvc.len(),
                 classes: self.stores.sc.len(),
@@ -366,7 +366,7 @@ impl Loop {
             .filter(|o| self.shed_if_seen(o))
             .count();
         if shed > 0 {
-            self.log(Log::TombstoneFactsShed { count: shed });
+            self.log(StoreLog::TombstoneFactsShed { count: shed });
         }
     }
 
@@ -398,7 +398,7 @@ impl Loop {
                 .is_some_and(|o| is_tombstone_of(o, Some(t)))
         });
         if let Some(t) = &t {
-            let line = Log::Tombstone {
+            let line = StoreLog::Tombstone {
                 pv: name.to_string(),
                 uid: t.volume_uid.to_string(),
             };

@@ -255,8 +255,8 @@ impl Loop {
     }
 
     /// Logs `line` (the shell does).
-    pub(super) fn log(&mut self, line: Log) {
-        self.out.logs.push(line);
+    pub(super) fn log(&mut self, line: impl Into<Log>) {
+        self.out.logs.push(line.into());
     }
 
     /// Records a metric change (the shell does).

@@ -38,7 +38,7 @@ use crate::run::wiring::{self, Wired};
 use crate::telemetry::{Health, Metrics};
 
 pub use decision::{StoreLookup, View};
-pub(crate) use effects::{Gauge, Log};
+pub(crate) use effects::{Gauge, Log, StoreLog, WatchLog};
 pub(crate) use machine::{Effects, Event, Loop, Tick};
 use shell::Shell;
 

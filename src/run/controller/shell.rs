@@ -12,7 +12,7 @@ use futures::StreamExt;
 use futures::stream::{FuturesUnordered, SelectAll};
 use tokio::time::{Instant, Interval};
 
-use super::{Effects, Ended, Event, Gauge, Log, Loop, Tick, Told};
+use super::{Effects, Ended, Event, Gauge, Log, Loop, StoreLog, Tick, Told, WatchLog};
 use crate::decide::census_result::CensusLog;
 use crate::decide::name::{FOREIGN, Held};
 use crate::engine::clock::wall_clock;
@@ -276,65 +276,35 @@ fn emit(line: Log) {
             %error,
             "writes to VolumeLeftovers still failing"
         ),
-        Log::PvsGoneUnwatched { count } => tracing::info!(
+        Log::Store(line) => emit_store(line),
+        Log::Watch(line) => emit_watch(line),
+        Log::Skipped { pv, why } => tracing::warn!(target: DECISION, %pv, "{why}"),
+        Log::Foreign { pv } => tracing::warn!(target: DECISION, %pv, "{}", FOREIGN),
+        Log::Census { scope, line } => match &scope {
+            Scope::Ceph(_) => emit_census(&scope.to_string(), line),
+            _ => emit_cloud_census(scope.backend(), &scope.to_string(), line),
+        },
+    }
+}
+
+/// Logs a line about the stores and their feeds.
+fn emit_store(line: StoreLog) {
+    match line {
+        StoreLog::PvsGoneUnwatched { count } => tracing::info!(
             target: FEEDS,
             count,
             "PersistentVolumes deleted while the watch was down; their findings are re-evaluated"
         ),
-        Log::StoreSynced { kind } => {
+        StoreLog::StoreSynced { kind } => {
             tracing::info!(target: FEEDS, resource = kind.as_str(), "store synced")
         }
-        Log::StoreSyncedAgain { kind, after_s } => tracing::info!(
+        StoreLog::StoreSyncedAgain { kind, after_s } => tracing::info!(
             target: FEEDS,
             resource = kind.as_str(),
             after_s,
             "store synced again"
         ),
-        Log::StoreStillFailing {
-            kind,
-            error,
-            retry_in,
-        } => {
-            tracing::debug!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "still failing")
-        }
-        Log::WatchExpired { kind } => tracing::info!(
-            target: FEEDS,
-            resource = kind.as_str(),
-            "watch expired (410 Gone); relisting"
-        ),
-        Log::CrdMissing {
-            kind,
-            error,
-            retry_in,
-        } => {
-            tracing::error!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "{CRD_FIX}; retrying")
-        }
-        Log::StoreForbidden { kind, error } => tracing::error!(
-            target: FEEDS,
-            resource = kind.as_str(),
-            %error,
-            "the operator's identity may not list/watch {}: check its ClusterRole (deploy/ or the chart); retrying",
-            kind.as_str()
-        ),
-        Log::ClaimsUnreadable => tracing::error!(
-            target: FEEDS,
-            "claims cannot be read: findings report claim.missing Unknown, never True"
-        ),
-        Log::WatchFailing {
-            kind,
-            category,
-            error,
-            retry_in,
-            stale_after_s,
-        } => tracing::warn!(
-            target: FEEDS,
-            resource = kind.as_str(),
-            category = category.as_str(),
-            %error,
-            %retry_in,
-            "list/watch failing; retrying with backoff (its answers are not used after {stale_after_s}s)",
-        ),
-        Log::StoreNotSynced {
+        StoreLog::StoreNotSynced {
             kind,
             state,
             for_s,
@@ -347,7 +317,7 @@ fn emit(line: Log) {
             error = error.as_str(),
             "store still not synced"
         ),
-        Log::AllListed {
+        StoreLog::AllListed {
             pvs,
             claims,
             classes,
@@ -362,20 +332,64 @@ fn emit(line: Log) {
             claims_readable,
             "all stores listed; evaluating every PersistentVolume"
         ),
-        Log::TombstoneFactsShed { count } => tracing::debug!(
+        StoreLog::TombstoneFactsShed { count } => tracing::debug!(
             target: FEEDS,
             count,
             "facts kept for tombstones dropped: their volumes are in the store"
         ),
-        Log::Tombstone { pv, uid } => {
+        StoreLog::Tombstone { pv, uid } => {
             tracing::info!(target: FEEDS, %pv, %uid, "a PersistentVolume whose disk outlives it was deleted; its finding becomes the last record of the disk")
         }
-        Log::Skipped { pv, why } => tracing::warn!(target: DECISION, %pv, "{why}"),
-        Log::Foreign { pv } => tracing::warn!(target: DECISION, %pv, "{}", FOREIGN),
-        Log::Census { scope, line } => match &scope {
-            Scope::Ceph(_) => emit_census(&scope.to_string(), line),
-            _ => emit_cloud_census(scope.backend(), &scope.to_string(), line),
-        },
+    }
+}
+
+/// Logs a line about a store's list or watch failing.
+fn emit_watch(line: WatchLog) {
+    match line {
+        WatchLog::StoreStillFailing {
+            kind,
+            error,
+            retry_in,
+        } => {
+            tracing::debug!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "still failing")
+        }
+        WatchLog::WatchExpired { kind } => tracing::info!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            "watch expired (410 Gone); relisting"
+        ),
+        WatchLog::CrdMissing {
+            kind,
+            error,
+            retry_in,
+        } => {
+            tracing::error!(target: FEEDS, resource = kind.as_str(), %error, %retry_in, "{CRD_FIX}; retrying")
+        }
+        WatchLog::StoreForbidden { kind, error } => tracing::error!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            %error,
+            "the operator's identity may not list/watch {}: check its ClusterRole (deploy/ or the chart); retrying",
+            kind.as_str()
+        ),
+        WatchLog::ClaimsUnreadable => tracing::error!(
+            target: FEEDS,
+            "claims cannot be read: findings report claim.missing Unknown, never True"
+        ),
+        WatchLog::WatchFailing {
+            kind,
+            category,
+            error,
+            retry_in,
+            stale_after_s,
+        } => tracing::warn!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            category = category.as_str(),
+            %error,
+            %retry_in,
+            "list/watch failing; retrying with backoff (its answers are not used after {stale_after_s}s)",
+        ),
     }
 }
 
