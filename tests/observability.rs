@@ -119,8 +119,13 @@ const EXPORTED: &[Metric] = &[
     ),
     metric("volume_leftovers_undecided_volumes", Type::Gauge, &[]),
     metric("volume_leftovers_skipped_volumes", Type::Gauge, &[]),
-    // With the Ceph census only (one series per censused pool).
-    metric("volume_leftovers_census_up", Type::Gauge, &["pool"]),
+    // With the census only: one series per Ceph pool (`pool`), per GCE zone or region and per
+    // EBS region (`backend`, `scope`).
+    metric(
+        "volume_leftovers_census_up",
+        Type::Gauge,
+        &["pool", "backend", "scope"],
+    ),
 ];
 
 /// Labels the scrape adds to every series (Prometheus itself, and the Prometheus Operator's
@@ -970,6 +975,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         "VolumeLeftoversWritesFailing",
         "VolumeLeftoversNoLeader",
         "VolumeLeftoversCensusFailing",
+        "VolumeLeftoversCloudCensusFailing",
     ];
     let names: BTreeSet<&str> = rules.iter().map(|(a, _)| a.as_str()).collect();
     assert_eq!(names, required.into_iter().collect::<BTreeSet<_>>());
@@ -1066,6 +1072,16 @@ fn the_exported_list_is_the_operators_real_exposition() {
     m.leader(true);
     m.ready(true);
     m.census_done("fsid/k8s-rbd", 3, 0, 0.1, 2);
+    m.census_done(
+        &volume_leftovers::model::image::Scope::Ebs {
+            account: None,
+            region: "eu-west-1".into(),
+        },
+        3,
+        0,
+        0.1,
+        1,
+    );
     let text = m.encode();
     let mut real: BTreeMap<String, String> = BTreeMap::new();
     for l in text.lines() {
@@ -1092,21 +1108,23 @@ fn the_exported_list_is_the_operators_real_exposition() {
             "{} is not exported as a {want}:\n{text}",
             metric.name
         );
-        // And with exactly the labels the list says (the first sample of the family).
+        // And with the labels the list says: each on some sample of the family (the census's
+        // series are labelled by pool or by backend and scope).
         let base = metric.name.trim_end_matches("_total");
-        let sample = text
+        let samples: Vec<&str> = text
             .lines()
-            .find(|l| {
+            .filter(|l| {
                 !l.starts_with('#')
                     && (l.starts_with(&format!("{base}{{"))
                         || l.starts_with(&format!("{base}_"))
                         || l.starts_with(&format!("{base} ")))
             })
-            .unwrap_or_else(|| panic!("no sample of {}", metric.name));
+            .collect();
+        assert!(!samples.is_empty(), "no sample of {}", metric.name);
         for label in metric.labels {
             assert!(
-                sample.contains(&format!("{label}=\"")),
-                "{} lacks label {label}: {sample}",
+                samples.iter().any(|s| s.contains(&format!("{label}=\""))),
+                "{} lacks label {label}: {samples:?}",
                 metric.name
             );
         }
