@@ -79,7 +79,7 @@ fn line(stdout: &str, name: &str) -> Option<Value> {
 /// Creates the PVs and waits until each is Available (a PV the controller-manager has not
 /// looked at yet has no phase, and is not classified), and until the operator's identity can
 /// list VolumeLeftovers (a control plane just started answers 429 while its storage for the CRD
-/// initializes; `scan` lists the tombstones).
+/// initializes; `scan` lists the tombstones), and into the next second.
 async fn ready(pvs: &Api<PersistentVolume>, volumes: &[PersistentVolume]) {
     for p in volumes {
         create(pvs, p).await;
@@ -97,6 +97,10 @@ async fn ready(pvs: &Api<PersistentVolume>, volumes: &[PersistentVolume]) {
         },
     )
     .await;
+    // A PV counts as missing only when it was created before the first listing began, and both
+    // times are whole seconds (what the API server keeps): a listing in the second the PVs were
+    // made would rightly leave them Unknown.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
 }
 
 /// A PV naming a cloud disk by its CSI driver's handle.
