@@ -692,7 +692,7 @@ fn orphan(
         storage_class_name: None,
         object_name: Some(disk_leftover_name(key, name)),
         status: VolumeLeftoverStatus {
-            reason: Reason::ImageWithoutVolume,
+            reason: Reason::DiskWithoutVolume,
             state: State::Open,
             observed_generation: None,
             conditions: Vec::new(),
@@ -711,7 +711,7 @@ fn orphan(
             volume_mode: String::new(),
             source: orphan_source(key, name),
             first_seen: now.clone(),
-            subject: Subject::Image,
+            subject: Subject::Disk,
             deleted_at: None,
             image: Some(ImageInfo {
                 name: name.to_string(),
@@ -798,7 +798,7 @@ pub(crate) fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
 fn orphan_hints(d: &DiskFacts, owner: &Owner) -> Vec<Hint> {
     let mut hints = Vec::new();
     if !d.in_use.is_empty() {
-        hints.push(Hint::ImageInUse);
+        hints.push(Hint::DiskInUse);
     }
     if *owner == Owner::Unknown {
         hints.push(Hint::OwnerUnknown);

@@ -201,7 +201,7 @@ fn references(
             referenced.insert(img);
             marks.push(name.clone());
         }
-        if *reason == Reason::ImageWithoutVolume {
+        if *reason == Reason::DiskWithoutVolume {
             marks.push(name.clone());
         }
     }

@@ -26,7 +26,7 @@ use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
 
 /// Classifies one PersistentVolume: what its phase and claim say, and, where the storage
-/// backend's census covers its image, whether the image is gone (`VolumeWithoutImage` wins over
+/// backend's census covers its image, whether the image is gone (`VolumeWithoutDisk` wins over
 /// the claim's story: it is the more urgent one, and its message says both).
 pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let verdict = classify_claim(pv, lookup, now.clone());
@@ -61,7 +61,7 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             phase: Phase::of(phase_str),
             phase_str,
             claim: spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup)),
-            reason: Reason::VolumeWithoutImage,
+            reason: Reason::VolumeWithoutDisk,
             deleted_at: None,
             in_trash,
         },
@@ -262,7 +262,7 @@ fn hints(
 ) -> BTreeSet<Hint> {
     let mut hints = BTreeSet::new();
     if d.in_trash {
-        hints.insert(Hint::ImageInTrash);
+        hints.insert(Hint::DiskInTrash);
     }
     if reclaim_policy == "Delete" && matches!(d.phase, Phase::Released | Phase::Failed) {
         hints.insert(Hint::ReclaimPolicyDelete);
@@ -408,9 +408,9 @@ fn finding(
 /// itself the leftover, with the image it names.
 fn subject(deleted: bool, reason: Reason) -> Subject {
     if deleted {
-        Subject::Image
-    } else if reason == Reason::VolumeWithoutImage {
-        Subject::VolumeAndImage
+        Subject::Disk
+    } else if reason == Reason::VolumeWithoutDisk {
+        Subject::VolumeAndDisk
     } else {
         Subject::Volume
     }
@@ -613,8 +613,8 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
             "PersistentVolume {pv} is Failed: its {} reclaim did not complete.",
             f.reclaim
         ),
-        Reason::VolumeWithoutImage => image_gone_sentence(f, claim_ref),
-        Reason::ImageWithoutVolume => format!(
+        Reason::VolumeWithoutDisk => image_gone_sentence(f, claim_ref),
+        Reason::DiskWithoutVolume => format!(
             "{} is not referenced by any PersistentVolume.",
             disk(f.source)
         ),
@@ -639,7 +639,7 @@ fn image_gone_sentence(f: &MessageFacts<'_>, claim_ref: &str) -> String {
             format!("claim {claim_ref}")
         },
         disk(f.source),
-        if f.hints.contains(&Hint::ImageInTrash) {
+        if f.hints.contains(&Hint::DiskInTrash) {
             "; it is in the pool's trash, restorable until it is purged"
         } else {
             ""
@@ -818,7 +818,7 @@ pub(crate) fn tombstone_of(
     let mut status = published.clone();
     status.hints.retain(|h| *h != Hint::VolumeTerminating);
     status.reason = Reason::VolumeDeleted;
-    status.subject = Subject::Image;
+    status.subject = Subject::Disk;
     status.deleted_at = Some(now.clone());
     status.message = unwatched_message(&status, volume_name, volume_uid, now);
     Some(Finding {

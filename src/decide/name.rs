@@ -9,7 +9,7 @@
 //!   decided (the name is held as undecided); the sweep after their next list brings it back.
 //! - **Echo wait.** After a write, the name waits until the VolumeLeftover store shows what it
 //!   left (or the wait ends): a decision on the older view would write again.
-//! - **Nothing concluded from an outage.** A published `VolumeWithoutImage` stays while the census
+//! - **Nothing concluded from an outage.** A published `VolumeWithoutDisk` stays while the census
 //!   answers Unknown; a finding about an unreferenced image stays while its pool's census is not
 //!   trusted or its details could not be read.
 //! - **Tombstones.** A watched delete of a volume that leaves its disk keeps its finding
@@ -349,13 +349,13 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         }
     }
 
-    /// Whether the volume's published `VolumeWithoutImage` finding waits because the census
+    /// Whether the volume's published `VolumeWithoutDisk` finding waits because the census
     /// answers Unknown for its image.
     fn census_cannot_say(&self, pv: Option<&Volume>, existing: Option<&Leftover>) -> bool {
         let (Some(pv), Some(e)) = (pv, existing) else {
             return false;
         };
-        published_reason(e) == Some(Reason::VolumeWithoutImage)
+        published_reason(e) == Some(Reason::VolumeWithoutDisk)
             && pv.spec.as_ref().is_some_and(|spec| {
                 self.lookup.volume_image(
                     &volume_source(spec),
@@ -451,7 +451,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         let managed = existing.filter(|o| o.managed);
         let published_image = managed
             .and_then(|o| o.status.as_ref())
-            .filter(|s| s.reason == Reason::ImageWithoutVolume);
+            .filter(|s| s.reason == Reason::DiskWithoutVolume);
         let cs = match &self.images {
             Some(cs) => cs,
             // The census was turned off: nobody vouches for these any more.

@@ -105,7 +105,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         // The volume's delete was observed (or its absence after a relist): final, no grace.
         Reason::VolumeDeleted => (Duration::ZERO, ClockStart::Observed),
         // Confirmed by two censuses (and the image's own grace) before it is a finding.
-        Reason::ImageWithoutVolume | Reason::VolumeWithoutImage => {
+        Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk => {
             (Duration::ZERO, ClockStart::Observed)
         }
     };
@@ -114,10 +114,10 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // pipeline waits the delete grace.
     let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
-        Reason::VolumeDeleted | Reason::ImageWithoutVolume => false,
+        Reason::VolumeDeleted | Reason::DiskWithoutVolume => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
-        Reason::VolumeWithoutImage => {
+        Reason::VolumeWithoutDisk => {
             policy == ReclaimPolicy::Delete && matches!(phase, Phase::Released | Phase::Failed)
         }
         _ => {
@@ -273,9 +273,13 @@ pub fn plan(
                 Some(e) => {
                     let meta = meta_patch(e, &object);
                     // The digests of the whole statuses: equal when they serialize to the same
-                    // bytes (what the API server holds), as comparing them did.
-                    let status =
-                        e.status.as_ref().map(|s| s.digest) != object.status.as_ref().map(digest);
+                    // bytes (what the API server holds), as comparing them did. A status that
+                    // spells an earlier version's name is written again, once, with the current
+                    // names: the same finding, so the acknowledgement, firstSeen and the
+                    // conditions' times stay and no Event is sent.
+                    let status = e.status.as_ref().map(|s| s.digest)
+                        != object.status.as_ref().map(digest)
+                        || e.status.as_ref().is_some_and(|s| s.old_names);
                     if meta.is_some() || status {
                         Action::Apply {
                             object: Box::new(object),
@@ -315,8 +319,8 @@ fn decided_on_claims(r: Reason) -> bool {
         | Reason::ReleasedWithoutClaim
         | Reason::ReclaimFailed
         | Reason::VolumeDeleted
-        | Reason::VolumeWithoutImage
-        | Reason::ImageWithoutVolume => false,
+        | Reason::VolumeWithoutDisk
+        | Reason::DiskWithoutVolume => false,
     }
 }
 
@@ -657,7 +661,7 @@ pub(crate) fn gone(
     );
     let state = state_after(&action, existing);
     // Acknowledged, the record lives in the person's ticket. With the census on, the image the
-    // tombstone names would then be an image nobody names, and come back as ImageWithoutVolume:
+    // tombstone names would then be an image nobody names, and come back as DiskWithoutVolume:
     // a second ticket for the same disk. So it stays, acknowledged, until the census says the
     // image is gone (or the TTL passes).
     if state == Some(State::Acknowledged) && *image == ImageFound::NotCensused {

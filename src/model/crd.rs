@@ -375,16 +375,42 @@ pub struct ImageOwner {
 }
 
 /// What a finding is about.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[derive(Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Subject {
     /// A PersistentVolume (and what it says about its claim and its disk).
     #[default]
     Volume,
-    /// A disk or image in the storage backend whose PersistentVolume is gone, or that no
-    /// PersistentVolume names.
-    Image,
-    /// A PersistentVolume and its image together (for example, the image it names is gone).
-    VolumeAndImage,
+    /// A disk in the storage backend (an RBD image, a GCE persistent disk, an EBS volume) whose
+    /// PersistentVolume is gone, or that no PersistentVolume names.
+    Disk,
+    /// A PersistentVolume and its disk together (for example, the disk it names is gone).
+    VolumeAndDisk,
+}
+
+impl Subject {
+    /// Every subject, in a fixed order.
+    pub const ALL: [Subject; 3] = [Subject::Volume, Subject::Disk, Subject::VolumeAndDisk];
+
+    /// The subject as written in the object.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Volume => "Volume",
+            Subject::Disk => "Disk",
+            Subject::VolumeAndDisk => "VolumeAndDisk",
+        }
+    }
+}
+
+impl Vocabulary for Subject {
+    const WHAT: &'static str = "subject";
+    const ALL: &'static [Self] = &Subject::ALL;
+    const OLD: &'static [(&'static str, Self)] = &[
+        ("Image", Subject::Disk),
+        ("VolumeAndImage", Subject::VolumeAndDisk),
+    ];
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 fn open() -> State {
@@ -392,9 +418,7 @@ fn open() -> State {
 }
 
 /// Why a volume is reported.
-#[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
-)]
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reason {
     /// Released; no claim of the claimRef's namespace and name exists. The volume that survived
     /// the claim: expected after deleting the claim of a Retain volume.
@@ -429,19 +453,22 @@ pub enum Reason {
     /// Phase Failed: the reclaim (recycle or delete) of the volume failed.
     ReclaimFailed,
     /// The PersistentVolume was deleted, but its reclaim policy was Retain (or its delete had
-    /// failed), so the disk or image behind it was not: this object is the last record of which
-    /// disk belonged to which claim. It stays until the storage backend's census shows the image
-    /// is gone, `--tombstone-ttl` passes, or a person acknowledges it (where the census covers
-    /// the image, an acknowledged tombstone stays until the image is gone).
+    /// failed), so the disk behind it was not: this object is the last record of which disk
+    /// belonged to which claim. It stays until the storage backend's census shows the disk is
+    /// gone, `--tombstone-ttl` passes, or a person acknowledges it (where the census covers the
+    /// disk, an acknowledged tombstone stays until the disk is gone).
     VolumeDeleted,
-    /// An RBD image in a censused pool that no PersistentVolume references, older than the
-    /// census's image grace period and not in the RBD trash (opt-in Ceph census). With
-    /// watchers it is mapped somewhere (hint `ImageInUse`); without ceph-csi's ownership metadata
-    /// it may belong to another cluster sharing the pool (hint `OwnerUnknown`).
-    ImageWithoutVolume,
-    /// The RBD image the PersistentVolume names is gone from its pool (seen missing by two
-    /// censuses in a row, the volume older than both). On a Bound volume: data loss.
-    VolumeWithoutImage,
+    /// A disk in a censused scope (an RBD image in a Ceph pool, a GCE persistent disk in a
+    /// project's zone or region, an EBS volume in an account's region; `status.source.type` says
+    /// which) that no PersistentVolume or tombstone names, older than the census's image grace
+    /// period and not in the RBD trash (opt-in census). Attached or mapped somewhere: hint
+    /// `DiskInUse`; nothing attributing it to this cluster: hint `OwnerUnknown`. Earlier versions
+    /// called it `ImageWithoutVolume`.
+    DiskWithoutVolume,
+    /// The disk the PersistentVolume names is gone from its backend (seen missing by two censuses
+    /// in a row, the volume older than both). On a Bound volume: data loss. Earlier versions
+    /// called it `VolumeWithoutImage`.
+    VolumeWithoutDisk,
 }
 
 impl Reason {
@@ -457,8 +484,8 @@ impl Reason {
         Reason::PreboundClaimMissing,
         Reason::ReclaimFailed,
         Reason::VolumeDeleted,
-        Reason::ImageWithoutVolume,
-        Reason::VolumeWithoutImage,
+        Reason::DiskWithoutVolume,
+        Reason::VolumeWithoutDisk,
     ];
 
     /// The reason as written in the object and its labels.
@@ -474,16 +501,14 @@ impl Reason {
             Reason::PreboundClaimMissing => "PreboundClaimMissing",
             Reason::ReclaimFailed => "ReclaimFailed",
             Reason::VolumeDeleted => "VolumeDeleted",
-            Reason::ImageWithoutVolume => "ImageWithoutVolume",
-            Reason::VolumeWithoutImage => "VolumeWithoutImage",
+            Reason::DiskWithoutVolume => "DiskWithoutVolume",
+            Reason::VolumeWithoutDisk => "VolumeWithoutDisk",
         }
     }
 }
 
 /// A fact that changes what a finding means.
-#[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema,
-)]
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Hint {
     /// The volume's reclaim policy is Delete, yet it has stayed Released or Failed for longer
     /// than the grace period: the provisioner's delete hung or failed. Not a Retain success; the
@@ -504,16 +529,34 @@ pub enum Hint {
     ClaimRefIncomplete,
     /// The volume's phase is missing or not one Kubernetes defines.
     PhaseUnknown,
-    /// The RBD image has watchers: a client has it open or mapped right now.
-    ImageInUse,
-    /// The RBD image carries no ceph-csi ownership metadata naming this cluster: it may belong
-    /// to another Kubernetes cluster (or to none) sharing the pool. Check before deleting.
+    /// The disk is in use right now: an RBD image with watchers (open or mapped), a GCE disk
+    /// with users, an attached EBS volume. Earlier versions called it `ImageInUse`.
+    DiskInUse,
+    /// Nothing on the disk attributes it to this cluster (ceph-csi's metadata, GCE labels or the
+    /// CSI driver's description, EBS tags): it may belong to another Kubernetes cluster (or to
+    /// none) sharing the pool, project or account. Check before deleting.
     OwnerUnknown,
-    /// The RBD image is in the pool's trash: deleted, but restorable until it is purged.
-    ImageInTrash,
+    /// The RBD image is in the pool's trash: deleted, but restorable until it is purged. Earlier
+    /// versions called it `ImageInTrash`.
+    DiskInTrash,
 }
 
 impl Hint {
+    /// Every hint, in a fixed order.
+    pub const ALL: [Hint; 11] = [
+        Hint::ReclaimPolicyDelete,
+        Hint::ReclaimPolicyMismatch,
+        Hint::StorageClassMissing,
+        Hint::StorageClassUnknown,
+        Hint::VolumeTerminating,
+        Hint::ClaimRefNotAClaim,
+        Hint::ClaimRefIncomplete,
+        Hint::PhaseUnknown,
+        Hint::DiskInUse,
+        Hint::OwnerUnknown,
+        Hint::DiskInTrash,
+    ];
+
     /// The hint as written in the object.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -525,11 +568,130 @@ impl Hint {
             Hint::ClaimRefNotAClaim => "ClaimRefNotAClaim",
             Hint::ClaimRefIncomplete => "ClaimRefIncomplete",
             Hint::PhaseUnknown => "PhaseUnknown",
-            Hint::ImageInUse => "ImageInUse",
+            Hint::DiskInUse => "DiskInUse",
             Hint::OwnerUnknown => "OwnerUnknown",
-            Hint::ImageInTrash => "ImageInTrash",
+            Hint::DiskInTrash => "DiskInTrash",
         }
     }
+}
+
+impl Vocabulary for Reason {
+    const WHAT: &'static str = "reason";
+    const ALL: &'static [Self] = &Reason::ALL;
+    const OLD: &'static [(&'static str, Self)] = &[
+        ("ImageWithoutVolume", Reason::DiskWithoutVolume),
+        ("VolumeWithoutImage", Reason::VolumeWithoutDisk),
+    ];
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl Vocabulary for Hint {
+    const WHAT: &'static str = "hint";
+    const ALL: &'static [Self] = &Hint::ALL;
+    const OLD: &'static [(&'static str, Self)] = &[
+        ("ImageInUse", Hint::DiskInUse),
+        ("ImageInTrash", Hint::DiskInTrash),
+    ];
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// The closed vocabularies of the status (reasons, hints, subjects): each is written under one
+/// name, and read under it or under the name an earlier version wrote.
+///
+/// Until the cloud census, the disk reasons said "image" (`ImageWithoutVolume`), which is Ceph's
+/// word; one vocabulary now says "disk" whichever backend found it. Objects written before keep
+/// their old names until the operator rewrites them, so the old names still read (as the new
+/// variant) and the CRD's schema still admits them; reading one is noted ([`noting_old_names`])
+/// so that the operator rewrites that object once, in place (docs/reasons.md, "Names").
+pub(crate) trait Vocabulary: Copy + Sized + 'static {
+    /// What the names are of, for errors.
+    const WHAT: &'static str;
+    /// Every value.
+    const ALL: &'static [Self];
+    /// The names earlier versions wrote, and the value each now reads as.
+    const OLD: &'static [(&'static str, Self)];
+    /// The name written.
+    fn name(self) -> &'static str;
+
+    /// The value `text` names, noting an old name.
+    fn read(text: &str) -> Option<Self> {
+        if let Some(v) = Self::ALL.iter().find(|v| v.name() == text) {
+            return Some(*v);
+        }
+        let (_, v) = Self::OLD.iter().find(|(old, _)| *old == text)?;
+        OLD_NAME_READ.set(true);
+        Some(*v)
+    }
+
+    /// Every name the schema admits: the current ones, then the old ones.
+    fn admitted() -> Vec<&'static str> {
+        let current = Self::ALL.iter().map(|v| v.name());
+        current
+            .chain(Self::OLD.iter().map(|(old, _)| *old))
+            .collect()
+    }
+}
+
+/// `Deserialize` (any admitted name) and `JsonSchema` (a string of the admitted names) for each
+/// [`Vocabulary`]; `Serialize` is derived (the variant's name, which is its current name).
+macro_rules! vocabulary_serde {
+    ($($t:ty: $description:literal),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+                <$t as Vocabulary>::read(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "unknown {} {text:?}, expected one of {}",
+                        <$t as Vocabulary>::WHAT,
+                        <$t as Vocabulary>::admitted().join(", ")
+                    ))
+                })
+            }
+        }
+
+        impl JsonSchema for $t {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($t).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "description": $description,
+                    "type": "string",
+                    "enum": <$t as Vocabulary>::admitted(),
+                })
+            }
+        }
+    )*};
+}
+
+// The descriptions are the types' first doc lines (a field's own doc replaces them).
+vocabulary_serde!(
+    Reason: "Why a volume is reported.",
+    Hint: "A fact that changes what a finding means.",
+    Subject: "What a finding is about."
+);
+
+thread_local! {
+    /// Whether an old name was read since [`noting_old_names`] last began on this thread.
+    static OLD_NAME_READ: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `read` (a deserialization, which runs on this thread from start to end) and says whether
+/// it read an old name of a reason, hint or subject. serde gives a `Deserialize` impl nowhere to
+/// put such a note but the value, which must not carry it (an old and a new name are the same
+/// finding), hence the thread-local flag, set by [`Vocabulary::read`] and scoped here.
+pub(crate) fn noting_old_names<T>(read: impl FnOnce() -> T) -> (T, bool) {
+    let outer = OLD_NAME_READ.replace(false);
+    let value = read();
+    let seen = OLD_NAME_READ.replace(outer);
+    if seen {
+        OLD_NAME_READ.set(true);
+    }
+    (value, seen)
 }
 
 /// A three-valued answer: a 403 on claims makes "is the claim missing?" Unknown, never True.

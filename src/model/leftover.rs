@@ -1,7 +1,7 @@
 //! What the operator keeps of each of its VolumeLeftovers: the type of its reflector store. Pure.
 //!
 //! The store is read to decide and to compare before writing, never to show the object again, so
-//! it keeps only what those need ([`Leftover::new`] makes one from the object the API server sent):
+//! it keeps only what those need ([`Leftover::read`] makes one from the object the API server sent):
 //! - identity and version: name, uid (the delete precondition), resourceVersion (the echo of our
 //!   own writes, the merge patch's precondition), generation (`observedGeneration`);
 //! - ownership and the parts of metadata and spec the operator owns, as they are: the managed-by
@@ -34,7 +34,7 @@ use kube::runtime::reflector::Lookup;
 
 use crate::model::crd::{
     AcknowledgedFinding, Acknowledgement, ConditionStatus, Reason, State, Subject, VolumeLeftover,
-    VolumeLeftoverSpec, VolumeLeftoverStatus,
+    VolumeLeftoverSpec, VolumeLeftoverStatus, noting_old_names,
 };
 use crate::model::finding::leaves_a_disk;
 use crate::model::labels::{HINT_LABEL_PREFIX, MANAGED_BY, MANAGED_BY_VALUE, is_own_label};
@@ -61,7 +61,28 @@ pub struct LeftoverObject {
     pub(crate) spec: VolumeLeftoverSpec,
     /// `status`.
     #[serde(default)]
-    pub(crate) status: Option<VolumeLeftoverStatus>,
+    pub(crate) status: Option<ReadStatus>,
+}
+
+/// A status as read, and whether it spelled a reason, hint or subject by the name an earlier
+/// version wrote ([`crate::model::crd::Vocabulary`]): the operator rewrites such an object once.
+#[derive(Clone, Debug)]
+pub(crate) struct ReadStatus {
+    /// The status, old names read as their new values.
+    pub(crate) status: VolumeLeftoverStatus,
+    /// Whether it had an old name.
+    pub(crate) old_names: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for ReadStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (status, old_names) =
+            noting_old_names(|| <VolumeLeftoverStatus as serde::Deserialize>::deserialize(d));
+        Ok(ReadStatus {
+            status: status?,
+            old_names,
+        })
+    }
 }
 
 impl From<LeftoverObject> for VolumeLeftover {
@@ -69,7 +90,7 @@ impl From<LeftoverObject> for VolumeLeftover {
         VolumeLeftover {
             metadata: o.metadata,
             spec: o.spec,
-            status: o.status,
+            status: o.status.map(|s| s.status),
         }
     }
 }
@@ -153,6 +174,10 @@ pub struct Status {
     pub(crate) open_condition: Option<Cond>,
     /// [`digest`] of the whole status.
     pub(crate) digest: u128,
+    /// Whether the object spells a reason, hint or subject by an earlier version's name
+    /// ([`ReadStatus`]): its digest is that of the status with the current names, so this is
+    /// what says it must be written again.
+    pub(crate) old_names: bool,
     /// The facts, as JSON of a [`VolumeLeftoverStatus`] without conditions, acknowledged,
     /// observedGeneration and state (and, but for tombstones and the mirror, message).
     record: Record,
@@ -177,7 +202,7 @@ impl Cond {
 /// Whether a status needs its facts kept (see the module's documentation).
 pub(crate) fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
     keep.report
-        || matches!(s.reason, Reason::VolumeDeleted | Reason::ImageWithoutVolume)
+        || matches!(s.reason, Reason::VolumeDeleted | Reason::DiskWithoutVolume)
         || (may_become_tombstone(s) && !keep.volume_seen)
 }
 
@@ -225,8 +250,18 @@ impl PartialEq for Record {
 impl Eq for Record {}
 
 impl Leftover {
+    /// The lean form of an object as the VolumeLeftover feed reads it.
+    pub(crate) fn read(o: LeftoverObject, keep: Keep) -> Leftover {
+        let old_names = o.status.as_ref().is_some_and(|s| s.old_names);
+        Leftover::with_old_names(o.into(), old_names, keep)
+    }
+
     /// The lean form of `o`.
     pub fn new(o: VolumeLeftover, keep: Keep) -> Leftover {
+        Leftover::with_old_names(o, false, keep)
+    }
+
+    fn with_old_names(o: VolumeLeftover, old_names: bool, keep: Keep) -> Leftover {
         let VolumeLeftover {
             metadata: m,
             spec,
@@ -259,7 +294,7 @@ impl Leftover {
             pv_owners,
             volume_uid: volume_uid.into(),
             acknowledgement: acknowledgement.map(Box::new),
-            status: status.map(|s| Status::new(s, keep)),
+            status: status.map(|s| Status::new(s, old_names, keep)),
         }
     }
 
@@ -305,7 +340,7 @@ fn names_a_volume(o: &OwnerReference) -> bool {
 }
 
 impl Status {
-    fn new(s: VolumeLeftoverStatus, keep: Keep) -> Status {
+    fn new(s: VolumeLeftoverStatus, old_names: bool, keep: Keep) -> Status {
         let digest = digest(&s);
         let condition = |type_: &str| {
             s.conditions
@@ -347,6 +382,7 @@ impl Status {
             acknowledged_condition,
             open_condition,
             digest,
+            old_names,
             record,
         }
     }

@@ -338,8 +338,8 @@ pub fn lean_leftover(
         let volume_seen = volumes
             .as_ref()
             .is_some_and(|pvs| volume_present(pvs, &o.spec.volume_name, &o.spec.volume_uid));
-        Leftover::new(
-            o.into(),
+        Leftover::read(
+            o,
             Keep {
                 volume_seen,
                 ..keep

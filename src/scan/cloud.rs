@@ -417,7 +417,7 @@ fn with_facts(mut k: DiskKeys, id: &str, d: &DiskFacts, ours: Option<&str>) -> D
 /// (its scope).
 pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
     let s = &f.status;
-    if s.subject == Subject::Image && s.reason == Reason::ImageWithoutVolume {
+    if s.subject == Subject::Disk && s.reason == Reason::DiskWithoutVolume {
         let image = s.image.as_ref()?;
         let scope = recorded_scope(&s.source.kind, image);
         let keys = scope_keys(&scope)?;
@@ -433,7 +433,7 @@ pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
             },
         );
     }
-    if s.reason == Reason::VolumeWithoutImage {
+    if s.reason == Reason::VolumeWithoutDisk {
         // As the classification located it (no zones: see `Facts::image`).
         let r = disk_ref(&s.source, &[])?;
         if let Resolved::In(scope) = census.resolve(&r) {

@@ -1,5 +1,5 @@
 //! The census, without Ceph: configuration, which image a volume names, what two listings may
-//! conclude, the findings about unreferenced images, and `VolumeWithoutImage` in classification.
+//! conclude, the findings about unreferenced images, and `VolumeWithoutDisk` in classification.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -463,8 +463,8 @@ fn an_old_unreferenced_image_of_this_cluster_is_a_finding_with_its_details() {
     let s = &f.status;
     assert_eq!(f.name(), leftover_name(&pool(), "csi-vol-orphan"));
     assert_eq!(f.volume_name, "");
-    assert_eq!(s.reason, Reason::ImageWithoutVolume);
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.reason, Reason::DiskWithoutVolume);
+    assert_eq!(s.subject, Subject::Disk);
     assert!(s.hints.is_empty(), "{:?}", s.hints);
     assert_eq!(s.capacity.as_deref(), Some("10Gi"));
     assert_eq!(s.capacity_bytes, Some(10 * 1024 * 1024 * 1024));
@@ -521,7 +521,7 @@ fn without_ownership_metadata_or_with_watchers_it_says_so() {
             .message
             .contains("no ceph-csi ownership metadata")
     );
-    assert_eq!(by_image["mapped"].status.hints, vec![Hint::ImageInUse]);
+    assert_eq!(by_image["mapped"].status.hints, vec![Hint::DiskInUse]);
     assert!(
         by_image["mapped"]
             .status
@@ -537,7 +537,7 @@ fn a_failing_census_reports_no_orphans() {
     assert_eq!(c.orphans(&key(), &HashSet::new(), &now()), vec![]);
 }
 
-// ---- VolumeWithoutImage ----
+// ---- VolumeWithoutDisk ----
 
 fn bound_rbd_pv() -> PersistentVolume {
     let mut p = pv("data-pv")
@@ -571,8 +571,8 @@ fn a_bound_volume_whose_image_is_gone_is_a_data_loss_finding() {
     match classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now()) {
         Verdict::Leftover(f) => {
             let s = &f.status;
-            assert_eq!(s.reason, Reason::VolumeWithoutImage);
-            assert_eq!(s.subject, Subject::VolumeAndImage);
+            assert_eq!(s.reason, Reason::VolumeWithoutDisk);
+            assert_eq!(s.subject, Subject::VolumeAndDisk);
             assert_eq!(s.phase, "Bound");
             assert!(
                 s.message.contains("RBD image k8s-rbd/csi-vol-gone is gone")
@@ -583,6 +583,59 @@ fn a_bound_volume_whose_image_is_gone_is_a_data_loss_finding() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn a_finding_spelled_with_the_old_names_is_written_again_once_without_an_event() {
+    use super::fixtures::VlBuilder;
+    use crate::decide::name::told;
+    use crate::decide::plan::{Action, desired, plan};
+    use crate::model::leftover::{Keep, Leftover, LeftoverObject};
+
+    let mut c = census();
+    c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
+    c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
+    let Verdict::Leftover(f) = classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now())
+    else {
+        panic!("a finding")
+    };
+    let published =
+        serde_json::to_string(&desired(&f, None, &now(), &now()).stored_as("vl")).unwrap();
+    let spelled_old = published
+        .replace("\"VolumeWithoutDisk\"", "\"VolumeWithoutImage\"")
+        .replace("\"VolumeAndDisk\"", "\"VolumeAndImage\"");
+    assert_ne!(spelled_old, published);
+    let read = |json: &str| {
+        let o: LeftoverObject = serde_json::from_str(json).expect("an object");
+        Leftover::read(o, Keep::default())
+    };
+    let verdict = Verdict::Leftover(f.clone());
+    let first_seen = f.status.first_seen.clone();
+    let name = f.volume_name.as_str();
+
+    // Today's names, as published: nothing to write.
+    let current = read(&published);
+    let a = plan(name, Some(&verdict), Some(&current), &first_seen, &now());
+    assert!(matches!(a, Action::Nothing), "{a:?}");
+
+    // The old names: the same finding, its status written again, and no Event.
+    let old = read(&spelled_old);
+    assert_eq!(
+        old.status.as_ref().map(|s| s.reason),
+        Some(Reason::VolumeWithoutDisk)
+    );
+    let a = plan(name, Some(&verdict), Some(&old), &first_seen, &now());
+    let Action::Apply { object, status, .. } = &a else {
+        panic!("expected Apply, got {a:?}")
+    };
+    assert!(status, "the status is written");
+    let s = object.status.as_ref().unwrap();
+    assert_eq!(
+        (s.reason, s.subject),
+        (Reason::VolumeWithoutDisk, Subject::VolumeAndDisk)
+    );
+    assert_eq!(s.first_seen, first_seen);
+    assert!(told(&a, Some(&old)).is_none(), "no Event for a rename");
 }
 
 #[test]
@@ -610,7 +663,7 @@ fn a_delete_policy_volume_whose_image_is_gone_waits_the_delete_grace() {
     else {
         panic!("a finding")
     };
-    assert_eq!(f.status.reason, Reason::VolumeWithoutImage);
+    assert_eq!(f.status.reason, Reason::VolumeWithoutDisk);
     assert_eq!(grace_of(&f, graces).0, Duration::from_secs(600));
     let Verdict::Leftover(f) = classify(&Volume::from(&bound_rbd_pv()), &with_census(c), now())
     else {

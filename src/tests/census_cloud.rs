@@ -175,7 +175,7 @@ fn a_zone_an_aggregated_listing_names_joins_the_census_and_its_disks_are_decided
     assert_eq!(orphans, ["orphan"], "the PV's disk is referenced");
     let (k, f) = s.orphans.values().next().unwrap();
     assert_eq!(*k, key);
-    assert_eq!(f.status.reason, Reason::ImageWithoutVolume);
+    assert_eq!(f.status.reason, Reason::DiskWithoutVolume);
     assert!(f.status.hints.is_empty(), "ours: {:?}", f.status.hints);
 
     // The PV's disk: present, then gone from two listings in a row.

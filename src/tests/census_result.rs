@@ -220,7 +220,7 @@ fn an_unreferenced_old_image_is_a_finding_until_something_names_it() {
     let naming = Naming {
         leftovers: vec![
             ("tomb".into(), Reason::VolumeDeleted, Some(source("kept"))),
-            ("img-x".into(), Reason::ImageWithoutVolume, None),
+            ("img-x".into(), Reason::DiskWithoutVolume, None),
         ],
         ..Default::default()
     };

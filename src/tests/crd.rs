@@ -126,8 +126,8 @@ fn reason_all_lists_every_reason_once() {
             Reason::PreboundClaimMissing => 7,
             Reason::ReclaimFailed => 8,
             Reason::VolumeDeleted => 9,
-            Reason::ImageWithoutVolume => 10,
-            Reason::VolumeWithoutImage => 11,
+            Reason::DiskWithoutVolume => 10,
+            Reason::VolumeWithoutDisk => 11,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
@@ -136,24 +136,128 @@ fn reason_all_lists_every_reason_once() {
 }
 
 #[test]
-fn hint_as_str_is_its_serialised_form() {
-    use crate::model::crd::Hint;
-    for h in [
-        Hint::ReclaimPolicyDelete,
-        Hint::ReclaimPolicyMismatch,
-        Hint::StorageClassMissing,
-        Hint::StorageClassUnknown,
-        Hint::VolumeTerminating,
-        Hint::ClaimRefNotAClaim,
-        Hint::ClaimRefIncomplete,
-        Hint::PhaseUnknown,
-        Hint::ImageInUse,
-        Hint::OwnerUnknown,
-        Hint::ImageInTrash,
-    ] {
+fn hint_and_subject_as_str_are_their_serialised_forms() {
+    use crate::model::crd::{Hint, Subject};
+    for h in Hint::ALL {
         assert_eq!(
-            serde_json::to_value(h).expect("json"),
-            serde_json::Value::String(h.as_str().into())
+            serde_json::to_value(h).unwrap(),
+            serde_json::json!(h.as_str())
+        );
+    }
+    for s in Subject::ALL {
+        assert_eq!(
+            serde_json::to_value(s).unwrap(),
+            serde_json::json!(s.as_str())
+        );
+    }
+}
+
+#[test]
+fn hint_and_subject_all_list_every_value_once() {
+    use crate::model::crd::{Hint, Subject};
+    // Exhaustive matches: a new variant fails to compile here until it is placed in ALL.
+    fn hint(h: Hint) -> usize {
+        match h {
+            Hint::ReclaimPolicyDelete => 0,
+            Hint::ReclaimPolicyMismatch => 1,
+            Hint::StorageClassMissing => 2,
+            Hint::StorageClassUnknown => 3,
+            Hint::VolumeTerminating => 4,
+            Hint::ClaimRefNotAClaim => 5,
+            Hint::ClaimRefIncomplete => 6,
+            Hint::PhaseUnknown => 7,
+            Hint::DiskInUse => 8,
+            Hint::OwnerUnknown => 9,
+            Hint::DiskInTrash => 10,
+        }
+    }
+    fn subject(s: Subject) -> usize {
+        match s {
+            Subject::Volume => 0,
+            Subject::Disk => 1,
+            Subject::VolumeAndDisk => 2,
+        }
+    }
+    for (i, h) in Hint::ALL.into_iter().enumerate() {
+        assert_eq!(hint(h), i, "{h:?}");
+    }
+    for (i, s) in Subject::ALL.into_iter().enumerate() {
+        assert_eq!(subject(s), i, "{s:?}");
+    }
+}
+
+/// The names before one vocabulary said "disk" for every backend.
+const OLD_NAMES: [(&str, &str); 6] = [
+    ("ImageWithoutVolume", "DiskWithoutVolume"),
+    ("VolumeWithoutImage", "VolumeWithoutDisk"),
+    ("ImageInUse", "DiskInUse"),
+    ("ImageInTrash", "DiskInTrash"),
+    ("Image", "Disk"),
+    ("VolumeAndImage", "VolumeAndDisk"),
+];
+
+#[test]
+fn an_old_name_reads_as_the_new_value_and_is_noted() {
+    use crate::model::crd::{Hint, Subject, noting_old_names};
+    fn read<T: serde::de::DeserializeOwned>(name: &str) -> Option<(T, bool)> {
+        let (v, noted) = noting_old_names(|| serde_json::from_value::<T>(serde_json::json!(name)));
+        v.ok().map(|v| (v, noted))
+    }
+    fn check<T>(old: &str, new: &str) -> bool
+    where
+        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let Some((now, false)) = read::<T>(new) else {
+            return false;
+        };
+        assert_eq!(read::<T>(old), Some((now, true)), "{old}");
+        true
+    }
+    for (old, new) in OLD_NAMES {
+        let readers = [
+            check::<Reason>(old, new),
+            check::<Hint>(old, new),
+            check::<Subject>(old, new),
+        ];
+        assert_eq!(readers.iter().filter(|r| **r).count(), 1, "{new}");
+    }
+    // Only an old name is noted, and a noting scope leaves the enclosing one's note as it was.
+    let (_, outer) = noting_old_names(|| {
+        let (r, inner) = noting_old_names(|| serde_json::from_str::<Reason>("\"VolumeDeleted\""));
+        assert!(!inner);
+        r
+    });
+    assert!(!outer);
+    let err = serde_json::from_str::<Reason>("\"DiskGone\"").unwrap_err();
+    assert!(
+        err.to_string().contains("unknown reason \"DiskGone\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_schema_admits_every_current_and_old_name() {
+    let crd = serde_json::to_value(VolumeLeftover::crd()).unwrap();
+    let status = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+    let admitted = |v: &serde_json::Value| -> Vec<String> {
+        serde_json::from_value(v["enum"].clone()).expect("an enum")
+    };
+    let reasons = admitted(&status["reason"]);
+    let hints = admitted(&status["hints"]["items"]);
+    let subjects = admitted(&status["subject"]);
+    let acknowledged = admitted(&status["acknowledged"]["properties"]["reason"]);
+    assert_eq!(acknowledged, reasons);
+    for r in Reason::ALL {
+        assert!(reasons.contains(&r.as_str().to_string()), "{r:?}");
+    }
+    for (old, new) in OLD_NAMES {
+        let list = [&reasons, &hints, &subjects]
+            .into_iter()
+            .find(|l| l.contains(&new.to_string()))
+            .unwrap_or_else(|| panic!("{new} admitted"));
+        assert!(
+            list.contains(&old.to_string()),
+            "{old} admitted beside {new}"
         );
     }
 }

@@ -494,7 +494,7 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     );
     let ours = by_disk["ours"];
     assert_eq!(ours.name(), disk_leftover_name(&scope, "ours"));
-    assert_eq!(ours.status.reason, Reason::ImageWithoutVolume);
+    assert_eq!(ours.status.reason, Reason::DiskWithoutVolume);
     assert!(ours.status.hints.is_empty(), "{:?}", ours.status.hints);
     assert_eq!(ours.status.capacity_bytes, Some(10 << 30));
     assert_eq!(ours.status.source.kind, "gcePersistentDisk");
@@ -513,7 +513,7 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     );
     assert_eq!(by_disk["nobody-says"].status.hints, [Hint::OwnerUnknown]);
     let attached = by_disk["attached"];
-    assert_eq!(attached.status.hints, [Hint::ImageInUse]);
+    assert_eq!(attached.status.hints, [Hint::DiskInUse]);
     assert!(
         attached
             .status

@@ -96,7 +96,7 @@ fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_noth
     image.object_name = Some("c-1.pool.csi-vol-1".into());
     image.volume_name.clear();
     image.volume_uid.clear();
-    image.status.reason = Reason::ImageWithoutVolume;
+    image.status.reason = Reason::DiskWithoutVolume;
     assert!(told(&create(&image), None).is_none());
 }
 

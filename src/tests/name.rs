@@ -227,17 +227,17 @@ fn rbd_pv() -> PersistentVolume {
     p
 }
 
-/// The `VolumeWithoutImage` finding published for [`rbd_pv`] when two censuses missed its image.
+/// The `VolumeWithoutDisk` finding published for [`rbd_pv`] when two censuses missed its image.
 fn volume_without_image() -> Finding {
     let mut l = lookup().with_claim("db", "data", "uid-data");
     l.census = Some(Arc::new(listed_twice(&[])));
     match classify(&Volume::from(&rbd_pv()), &l, now()) {
-        Verdict::Leftover(f) if f.status.reason == Reason::VolumeWithoutImage => *f,
+        Verdict::Leftover(f) if f.status.reason == Reason::VolumeWithoutDisk => *f,
         other => panic!("{other:?}"),
     }
 }
 
-/// The `ImageWithoutVolume` finding about image `orphan`.
+/// The `DiskWithoutVolume` finding about image `orphan`.
 fn image_without_volume() -> Finding {
     let f = listed_twice(&["orphan"]).orphans(&key(), &HashSet::new(), &now());
     assert_eq!(f.len(), 1, "{f:?}");

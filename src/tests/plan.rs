@@ -1387,7 +1387,7 @@ fn a_watched_delete_of_a_retain_volume_creates_its_tombstone_dated_by_the_delete
     ));
     let s = o.status.expect("status");
     assert_eq!(s.reason, Reason::VolumeDeleted);
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.subject, Subject::Disk);
     assert_eq!(s.deleted_at, Some(now_plus(-3600)));
     assert_eq!(s.first_seen, now_plus(-3600));
     assert_eq!(s.state, State::Open);
@@ -1463,6 +1463,58 @@ fn a_volume_a_relist_no_longer_finds_becomes_the_same_tombstone_as_its_published
     assert_eq!(
         crate::decide::classify::tombstone_unwatched(&delete, &lookup, now()),
         None
+    );
+}
+
+#[test]
+fn a_tombstone_whose_subject_has_its_old_name_is_written_again_once() {
+    // Its conditions name no old word (their reason is VolumeDeleted), so only the note that an
+    // old name was read tells the plan the object differs from what it would write.
+    use crate::model::leftover::{Keep, Leftover, LeftoverObject};
+    let existing = published(&mariadb_finding());
+    let (o, _, _) = expect_apply(gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(&existing)),
+        &now(),
+        None,
+        &ImageFound::NotCensused,
+    ));
+    let back = stored(Action::Apply {
+        object: Box::new(o),
+        meta: None,
+        status: true,
+    });
+    let text = serde_json::to_string(&back).unwrap();
+    let old_text = text.replace("\"subject\":\"Disk\"", "\"subject\":\"Image\"");
+    assert_ne!(old_text, text);
+    let read = |json: &str| {
+        Leftover::read(
+            serde_json::from_str::<LeftoverObject>(json).unwrap(),
+            Keep::default(),
+        )
+    };
+    let later = now_plus(60);
+    let again = |existing: &Leftover| {
+        gone(
+            "mariadb-pv",
+            None,
+            Some(existing),
+            &later,
+            None,
+            &ImageFound::NotCensused,
+        )
+    };
+    expect_nothing(again(&read(&text)));
+    let (o, meta, status) = expect_apply(again(&read(&old_text)));
+    assert!(status && !meta, "the status alone is written");
+    assert_eq!(
+        o.status.as_ref().map(|s| s.subject),
+        Some(crate::model::crd::Subject::Disk)
+    );
+    assert_eq!(
+        serde_json::to_string(&o.status).unwrap(),
+        serde_json::to_string(&back.status).unwrap()
     );
 }
 
@@ -1794,7 +1846,7 @@ fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_cha
 fn an_acknowledged_tombstone_stays_while_the_census_finds_its_image() {
     let mut acked = mariadb_tombstone(&ImageFound::Present { watchers: 0 });
     acked.spec.acknowledgement = Some(ack("OPS-8", None));
-    // Deleted, its image would come back as ImageWithoutVolume: a second ticket for one disk.
+    // Deleted, its image would come back as DiskWithoutVolume: a second ticket for one disk.
     let (o, _, _) = expect_apply(tombstone_then(&acked, &ImageFound::Present { watchers: 0 }));
     assert_eq!(o.status.as_ref().unwrap().state, State::Acknowledged);
     let acked = stored(Action::Apply {

@@ -64,7 +64,7 @@ fn image_finding(name: &str) -> VolumeLeftover {
     o.spec.volume_name = String::new();
     o.spec.volume_uid = String::new();
     let s = o.status.as_mut().unwrap();
-    s.reason = crate::model::crd::Reason::ImageWithoutVolume;
+    s.reason = crate::model::crd::Reason::DiskWithoutVolume;
     s.image = Some(crate::model::crd::ImageInfo {
         cluster_id: "c1".into(),
         pool: "rbd".into(),

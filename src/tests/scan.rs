@@ -726,8 +726,8 @@ mod cloud {
         assert_eq!(
             reasons(&found),
             [
-                ("pv-ebs".to_string(), Reason::VolumeWithoutImage),
-                ("pv-gce".to_string(), Reason::VolumeWithoutImage),
+                ("pv-ebs".to_string(), Reason::VolumeWithoutDisk),
+                ("pv-gce".to_string(), Reason::VolumeWithoutDisk),
             ]
         );
         let lines = json(&found, &c);
@@ -774,14 +774,14 @@ mod cloud {
             by_disk,
             [
                 ("nobody-says", &[Hint::OwnerUnknown][..]),
-                ("ours", &[Hint::ImageInUse][..]),
+                ("ours", &[Hint::DiskInUse][..]),
             ],
             "another cluster's disk is not reported"
         );
         let lines = json(&found, &c);
         let lines: Vec<&str> = lines.lines().collect();
         assert!(
-            lines[0].contains(r#""reason": "ImageWithoutVolume""#)
+            lines[0].contains(r#""reason": "DiskWithoutVolume""#)
                 && lines[0].contains(r#""source_type": "gcePersistentDisk""#)
                 && lines[0].contains(r#""disk_name": "nobody-says""#),
             "{}",
