@@ -4,9 +4,9 @@
 //! The seed's scenario: an image and a PV with ceph-csi's attributes, its claim bound, the claim
 //! deleted with Retain → ClaimDeleted; `kubectl delete pv` → a VolumeDeleted tombstone naming the
 //! image, which the census sees; `rbd rm` → the tombstone clears. Beside it: an image nobody
-//! references → ImageWithoutVolume after the image grace (one without ownership metadata says
-//! OwnerUnknown, one with a watcher ImageInUse); an image of another cluster → nothing; the image
-//! under a Bound PV removed → VolumeWithoutImage; Ceph down mid-run (OSDs paused, monitor frozen)
+//! references → DiskWithoutVolume after the image grace (one without ownership metadata says
+//! OwnerUnknown, one with a watcher DiskInUse); an image of another cluster → nothing; the image
+//! under a Bound PV removed → VolumeWithoutDisk; Ceph down mid-run (OSDs paused, monitor frozen)
 //! → Unknown: nothing deleted, nothing invented, and it all resumes when Ceph does; one image
 //! whose details cannot be read → its finding held, the rest of the census counting.
 
@@ -187,12 +187,12 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     let orphan_vl = wait_leftover(
         &leftovers,
         &leftover_name(&key, &orphan),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
     let s = orphan_vl.status.clone().unwrap();
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.subject, Subject::Disk);
     assert!(s.hints.is_empty(), "{:?}", s.hints);
     let info = s.image.unwrap();
     assert_eq!(
@@ -208,19 +208,19 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     let legacy_vl = wait_leftover(
         &leftovers,
         &leftover_name(&key, &legacy),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
     assert_eq!(legacy_vl.status.unwrap().hints, vec![Hint::OwnerUnknown]);
     let mapped_vl = wait_leftover(
         &leftovers,
         &leftover_name(&key, &mapped),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
-    assert_eq!(mapped_vl.status.unwrap().hints, vec![Hint::ImageInUse]);
+    assert_eq!(mapped_vl.status.unwrap().hints, vec![Hint::DiskInUse]);
     // The other cluster's image, and the ones volumes name, are nobody's findings.
     operator.wait_idle().await;
     let names: Vec<String> = leftovers
@@ -269,12 +269,12 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
 
     // The image under the Bound volume is removed: data loss.
     ceph.rbd(&["rm", &spec(&bound)]);
-    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutImage", |o| {
-        reason(o) == Some(Reason::VolumeWithoutImage)
+    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutDisk", |o| {
+        reason(o) == Some(Reason::VolumeWithoutDisk)
     })
     .await;
     let s = lost.status.unwrap();
-    assert_eq!(s.subject, Subject::VolumeAndImage);
+    assert_eq!(s.subject, Subject::VolumeAndDisk);
     assert!(s.message.contains("its data is lost"), "{}", s.message);
 
     // Ceph stops answering: every census answer is Unknown. Nothing is deleted, nothing is
@@ -310,11 +310,11 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     // next turn; the time is printed, the bound is 3 minutes).
     let thawed = std::time::Instant::now();
     wait_for(
-        &format!("VolumeLeftover {ghost_pv}: VolumeWithoutImage after Ceph is back"),
+        &format!("VolumeLeftover {ghost_pv}: VolumeWithoutDisk after Ceph is back"),
         Duration::from_secs(180),
         || async {
             let o = leftovers.get_opt(&ghost_pv).await.ok().flatten()?;
-            (reason(&o) == Some(Reason::VolumeWithoutImage)).then_some(())
+            (reason(&o) == Some(Reason::VolumeWithoutDisk)).then_some(())
         },
     )
     .await;
@@ -339,8 +339,8 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
             .unwrap_or_else(|| panic!("no line for {name} in:\n{stdout}"))
             .to_string()
     };
-    assert!(line_of(&leftover_name(&key, &orphan)).contains(r#""reason": "ImageWithoutVolume""#));
-    assert!(line_of(&ghost_pv).contains(r#""reason": "VolumeWithoutImage""#));
+    assert!(line_of(&leftover_name(&key, &orphan)).contains(r#""reason": "DiskWithoutVolume""#));
+    assert!(line_of(&ghost_pv).contains(r#""reason": "VolumeWithoutDisk""#));
     assert!(
         !stdout.contains(&theirs),
         "another cluster's image in the scan:\n{stdout}"
@@ -382,7 +382,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         orphan_rv,
         "the unreadable image's finding changed"
     );
-    assert_eq!(reason(&o), Some(Reason::ImageWithoutVolume));
+    assert_eq!(reason(&o), Some(Reason::DiskWithoutVolume));
     let out = scan(&config_file, &cp.kubeconfig("operator"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");

@@ -2,9 +2,9 @@
 //! `ebs:` section and nothing else) on the real control plane, listing moto's EC2
 //! (`scripts/moto.sh`, `moto[server]`) through the real `aws-sdk-ec2` by its endpoint override.
 //!
-//! An unattached volume no PV names, older than the grace → ImageWithoutVolume with its facts; a
+//! An unattached volume no PV names, older than the grace → DiskWithoutVolume with its facts; a
 //! volume whose tags name another cluster → nothing; the volume under a Bound PV deleted →
-//! VolumeWithoutImage after two listings; a region answering 403 (a gate in front of moto that
+//! VolumeWithoutDisk after two listings; a region answering 403 (a gate in front of moto that
 //! the test closes) → that region Unknown (`census_up{backend="ebs",scope}` 0), what was
 //! published about it unchanged.
 //!
@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +26,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::ObjectMeta;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use volume_leftovers::decide::census::{Scope, disk_leftover_name};
 use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover};
@@ -261,6 +262,33 @@ fn scraped(port: u16, sample: &str) -> Option<f64> {
 }
 
 /// Every VolumeLeftover's resourceVersion, by name.
+/// The operator binary with the census configuration `config`, its log in `log`.
+fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Running {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"));
+    cmd.args(["run", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--census-interval", "1s", "--census-image-grace", "3s"])
+        .args([
+            "--census-timeout",
+            "3s",
+            "--grace",
+            "4s",
+            "--delete-grace",
+            "6s",
+        ])
+        .arg("--census-config")
+        .arg(config)
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    println!("operator log: {}", log.display());
+    Running(cmd.spawn().unwrap())
+}
+
 async fn versions(leftovers: &Api<VolumeLeftover>) -> BTreeMap<String, String> {
     leftovers
         .list(&Default::default())
@@ -334,29 +362,7 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
     .unwrap();
     let port = free_port();
     let log = dir.join("operator.log");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"));
-    cmd.args(["run", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--census-interval", "1s", "--census-image-grace", "3s"])
-        .args([
-            "--census-timeout",
-            "3s",
-            "--grace",
-            "4s",
-            "--delete-grace",
-            "6s",
-        ])
-        .arg("--census-config")
-        .arg(&config)
-        .env("KUBECONFIG", cp.kubeconfig("operator"))
-        .env("AWS_ACCESS_KEY_ID", KEY_ID)
-        .env("AWS_SECRET_ACCESS_KEY", SECRET)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_SESSION_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    let mut operator = Running(cmd.spawn().unwrap());
-    println!("operator log: {}", log.display());
+    let mut operator = start_operator(cp, &config, port, &log);
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let east_scope = Scope::Ebs {
         account: None,
@@ -371,12 +377,12 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
     let found = wait_leftover(
         &leftovers,
         &disk_leftover_name(&east_scope, &orphan),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
     let s = found.status.clone().unwrap();
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.subject, Subject::Disk);
     assert!(s.hints.is_empty(), "ours: {:?}", s.hints);
     assert_eq!(s.capacity_bytes, Some(10 << 30));
     assert!(
@@ -394,8 +400,8 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
     let far_vl = wait_leftover(
         &leftovers,
         &disk_leftover_name(&west_scope, &far),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
     assert_eq!(
@@ -425,12 +431,12 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
         .send()
         .await
         .expect("DeleteVolume");
-    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutImage", |o| {
-        reason(o) == Some(Reason::VolumeWithoutImage)
+    let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutDisk", |o| {
+        reason(o) == Some(Reason::VolumeWithoutDisk)
     })
     .await;
     let s = lost.status.unwrap();
-    assert_eq!(s.subject, Subject::VolumeAndImage);
+    assert_eq!(s.subject, Subject::VolumeAndDisk);
 
     // The western region answers 403: Unknown, and what was published about it stays.
     let before = versions(&leftovers).await;
@@ -482,4 +488,134 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
         let _ = leftovers.delete(&n, &Default::default()).await;
     }
     let _ = pvs.delete(&bound_pv, &Default::default()).await;
+}
+
+/// An upgrade from a version whose reasons, hints and subjects said "image": a published,
+/// acknowledged finding spelled with the old names (`ImageWithoutVolume`, subject `Image`, hint
+/// `ImageInUse`, and the old reason in its label and in what the acknowledgement covered) is
+/// rewritten once, in place, with the new names: the same object (uid), its acknowledgement still
+/// covering it (Acknowledged, not Superseded), firstSeen kept, and then left alone. (A disk
+/// finding has no Event; that a renamed one about a PV sends none is `src/tests/plan.rs`'s.)
+#[tokio::test(flavor = "multi_thread")]
+async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() {
+    let Some(moto) = moto() else { return };
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let region = "us-east-1";
+    let ec2 = writer(moto.port, region).await;
+    let cluster = unique("e2e-rename");
+    let ours = format!("kubernetes.io/cluster/{cluster}");
+    let attached = create_volume(&ec2, "us-east-1a", &[(ours.as_str(), "owned")]).await;
+    let scope = Scope::Ebs {
+        account: None,
+        region: region.into(),
+    };
+    let name = disk_leftover_name(&scope, &attached);
+
+    let dir = cp.dir.join(unique("ebs-rename"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("census.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "clusterName: {cluster}\nebs:\n  - region: {region}\n    endpoint: http://127.0.0.1:{}\n",
+            moto.port
+        ),
+    )
+    .unwrap();
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let raw =
+        Api::<DynamicObject>::all_with(admin.clone(), &ApiResource::erase::<VolumeLeftover>(&()));
+
+    // Published by today's operator, then stopped.
+    let mut operator = start_operator(cp, &config, free_port(), &dir.join("first.log"));
+    let found = wait_leftover(&leftovers, &name, "DiskWithoutVolume", |o| {
+        reason(o) == Some(Reason::DiskWithoutVolume)
+    })
+    .await;
+    operator.stop();
+    let first_seen = found.status.as_ref().unwrap().first_seen.clone();
+
+    // What an earlier version would have left: acknowledged, every disk word spelled "image".
+    let ack = serde_json::json!({"by": "ops", "ticket": "OPS-7", "reason": "kept for the move"});
+    raw.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({
+            "metadata": {"labels": {
+                "leftovers.dev/reason": "ImageWithoutVolume",
+                "leftovers.dev/state": "Acknowledged",
+                "hint.leftovers.dev/ImageInUse": "true",
+            }},
+            "spec": {"acknowledgement": ack},
+        })),
+    )
+    .await
+    .expect("label and acknowledge it");
+    let mut old = serde_json::to_value(found.status.as_ref().unwrap()).unwrap();
+    old["reason"] = "ImageWithoutVolume".into();
+    old["subject"] = "Image".into();
+    old["hints"] = serde_json::json!(["ImageInUse"]);
+    old["state"] = "Acknowledged".into();
+    old["acknowledged"] = serde_json::json!({
+        "acknowledgement": ack,
+        "reason": "ImageWithoutVolume",
+        "volumeUID": "",
+    });
+    let before = raw
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "status": old })),
+        )
+        .await
+        .expect("the schema still admits the old names");
+    assert_eq!(before.data["status"]["reason"], "ImageWithoutVolume");
+
+    // Today's operator again: the object moves to the new names, once.
+    let mut operator = start_operator(cp, &config, free_port(), &dir.join("second.log"));
+    let moved = wait_for(
+        "the old names rewritten",
+        Duration::from_secs(60),
+        || async {
+            let o = raw.get(&name).await.ok()?;
+            (o.data["status"]["reason"] == "DiskWithoutVolume").then_some(o)
+        },
+    )
+    .await;
+    assert_eq!(moved.metadata.uid, before.metadata.uid, "the same object");
+    let status = &moved.data["status"];
+    assert_eq!(status["subject"], "Disk");
+    assert_eq!(status["state"], "Acknowledged", "{status}");
+    assert_eq!(status["acknowledged"]["reason"], "DiskWithoutVolume");
+    assert_eq!(status["acknowledged"]["acknowledgement"], ack);
+    assert_eq!(
+        status["firstSeen"],
+        serde_json::to_value(&first_seen).unwrap()
+    );
+    assert!(
+        status.get("hints").is_none(),
+        "an unattached volume: {status}"
+    );
+    let labels = moved.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels["leftovers.dev/reason"], "DiskWithoutVolume");
+    assert!(
+        !labels.contains_key("hint.leftovers.dev/ImageInUse"),
+        "{labels:?}"
+    );
+    assert_eq!(
+        moved.data["spec"]["acknowledgement"], ack,
+        "people's field untouched"
+    );
+
+    // Left alone afterwards: several census rounds write nothing more.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let after = raw.get(&name).await.unwrap();
+    assert_eq!(
+        after.metadata.resource_version, moved.metadata.resource_version,
+        "written again after the move"
+    );
+    operator.stop();
+    let _ = leftovers.delete(&name, &Default::default()).await;
 }

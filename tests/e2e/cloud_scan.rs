@@ -229,7 +229,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
     assert_eq!(out.status.code(), Some(3), "leftovers found: {stderr}");
     let orphan = line(&stdout, &disk_leftover_name(&zone, "unlabelled"))
         .unwrap_or_else(|| panic!("no line for the unlabelled disk:\n{stdout}"));
-    assert_eq!(orphan["reason"], "ImageWithoutVolume");
+    assert_eq!(orphan["reason"], "DiskWithoutVolume");
     assert_eq!(orphan["hints"], json!(["OwnerUnknown"]));
     assert_eq!(orphan["backend"], "gce");
     assert_eq!(orphan["scope"], "gce:p-e2e/europe-west1-b");
@@ -252,7 +252,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
         ),
     )
     .unwrap_or_else(|| panic!("no line for the regional disk:\n{stdout}"));
-    assert_eq!(regional["hints"], json!(["ImageInUse"]), "attached: in use");
+    assert_eq!(regional["hints"], json!(["DiskInUse"]), "attached: in use");
     assert_eq!(regional["region"], "europe-west1");
     assert_eq!(regional["owner"], "ours");
     assert_eq!(
@@ -260,7 +260,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
         json!(["europe-west1-b", "europe-west1-c"])
     );
     let lost = line(&stdout, &ghost).unwrap_or_else(|| panic!("no line for {ghost}:\n{stdout}"));
-    assert_eq!(lost["reason"], "VolumeWithoutImage");
+    assert_eq!(lost["reason"], "VolumeWithoutDisk");
     assert_eq!(lost["scope"], "gce:p-e2e/europe-west1-b");
     for absent in ["theirs", kept.as_str(), named.as_str(), hidden.as_str()] {
         assert!(!stdout.contains(absent), "{absent} reported:\n{stdout}");
@@ -454,7 +454,7 @@ async fn scan_reports_ebs_volumes_and_pvs_that_lost_each_other_and_exits_4_namin
     assert_eq!(out.status.code(), Some(3), "leftovers found: {stderr}");
     let orphan = line(&stdout, &disk_leftover_name(&scope, &unlabelled))
         .unwrap_or_else(|| panic!("no line for {unlabelled}:\n{stdout}"));
-    assert_eq!(orphan["reason"], "ImageWithoutVolume");
+    assert_eq!(orphan["reason"], "DiskWithoutVolume");
     assert_eq!(orphan["hints"], json!(["OwnerUnknown"]));
     assert_eq!(orphan["backend"], "ebs");
     assert_eq!(orphan["scope"], "ebs:123456789012/us-east-1");
@@ -466,7 +466,7 @@ async fn scan_reports_ebs_volumes_and_pvs_that_lost_each_other_and_exits_4_namin
     assert_eq!(orphan["disk_type"], "gp3");
     assert_eq!(orphan["size_bytes"], 8u64 << 30);
     let lost = line(&stdout, &ghost).unwrap_or_else(|| panic!("no line for {ghost}:\n{stdout}"));
-    assert_eq!(lost["reason"], "VolumeWithoutImage");
+    assert_eq!(lost["reason"], "VolumeWithoutDisk");
     assert_eq!(lost["scope"], "ebs:123456789012/us-east-1");
     for absent in [&theirs, &kept, &named] {
         assert!(

@@ -4,8 +4,8 @@
 //! Google's client and a service-account key the server verifies.
 //!
 //! One project listed as a whole (aggregated): its regional disk of this cluster nobody
-//! references → ImageWithoutVolume; another cluster's disk → nothing; a Bound PV whose disk is
-//! in a zone with no disks (named only by the aggregated answer's warning) → VolumeWithoutImage
+//! references → DiskWithoutVolume; another cluster's disk → nothing; a Bound PV whose disk is
+//! in a zone with no disks (named only by the aggregated answer's warning) → VolumeWithoutDisk
 //! after two listings; a Bound PV in a zone the answer marks UNREACHABLE → nothing (Unknown). A
 //! second project listed by locations, one zone answering 403 → that zone's `census_up` 0, one
 //! log line, and a Bound PV there without its disk → nothing.
@@ -275,12 +275,12 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
     let seed = wait_leftover(
         &leftovers,
         &disk_leftover_name(&region, "pvc-seed"),
-        "ImageWithoutVolume",
-        |o| reason(o) == Some(Reason::ImageWithoutVolume),
+        "DiskWithoutVolume",
+        |o| reason(o) == Some(Reason::DiskWithoutVolume),
     )
     .await;
     let s = seed.status.clone().unwrap();
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.subject, Subject::Disk);
     assert!(s.hints.is_empty(), "ours: {:?}", s.hints);
     assert_eq!(s.capacity_bytes, Some(20 << 30));
     let info = s.image.unwrap();
@@ -295,11 +295,11 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
 
     // The empty zone joined the census when the aggregated answer named it: the PV whose disk
     // is not there is data loss.
-    let lost = wait_leftover(&leftovers, &gone_pv, "VolumeWithoutImage", |o| {
-        reason(o) == Some(Reason::VolumeWithoutImage)
+    let lost = wait_leftover(&leftovers, &gone_pv, "VolumeWithoutDisk", |o| {
+        reason(o) == Some(Reason::VolumeWithoutDisk)
     })
     .await;
-    assert_eq!(lost.status.unwrap().subject, Subject::VolumeAndImage);
+    assert_eq!(lost.status.unwrap().subject, Subject::VolumeAndDisk);
     assert_eq!(
         scraped(
             port,

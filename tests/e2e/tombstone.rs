@@ -39,7 +39,7 @@ async fn a_deleted_retain_volume_leaves_a_tombstone_until_a_person_acknowledges_
     assert_eq!(vl.uid(), before.uid(), "the same object, updated in place");
     assert_eq!(vl.spec.volume_uid, pv_uid);
     let s = vl.status.clone().unwrap();
-    assert_eq!(s.subject, Subject::Image);
+    assert_eq!(s.subject, Subject::Disk);
     assert!(s.deleted_at.is_some());
     assert_eq!(
         s.first_seen,
