@@ -145,11 +145,15 @@ impl GceSection {
             .map(|l| l.iter().filter_map(|s| GceLocation::parse(s)).collect())
     }
 
-    /// The scopes known before any listing: one per given location; none for an aggregated
-    /// listing.
+    /// The scopes known before any listing: one per given location; for an aggregated listing,
+    /// the project's own ([`Scope::GceProject`]: its zones and regions join as they are listed).
     pub(crate) fn scopes(&self) -> Vec<Scope> {
-        self.locations()
-            .unwrap_or_default()
+        let Some(locations) = self.locations() else {
+            return vec![Scope::GceProject {
+                project: self.project.clone(),
+            }];
+        };
+        locations
             .into_iter()
             .map(|l| Scope::Gce {
                 project: self.project.clone(),

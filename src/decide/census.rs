@@ -615,6 +615,8 @@ pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
         Scope::Gce { project, location } => {
             hashed_name("gce", &[project.as_bytes(), location.as_bytes()], name)
         }
+        // Holds no disk (its disks are in their zones' and regions' scopes); named all the same.
+        Scope::GceProject { project } => hashed_name("gce", &[project.as_bytes()], name),
         Scope::Ebs { account, region } => hashed_name(
             "ebs",
             &[
@@ -740,7 +742,7 @@ fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
                 ..VolumeSourceInfo::default()
             };
         }
-        Scope::Gce { .. } => ("gcePersistentDisk", name),
+        Scope::Gce { .. } | Scope::GceProject { .. } => ("gcePersistentDisk", name),
         Scope::Ebs { .. } => ("awsElasticBlockStore", name),
     };
     VolumeSourceInfo {
@@ -761,6 +763,7 @@ fn image_location(key: &Scope) -> ImageInfo {
             (!k.namespace.is_empty()).then(|| k.namespace.clone()),
         ),
         Scope::Gce { project, location } => (project.clone(), location.clone(), None),
+        Scope::GceProject { project } => (project.clone(), String::new(), None),
         Scope::Ebs { account, region } => {
             (account.clone().unwrap_or_default(), region.clone(), None)
         }
@@ -822,6 +825,7 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
         Scope::Gce { project, location } => {
             format!("GCE persistent disk {name} (project {project}, {location})")
         }
+        Scope::GceProject { project } => format!("GCE persistent disk {name} (project {project})"),
         Scope::Ebs { region, .. } => format!("EBS volume {name} ({region})"),
     };
     let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
@@ -833,7 +837,7 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
     if !d.in_use.is_empty() {
         let used = match key {
             Scope::Ceph(_) => "open or mapped by",
-            Scope::Gce { .. } | Scope::Ebs { .. } => "attached to",
+            Scope::Gce { .. } | Scope::GceProject { .. } | Scope::Ebs { .. } => "attached to",
         };
         m.push_str(&format!(
             " It is {used} {}: in use, not a plain orphan.",
@@ -853,7 +857,9 @@ fn ownership_sentence(
     // Who records the ownership (as a sentence's subject too), and what several clusters share.
     let (who, subject, shared) = match key {
         Scope::Ceph(_) => ("ceph-csi", "ceph-csi", "pool"),
-        Scope::Gce { .. } => ("GCE PD CSI driver", "The GCE PD CSI driver", "project"),
+        Scope::Gce { .. } | Scope::GceProject { .. } => {
+            ("GCE PD CSI driver", "The GCE PD CSI driver", "project")
+        }
         Scope::Ebs { .. } => ("EBS CSI driver", "The EBS CSI driver", "account"),
     };
     let Some(o) = owner else {

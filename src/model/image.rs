@@ -75,6 +75,15 @@ pub enum Scope {
         /// A zone (`us-central1-a`) or a region (`us-central1`).
         location: String,
     },
+    /// A GCE project listed as a whole (an aggregated listing). It holds no disk itself: each
+    /// disk is in its zone's or region's scope, admitted when a listing names it. Its census is
+    /// the aggregated listing, complete or failed, so that a project whose listing never works
+    /// (no credentials, a 403 on the project) has a `census_up` series and a log line before any
+    /// of its zones is known.
+    GceProject {
+        /// The project id.
+        project: String,
+    },
     /// The EBS volumes of one AWS region, of one account when several are censused.
     Ebs {
         /// The account id, when the configuration names one.
@@ -89,7 +98,7 @@ impl Scope {
     pub(crate) fn backend(&self) -> &'static str {
         match self {
             Scope::Ceph(_) => "ceph",
-            Scope::Gce { .. } => "gce",
+            Scope::Gce { .. } | Scope::GceProject { .. } => "gce",
             Scope::Ebs { .. } => "ebs",
         }
     }
@@ -106,6 +115,7 @@ impl fmt::Display for Scope {
         match self {
             Scope::Ceph(k) => k.fmt(f),
             Scope::Gce { project, location } => write!(f, "gce:{project}/{location}"),
+            Scope::GceProject { project } => write!(f, "gce:{project}"),
             Scope::Ebs {
                 account: Some(a),
                 region,

@@ -21,13 +21,13 @@ use crate::decide::census::{
 use crate::model::crd::{Reason, Subject};
 use crate::model::finding::Finding;
 
-/// A cloud scope (or a whole project, when no scope of it is known) whose listing failed.
+/// A cloud scope (a zone, a region, or a project listed as a whole) whose listing failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeFailure {
     /// The backend: `gce`, `ebs`.
     pub(crate) backend: &'static str,
-    /// The scope (`gce:p/europe-west1-b`, `ebs:123456789012/eu-west-1`), or for an aggregated
-    /// GCE listing that failed before naming any scope, `gce:p` (every location).
+    /// The scope (`gce:p/europe-west1-b`, `ebs:123456789012/eu-west-1`, or `gce:p` for the
+    /// aggregated listing of a whole project).
     pub(crate) scope: String,
     /// What kind of problem it is.
     pub(crate) kind: FailureKind,
@@ -110,16 +110,6 @@ pub(crate) fn as_census_names(snap: &mut Snapshot, section: Option<&str>, census
     }
 }
 
-/// A failure of a whole project or region, before any of its scopes could be listed.
-fn whole(backend: &'static str, scope: String, kind: FailureKind, message: String) -> ScopeFailure {
-    ScopeFailure {
-        backend,
-        scope,
-        kind,
-        message,
-    }
-}
-
 /// Lists every GCE project and EBS region of `config` twice, recording into `census`; returns
 /// the scopes that failed.
 pub(crate) async fn census_twice(config: &CensusConfig, census: &mut Census) -> Failures {
@@ -138,12 +128,12 @@ mod gce {
     use std::collections::BTreeSet;
     use std::time::Instant;
 
-    use super::{Failures, record, whole};
+    use super::{Failures, record};
     use crate::census::config::GceSection;
     use crate::census::gce::census::{self, reports_of};
-    use crate::census::gce::{GceConfig, GceLister, Location};
+    use crate::census::gce::{GceConfig, GceLister};
     use crate::census::{CensusFailure, CensusReport};
-    use crate::decide::census::{Census, FailureKind, Scope};
+    use crate::decide::census::{Census, Scope};
     use crate::engine::clock::wall_clock;
 
     /// The lister's configuration for a section: the operator's ([`census::config_of`]), with
@@ -172,12 +162,6 @@ mod gce {
             Ok(l) => l,
             Err(e) => {
                 let f = CensusFailure::caused(e.category, None, e);
-                if known.is_empty() {
-                    failed.insert(
-                        format!("gce:{project}"),
-                        whole("gce", format!("gce:{project}"), f.kind, f.message.clone()),
-                    );
-                }
                 record(census, fail_known(&known, f), None, failed);
                 return;
             }
@@ -187,21 +171,6 @@ mod gce {
             let started = Instant::now();
             let at = wall_clock();
             let listing = lister.list().await;
-            // An aggregated listing that failed as a whole names no scope: when none is known,
-            // the project itself is what failed.
-            let all_failed = listing.scopes.iter().find_map(|s| match &s.scope.location {
-                Location::All => s.result.as_ref().err().cloned(),
-                _ => None,
-            });
-            if let Some(e) = all_failed
-                && known.is_empty()
-            {
-                let kind = FailureKind::from(e.category);
-                failed.insert(
-                    format!("gce:{project}"),
-                    whole("gce", format!("gce:{project}"), kind, e.to_string()),
-                );
-            }
             let reports = reports_of(listing, &project, &mut known, at, started.elapsed());
             record(census, reports, ours, failed);
         }
@@ -210,7 +179,7 @@ mod gce {
 
 #[cfg(not(feature = "gce"))]
 mod gce {
-    use super::{Failures, record, whole};
+    use super::{Failures, record};
     use crate::census::config::GceSection;
     use crate::census::{CensusFailure, CensusReport};
     use crate::decide::census::{Census, FailureCategory, FailureKind};
@@ -219,12 +188,8 @@ mod gce {
     pub(crate) async fn twice(section: &GceSection, census: &mut Census, failed: &mut Failures) {
         let message = "this build has no GCE census (the gce feature is off)".to_string();
         let f = CensusFailure::new(FailureKind::of(FailureCategory::Other), message.clone());
-        let scopes = section.scopes();
-        if scopes.is_empty() {
-            let scope = format!("gce:{}", section.project);
-            failed.insert(scope.clone(), whole("gce", scope, f.kind, message));
-        }
-        let reports = scopes
+        let reports = section
+            .scopes()
             .into_iter()
             .map(|key| CensusReport {
                 key,
@@ -373,6 +338,7 @@ fn scope_keys(scope: &Scope) -> Option<DiskKeys> {
             };
             (Some(project.clone()), zone, region, None)
         }
+        Scope::GceProject { project } => (Some(project.clone()), None, None, None),
         Scope::Ebs { account, region } => (None, None, Some(region.clone()), account.clone()),
     };
     Some(DiskKeys {

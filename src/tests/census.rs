@@ -173,10 +173,11 @@ ebs:
         [
             "gce:my-project/europe-west1",
             "gce:my-project/europe-west1-b",
+            "gce:other",
             "ebs:us-east-1",
             "ebs:123456789012/eu-west-1",
         ],
-        "the aggregated project has no scope before its first listing"
+        "the aggregated project has its own scope before its first listing, none of its zones"
     );
     assert_eq!(census.cluster_name.as_deref(), Some("prod-eu-1"));
 }

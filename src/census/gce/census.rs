@@ -36,17 +36,17 @@ impl From<ErrorCategory> for FailureKind {
     }
 }
 
-/// The neutral scope of a listed zone or region; `None` for [`Location::All`] (an aggregated
-/// listing that failed as a whole says no zone or region).
-pub(crate) fn scope_of(s: &GceScope) -> Option<Scope> {
-    let location = match &s.location {
-        Location::Zone(l) | Location::Region(l) => l.clone(),
-        Location::All => return None,
-    };
-    Some(Scope::Gce {
-        project: s.project.clone(),
-        location,
-    })
+/// The neutral scope of a listed zone or region, or of the project for [`Location::All`] (the
+/// answer of an aggregated listing that failed as a whole).
+pub(crate) fn scope_of(s: &GceScope) -> Scope {
+    let project = s.project.clone();
+    match &s.location {
+        Location::Zone(l) | Location::Region(l) => Scope::Gce {
+            project,
+            location: l.clone(),
+        },
+        Location::All => Scope::GceProject { project },
+    }
 }
 
 /// What the decisions read of one disk.
@@ -99,9 +99,10 @@ fn failure(e: ListError) -> CensusFailure {
 }
 
 /// The reports of one listing, one per scope. An aggregated listing that failed as a whole
-/// fails every scope in `known` (those it listed before, or the configured ones); the scopes
-/// of `known` a successful aggregated listing no longer names (no disks left) are complete
-/// and empty. `known` gains the scopes this listing names.
+/// fails every scope in `known` (the project's own, [`Scope::GceProject`], and the zones and
+/// regions it listed before); the scopes of `known` a successful aggregated listing does not
+/// name (no disks left, or the project's own) are complete and empty. `known` gains the scopes
+/// this listing names.
 pub fn reports_of(
     listing: ProjectListing,
     project: &str,
@@ -113,19 +114,17 @@ pub fn reports_of(
     let mut out: HashMap<Scope, Result<Snapshot, CensusFailure>> = HashMap::new();
     let mut whole_failure = None;
     for s in listing.scopes {
-        match scope_of(&s.scope) {
-            Some(scope) => {
-                let r = s
-                    .result
-                    .map(|disks| snapshot_of(&disks, started.clone()))
-                    .map_err(failure);
-                out.insert(scope, r);
-            }
-            None => whole_failure = s.result.err(),
+        if s.scope.location == Location::All {
+            whole_failure = s.result.as_ref().err().cloned();
         }
+        let r = s
+            .result
+            .map(|disks| snapshot_of(&disks, started.clone()))
+            .map_err(failure);
+        out.insert(scope_of(&s.scope), r);
     }
     for scope in known.iter() {
-        let Scope::Gce { project: p, .. } = scope else {
+        let (Scope::Gce { project: p, .. } | Scope::GceProject { project: p }) = scope else {
             continue;
         };
         if p != project || out.contains_key(scope) {
@@ -152,9 +151,9 @@ pub fn reports_of(
 }
 
 /// Runs one project's census until `tx` is closed: lists every `interval`, and sends one
-/// report per scope. `known` starts with the configured scopes (none for an aggregated
-/// listing). A lister that cannot be made (credentials) is retried at the next turn, and its
-/// failure reported for the known scopes.
+/// report per scope. `known` starts with the configured scopes (the project's own for an
+/// aggregated listing). A lister that cannot be made (credentials) is retried at the next turn,
+/// and its failure reported for the known scopes (the loop logs it once per change).
 pub(crate) async fn run(
     config: GceConfig,
     mut known: BTreeSet<Scope>,
@@ -163,8 +162,6 @@ pub(crate) async fn run(
 ) {
     let project = config.project.clone();
     let mut lister = None;
-    // What the log last said of a lister that cannot be made (once per change, not per turn).
-    let mut said: Option<String> = None;
     loop {
         if tx.is_closed() {
             return;
@@ -173,16 +170,8 @@ pub(crate) async fn run(
         let at = wall_clock();
         if lister.is_none() {
             match GceLister::new(config.clone()).await {
-                Ok(l) => {
-                    lister = Some(l);
-                    said = None;
-                }
+                Ok(l) => lister = Some(l),
                 Err(e) => {
-                    let text = e.to_string();
-                    if known.is_empty() && said.as_ref() != Some(&text) {
-                        tracing::warn!(project = %project, error = %e, "the GCE census cannot start");
-                    }
-                    said = Some(text);
                     for key in known.iter().cloned() {
                         if tx
                             .send(CensusReport {
@@ -352,7 +341,10 @@ mod tests {
             ],
             pages: 2,
         };
-        let mut known = BTreeSet::from([neutral("europe-west1-c")]);
+        let project = Scope::GceProject {
+            project: "p".into(),
+        };
+        let mut known = BTreeSet::from([project.clone(), neutral("europe-west1-c")]);
         let reports = reports_of(listing, "p", &mut known, started.clone(), Duration::ZERO);
         let keys: Vec<String> = reports.iter().map(|r| r.key.to_string()).collect();
         assert_eq!(
@@ -360,8 +352,14 @@ mod tests {
             [
                 "gce:p/europe-west1",
                 "gce:p/europe-west1-b",
-                "gce:p/europe-west1-c"
+                "gce:p/europe-west1-c",
+                "gce:p"
             ]
+        );
+        let (whole, reports) = reports.split_last().unwrap();
+        assert!(
+            whole.result.as_ref().unwrap().images.is_empty(),
+            "the project's own scope is complete and holds no disk"
         );
         let r = reports[0].result.as_ref().unwrap();
         assert_eq!(r.images["r"].id, "42");
@@ -372,7 +370,7 @@ mod tests {
             reports[2].result.as_ref().unwrap().images.is_empty(),
             "a scope the complete aggregated listing no longer names has no disks"
         );
-        assert_eq!(known.len(), 3);
+        assert_eq!(known.len(), 4);
 
         let failed = ProjectListing {
             scopes: vec![ScopeListing {
@@ -381,11 +379,28 @@ mod tests {
             }],
             pages: 0,
         };
-        let reports = reports_of(failed, "p", &mut known, started, Duration::ZERO);
-        assert_eq!(reports.len(), 3, "every known scope fails");
+        let reports = reports_of(
+            failed.clone(),
+            "p",
+            &mut known,
+            started.clone(),
+            Duration::ZERO,
+        );
+        assert_eq!(
+            reports.len(),
+            4,
+            "every known scope fails, the project's own too"
+        );
         for r in &reports {
             let f = r.result.as_ref().unwrap_err();
             assert_eq!(f.category(), FailureCategory::Auth);
         }
+
+        // Before any zone is known (a first listing refused), the project's own scope says so.
+        let mut fresh = BTreeSet::from([project.clone()]);
+        let reports = reports_of(failed, "p", &mut fresh, started, Duration::ZERO);
+        assert_eq!(reports.len(), 1);
+        assert_eq!(reports[0].key, project);
+        assert!(reports[0].result.is_err());
     }
 }

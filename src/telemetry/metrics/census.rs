@@ -36,7 +36,7 @@ impl From<&Scope> for CensusLabels {
     fn from(scope: &Scope) -> CensusLabels {
         match scope {
             Scope::Ceph(k) => CensusLabels::from(k.to_string().as_str()),
-            Scope::Gce { .. } | Scope::Ebs { .. } => {
+            Scope::Gce { .. } | Scope::GceProject { .. } | Scope::Ebs { .. } => {
                 let backend = scope.backend();
                 let full = scope.to_string();
                 let name = full
@@ -70,7 +70,7 @@ impl CensusMetrics {
             up: registered(
                 registry,
                 "census_up",
-                "1 when the last census of the pool (cluster/pool[/namespace]) completed, 0 when it failed or has not run (its answers are Unknown)",
+                "1 when the last census of the scope (a Ceph pool cluster/pool[/namespace]; a GCE zone, region or project listed as a whole; an EBS region) completed, 0 when it failed or has not run (its answers are Unknown)",
                 Family::default(),
             ),
             images: registered(
