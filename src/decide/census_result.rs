@@ -95,13 +95,16 @@ pub struct CensusOutcome {
 
 /// Records a scope's census result (`Err`: the kind and message of its failure) in `state`
 /// and says what follows. `naming` is called only when the scope's census may conclude.
-pub fn census_result(
+pub fn census_result<N>(
     state: &mut CensusState,
     key: &Scope,
     result: Result<Snapshot, (FailureKind, String)>,
     now: &Time,
-    naming: impl FnOnce() -> Naming,
-) -> CensusOutcome {
+    naming: impl FnOnce() -> N,
+) -> CensusOutcome
+where
+    N: std::borrow::Borrow<Naming>,
+{
     // A zone or region an aggregated listing names for the first time joins the census.
     state.census.admit(key);
     let (gauge, logs) = match state.census.pools.get_mut(key) {
@@ -121,7 +124,7 @@ pub fn census_result(
         // Nothing is concluded: what is published stays.
         return out;
     }
-    let referenced = references(&state.census, key, &naming(), &mut out.mark);
+    let referenced = references(&state.census, key, naming().borrow(), &mut out.mark);
     hold_unread(state, key, &referenced);
     replace_orphans(state, key, &referenced, now, &mut out.mark);
     out

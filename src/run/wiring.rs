@@ -38,7 +38,8 @@ pub(crate) enum Input {
     Pvc(Box<FeedItem<Claim>>),
     Sc(Box<FeedItem<StorageClass>>),
     Vl(Box<FeedItem<Leftover>>),
-    Census(Box<CensusReport>),
+    /// The census reports that arrived together (a GCE listing sends one per zone and region).
+    Census(Vec<CensusReport>),
 }
 
 /// One feed, or the census's results, as the loop reads it.
@@ -200,6 +201,10 @@ where
     (store, Box::pin(items.map(move |i| input(Box::new(i)))))
 }
 
+/// The census reports waiting for the loop at most (a census task waits when it is full), and
+/// the most it takes at once: a GCE listing's reports (one per zone and region) arrive together.
+const CENSUS_CHANNEL: usize = 64;
+
 /// The census tasks, when the census is on: one per configured backend (Ceph clusters, GCE
 /// projects, EBS regions); their results join the inputs. A backend without a section starts
 /// no task and calls no library.
@@ -212,13 +217,14 @@ fn census(
     let Some(c) = settings.census.clone() else {
         return Vec::new();
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let (tx, rx) = tokio::sync::mpsc::channel(CENSUS_CHANNEL);
     for k in c.config.census(c.image_grace).pools.keys() {
         metrics.census_pending(k);
     }
     inputs.push(Box::pin(
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|r| (r, rx)) })
-            .map(|r| Input::Census(Box::new(r))),
+            .ready_chunks(CENSUS_CHANNEL)
+            .map(Input::Census),
     ));
     let mut tasks = Vec::new();
     if !c.config.clusters.is_empty() {

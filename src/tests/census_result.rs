@@ -109,9 +109,13 @@ fn run(
 }
 
 fn failed(st: &mut CensusState, c: Category, m: &str) -> CensusOutcome {
-    census_result(st, &key(), Err((c.into(), m.to_string())), &now(), || {
-        panic!("a failed census reads no names: it concludes nothing")
-    })
+    census_result(
+        st,
+        &key(),
+        Err((c.into(), m.to_string())),
+        &now(),
+        || -> Naming { panic!("a failed census reads no names: it concludes nothing") },
+    )
 }
 
 #[test]

@@ -318,12 +318,12 @@ fn census_done(images: &[&str]) -> Event {
 fn census_report(
     result: Result<crate::decide::census::Snapshot, crate::census::ceph::CensusFailure>,
 ) -> Event {
-    Event::Input(Input::Census(Box::new(crate::census::ceph::CensusReport {
+    Event::Input(Input::Census(vec![crate::census::ceph::CensusReport {
         key: crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None).into(),
         result,
         requests: 3,
         elapsed: Duration::from_millis(20),
-    })))
+    }]))
 }
 
 /// A pool whose census fails is Unknown: the finding about an image nothing references stays
@@ -377,6 +377,47 @@ async fn a_failed_census_deletes_nothing() {
         asked.extend(writes(&w.step(census_done(&[]))));
     }
     assert_eq!(asked, [format!("delete {}", start.name)]);
+}
+
+/// Reports that arrive together (a GCE listing's, one per zone and region) are each decided, in
+/// order, as they would be one at a time; what names disks is read once for all of them.
+#[tokio::test(start_paused = true)]
+async fn census_reports_that_arrive_together_are_each_decided_as_if_alone() {
+    let listed = |w: &mut World| {
+        for event in [
+            listed_pvs(),
+            listed_claims(),
+            listed_classes(),
+            listed_leftovers(),
+        ] {
+            assert!(w.step(event).writes.is_empty());
+        }
+    };
+    let reports = |images: &[&[&str]]| -> Vec<crate::census::ceph::CensusReport> {
+        images
+            .iter()
+            .flat_map(|i| match census_done(i) {
+                Event::Input(Input::Census(r)) => r,
+                _ => unreachable!(),
+            })
+            .collect()
+    };
+    let listings: [&[&str]; 2] = [&[], &["orphan"]];
+    let mut alone = census_world();
+    listed(&mut alone);
+    let mut one_by_one = Vec::new();
+    for r in reports(&listings) {
+        one_by_one.extend(writes(&alone.step(Event::Input(Input::Census(vec![r])))));
+    }
+    let mut together = census_world();
+    listed(&mut together);
+    let fx = together.step(Event::Input(Input::Census(reports(&listings))));
+    assert_eq!(writes(&fx), one_by_one);
+    assert_eq!(
+        one_by_one.len(),
+        1,
+        "the second listing's orphan: {one_by_one:?}"
+    );
 }
 
 // ---- Effects: logs, gauges, the next wake-up ----

@@ -17,7 +17,12 @@ impl Loop {
     /// A scope's census completed (or failed): what it means is decided by
     /// [`census_result`](crate::decide::census_result::census_result); here it is logged,
     /// measured and the names it concerns are decided again.
-    fn on_census(&mut self, report: CensusReport, wall: &Time) {
+    fn on_census(
+        &mut self,
+        report: CensusReport,
+        wall: &Time,
+        naming: &mut Option<crate::decide::census_result::Naming>,
+    ) {
         use crate::decide::census_result::{Gauge, census_result};
         let Some(cs) = self.census.as_mut() else {
             return;
@@ -34,7 +39,7 @@ impl Loop {
             &key,
             result.map_err(|e| (e.kind, e.message)),
             wall,
-            || Self::census_naming(stores, scheduler),
+            || &*naming.get_or_insert_with(|| Self::census_naming(stores, scheduler)),
         );
         self.gauge(match out.gauge {
             Gauge::Done { images, unread } => super::effects::Gauge::CensusDone {
@@ -124,9 +129,16 @@ impl Loop {
 }
 
 impl Loop {
-    /// [`Loop::on_census`], for the rest of the loop.
-    pub(super) fn census_done(&mut self, report: CensusReport, wall: &Time) {
-        self.on_census(report, wall);
+    /// [`Loop::on_census`] for each report that arrived together, for the rest of the loop.
+    /// What names disks is read once for all of them: it is every PV's disk and every
+    /// tombstone's record, the same for each of a GCE listing's twenty zones and regions, and
+    /// nothing the reports do changes it (they change the census and mark names, not the stores
+    /// or what the scheduler keeps).
+    pub(super) fn census_done(&mut self, reports: Vec<CensusReport>, wall: &Time) {
+        let mut naming = None;
+        for report in reports {
+            self.on_census(report, wall, &mut naming);
+        }
     }
 
     /// [`Loop::image_referenced`], for the rest of the loop.

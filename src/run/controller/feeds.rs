@@ -45,7 +45,7 @@ impl Loop {
     pub(super) fn on_input(&mut self, input: Input, now: Instant, wall: &Time) {
         let at = At { now, wall };
         match input {
-            Input::Census(report) => self.census_done(*report, wall),
+            Input::Census(reports) => self.census_done(reports, wall),
             Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume, at),
             Input::Pvc(item) => {
                 self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim, at)
