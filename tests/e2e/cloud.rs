@@ -563,11 +563,17 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
         "reason": "ImageWithoutVolume",
         "volumeUID": "",
     });
+    // Applied as the operator applies its status (its field manager), as an earlier version
+    // of it would have: fields it no longer writes (the hint) are then removed by its next apply.
     let before = raw
         .patch_status(
             &name,
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({ "status": old })),
+            &PatchParams::apply("volume-leftovers").force(),
+            &Patch::Apply(serde_json::json!({
+                "apiVersion": "leftovers.dev/v1alpha1",
+                "kind": "VolumeLeftover",
+                "status": old,
+            })),
         )
         .await
         .expect("the schema still admits the old names");
