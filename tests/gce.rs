@@ -165,6 +165,13 @@ impl Fake {
         serde_json::from_str(json).unwrap()
     }
 
+    /// Replaces the state the running server answers from (written beside, renamed over).
+    fn set_state(&self, state: &Value) {
+        let tmp = self.dir.join("state.json.tmp");
+        std::fs::write(&tmp, state.to_string()).unwrap();
+        std::fs::rename(&tmp, self.dir.join("state.json")).unwrap();
+    }
+
     fn requests_to(&self, suffix: &str) -> u64 {
         let path = format!("/compute/v1/projects/{PROJECT}/{suffix}");
         self.requests().get(&path).copied().unwrap_or(0)
@@ -427,6 +434,43 @@ fn the_aggregated_listing_fails_as_a_whole_or_per_unreachable_scope() {
         names(&listing),
         BTreeMap::from([("all locations".into(), Err(ErrorCategory::Server))]),
         "nothing is known of any scope"
+    );
+}
+
+/// The tests change a running server's world by rewriting its state file: the next request
+/// answers from the new one; a file that is no state is a 500 (Server), until it is one again.
+#[test]
+fn the_server_answers_from_its_state_file_as_it_is_now() {
+    let Some(fake) = Fake::start(world()) else {
+        return;
+    };
+    let rt = runtime();
+    let lister = rt
+        .block_on(GceLister::new(fake.config(Locations::All)))
+        .unwrap();
+    let region = |l: &ProjectListing| names(l)["regions/us-central1"].clone();
+    assert_eq!(
+        region(&rt.block_on(lister.list())),
+        ok(&["pvc-r1", "pvc-r2"])
+    );
+
+    let mut state = world();
+    state["disks"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|d| d["name"] != "pvc-r2");
+    fake.set_state(&state);
+    assert_eq!(region(&rt.block_on(lister.list())), ok(&["pvc-r1"]));
+
+    std::fs::write(fake.dir.join("state.json"), "{\"project\": ").unwrap();
+    assert_eq!(
+        names(&rt.block_on(lister.list())),
+        BTreeMap::from([("all locations".into(), Err(ErrorCategory::Server))])
+    );
+    fake.set_state(&world());
+    assert_eq!(
+        region(&rt.block_on(lister.list())),
+        ok(&["pvc-r1", "pvc-r2"])
     );
 }
 

@@ -45,6 +45,12 @@ State (`--state FILE`, JSON):
 answers how many requests each path has had, so that tests can count retries and pages. `--validate SCHEMA` checks a body on
 stdin against a schema and exits 1 when it does not match (the tests prove the validator fails).
 
+The state can change while the server runs, so that a test can delete a disk or make a scope
+hang mid-run: each request first reads the file again when its mtime, size or inode changed,
+under the server's lock (a request sees one whole state, and every request counted after a
+rewrite sees the new one). Write it whole (a new file renamed over the old one): a request that
+reads a file that is not a valid state answers 500 naming why, and the next one reads it again.
+
 Listens on 127.0.0.1 only; prints `listening PORT` on stdout when it accepts connections; exits
 when its parent (the test) does.
 """
@@ -249,9 +255,12 @@ class Keys:
 # The server
 
 
-class State:
-    def __init__(self, path):
-        s = json.loads(pathlib.Path(path).read_text())
+class Snapshot:
+    """One reading of the state file, with the disks keyed by scope. ValueError when it is not a
+    valid state."""
+
+    def __init__(self, text):
+        s = json.loads(text)
         self.project = s["project"]
         self.zones = list(s.get("zones", []))
         self.regions = list(s.get("regions", []))
@@ -274,14 +283,33 @@ class State:
                 d["replicaZones"] = [f"{COMPUTE}/projects/{p}/zones/{z}"
                                      for z in d.get("replicaZones", [])]
             if scope not in self.disks:
-                raise SystemExit(f"state: disk {d.get('name')} in unknown scope {scope}")
+                raise ValueError(f"state: disk {d.get('name')} in unknown scope {scope}")
             d.setdefault("kind", "compute#disk")
             d["selfLink"] = f"{COMPUTE}/projects/{p}/{scope}/disks/{d['name']}"
             if "type" in d and "/" not in d["type"]:
                 d["type"] = f"{COMPUTE}/projects/{p}/{scope}/diskTypes/{d['type']}"
             self.disks[scope].append(d)
+
+
+class State:
+    """The state file's latest reading, and the requests counted across readings."""
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+        self.stamp = None  # (mtime, size, inode) of the file last read
+        self.current = None
         self.requests = {}  # path -> requests (GET /_fake/requests)
         self.lock = threading.Lock()
+        self.refresh()
+
+    def refresh(self):
+        """The current state, the file read again when it changed. Call with the lock held."""
+        st = self.path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if stamp != self.stamp:
+            self.current = Snapshot(self.path.read_text())
+            self.stamp = stamp
+        return self.current
 
 
 def page_of(items, query):
@@ -365,6 +393,13 @@ def make_handler(state, validator, keys, doc):
                     return self.send_json(200, dict(state.requests))
             with state.lock:
                 state.requests[url.path] = state.requests.get(url.path, 0) + 1
+                try:
+                    snap, broken = state.refresh(), None
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    snap, broken = None, f"fake-gce-compute: the state file cannot be read: {e!r}"
+            if broken:
+                sys.stderr.write(broken + "\n")
+                return self.send_json(500, google_error(500, broken, "backendError"))
             m = re.fullmatch(r"/compute/v1/projects/([^/]+)/(?:aggregated/disks|(zones|regions)/([^/]+)/disks)",
                              url.path)
             if not m:
@@ -377,10 +412,10 @@ def make_handler(state, validator, keys, doc):
             unknown = set(query) - set(method["parameters"]) - STANDARD_PARAMS
             if unknown:
                 return self.send_json(400, google_error(400, f"unknown parameters {sorted(unknown)}", "invalidParameter"))
-            if project != state.project:
+            if project != snap.project:
                 return self.send_json(403, google_error(403, f"Required 'compute.disks.list' permission for 'projects/{project}'", "forbidden"))
             scope = f"{kind}/{location}" if kind else "aggregated"
-            err = state.errors.get(scope)
+            err = snap.errors.get(scope)
             if err:
                 if "hang" in err:
                     time.sleep(float(err["hang"]))
@@ -389,9 +424,9 @@ def make_handler(state, validator, keys, doc):
                 return self.send_json(status, google_error(status, err.get("message", f"injected {status} for {scope}"), REASONS.get(status, "backendError")))
             try:
                 if kind:
-                    if scope not in state.disks:
+                    if scope not in snap.disks:
                         return self.send_json(404, google_error(404, f"The resource 'projects/{project}/{scope}' was not found", "notFound"))
-                    items, token = page_of(state.disks[scope], query)
+                    items, token = page_of(snap.disks[scope], query)
                     body = {"kind": "compute#diskList",
                             "id": f"projects/{project}/{scope}/disks",
                             "items": items,
@@ -404,13 +439,13 @@ def make_handler(state, validator, keys, doc):
                     if token:
                         body["nextPageToken"] = token
                     return self.send_valid(method["response"]["$ref"], body)
-                flat = [(s, d) for s in state.disks if s not in state.unreachable
-                        for d in state.disks[s]]
+                flat = [(s, d) for s in snap.disks if s not in snap.unreachable
+                        for d in snap.disks[s]]
                 page, token = page_of(flat, query)
                 items = {}
-                for s in state.disks:
+                for s in snap.disks:
                     on_page = [d for (ps, d) in page if ps == s]
-                    if s in state.unreachable:
+                    if s in snap.unreachable:
                         items[s] = {"warning": {"code": "UNREACHABLE",
                                                 "message": f"Scope '{s}' is unreachable.",
                                                 "data": [{"key": "scope", "value": s}]}}
@@ -453,7 +488,10 @@ def main():
         return
     if not a.state or not a.write_keys:
         ap.error("--state and --write-keys are required to serve")
-    state = State(a.state)
+    try:
+        state = State(a.state)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     server = ThreadingHTTPServer(("127.0.0.1", a.port), None)
     server.daemon_threads = True
     keys = Keys(a.write_keys, server.server_port)
