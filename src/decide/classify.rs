@@ -645,7 +645,7 @@ fn image_gone_sentence(f: &MessageFacts<'_>, claim_ref: &str) -> String {
             ""
         },
         if Phase::of(f.phase) == Phase::Bound {
-            " A Bound volume without its image: its data is lost unless the image is restored."
+            " A Bound volume without its disk: its data is lost unless the disk is restored."
         } else {
             ""
         },
@@ -753,18 +753,25 @@ pub(crate) fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<
 /// The last sentence of a tombstone's message without the census (or before it has said
 /// anything about the image): it never claims the image still exists.
 pub(crate) const NOTE_NOT_CHECKED: &str = "Not checked against the storage backend.";
-/// The same, once the storage backend's census has found the image.
-pub const NOTE_FOUND: &str = "The storage backend's census finds the image.";
+/// The same, once the storage backend's census has found the disk.
+pub const NOTE_FOUND: &str = "The storage backend's census finds the disk.";
+/// [`NOTE_FOUND`] as versions before one vocabulary wrote it: replaced like the others.
+const NOTE_FOUND_BEFORE: &str = "The storage backend's census finds the image.";
 /// The same, once the census has found the image in its pool's trash.
 pub(crate) const NOTE_IN_TRASH: &str = "The storage backend's census finds the image in the pool's trash (restorable until it is purged).";
 
 /// A tombstone's message with `note` as its last sentence instead of whichever it had.
 pub(crate) fn with_backend_note(message: &str, note: &str) -> String {
-    let body = [NOTE_NOT_CHECKED, NOTE_FOUND, NOTE_IN_TRASH]
-        .iter()
-        .find_map(|n| message.strip_suffix(n))
-        .unwrap_or(message)
-        .trim_end();
+    let body = [
+        NOTE_NOT_CHECKED,
+        NOTE_FOUND,
+        NOTE_IN_TRASH,
+        NOTE_FOUND_BEFORE,
+    ]
+    .iter()
+    .find_map(|n| message.strip_suffix(n))
+    .unwrap_or(message)
+    .trim_end();
     format!("{body} {note}")
 }
 

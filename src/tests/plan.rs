@@ -1811,6 +1811,16 @@ fn mariadb_tombstone(image: &ImageFound) -> VolumeLeftover {
 }
 
 #[test]
+fn a_tombstone_note_an_earlier_version_wrote_is_replaced_not_repeated() {
+    use crate::decide::classify::with_backend_note;
+    let before = "PersistentVolume p was deleted. The storage backend's census finds the image.";
+    assert_eq!(
+        with_backend_note(before, NOTE_FOUND),
+        format!("PersistentVolume p was deleted. {NOTE_FOUND}")
+    );
+}
+
+#[test]
 fn a_tombstone_says_what_the_census_found_of_its_image_and_an_unknown_census_changes_nothing() {
     let message = |o: &VolumeLeftover| o.status.as_ref().unwrap().message.clone();
     let t = mariadb_tombstone(&ImageFound::Unknown);
