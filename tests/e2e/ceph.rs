@@ -292,17 +292,25 @@ fn read(detail: &Detail) -> &ImageDetail {
 }
 
 fn assert_unavailable(what: &str, result: Result<(), RbdError>, took: Duration, call: &str) {
-    assert_unavailable_after(what, result, took, call, 1);
+    assert_unavailable_after(what, result, took, call, 1..=1);
 }
 
-/// Unavailable, from `call`, after `timeouts` timeouts of [`SHORT_TIMEOUT`].
+/// `rados_connect` to a monitor that does not answer: one `client_mount_timeout`, or two when
+/// the monitor stopped answering between librados's two waits (for the monmap and config, then
+/// for authentication; seen once in CI, 6.0 s for a 3 s timeout). Bounded either way.
+#[track_caller]
+fn assert_connect_unavailable(what: &str, result: Result<(), RbdError>, took: Duration) {
+    assert_unavailable_after(what, result, took, "rados_connect", 1..=2);
+}
+
+/// Unavailable, from `call`, after as many timeouts of [`SHORT_TIMEOUT`] as `timeouts` allows.
 #[track_caller]
 fn assert_unavailable_after(
     what: &str,
     result: Result<(), RbdError>,
     took: Duration,
     call: &str,
-    timeouts: u32,
+    timeouts: std::ops::RangeInclusive<u32>,
 ) {
     let err = result.expect_err(what);
     eprintln!("ceph: {what}: {took:?}: {err}");
@@ -310,10 +318,13 @@ fn assert_unavailable_after(
     assert_eq!(err.failure().map(|f| f.call), Some(call), "{what}: {err}");
     assert_eq!(err.failure().map(|f| f.code), Some(-110), "{what}: {err}");
     assert!(err.to_string().contains("Ceph is unavailable"), "{err}");
-    let expected = SHORT_TIMEOUT * timeouts;
+    let (least, most) = (
+        SHORT_TIMEOUT * *timeouts.start(),
+        SHORT_TIMEOUT * *timeouts.end(),
+    );
     assert!(
-        took >= expected - Duration::from_millis(500) && took <= expected + MARGIN,
-        "{what} took {took:?}; {timeouts} timeout(s) of {SHORT_TIMEOUT:?} (+{MARGIN:?} allowed)"
+        took >= least - Duration::from_millis(500) && took <= most + MARGIN,
+        "{what} took {took:?}; {timeouts:?} timeout(s) of {SHORT_TIMEOUT:?} (+{MARGIN:?} allowed)"
     );
 }
 
@@ -856,7 +867,10 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
             r,
             took,
             "rbd_open_by_id_read_only",
-            rbd::DETAIL_TIMEOUTS as u32,
+            {
+                let n = rbd::DETAIL_TIMEOUTS as u32;
+                n..=n
+            },
         );
     }
 
@@ -894,12 +908,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
             move || Cluster::connect(&c).map(|_| ())
         })
         .await;
-        assert_unavailable(
-            "connect with the monitor frozen",
-            r,
-            t.elapsed(),
-            "rados_connect",
-        );
+        assert_connect_unavailable("connect with the monitor frozen", r, t.elapsed());
     }
 
     // Everything stopped: connecting times out, and so does the connected client's census.
@@ -912,7 +921,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         move || Cluster::connect(&c).map(|_| ())
     })
     .await;
-    assert_unavailable("connect with Ceph stopped", r, t.elapsed(), "rados_connect");
+    assert_connect_unavailable("connect with Ceph stopped", r, t.elapsed());
     let t = Instant::now();
     let r = blocking({
         let (c, p) = (connected.clone(), pool.clone());
