@@ -790,8 +790,8 @@ fn volumes(
         .collect()
 }
 
-/// The loop's naming: each volume's disk (`disk_ref`), built anew for each report as the loop
-/// builds it from its stores.
+/// The loop's naming: each volume's disk (`disk_ref`), built once for the reports of one listing
+/// as the loop builds it from its stores for the reports that arrive together.
 fn naming(pvs: &[(String, VolumeSourceInfo, Vec<String>)]) -> Naming {
     Naming {
         volumes: pvs
@@ -820,13 +820,14 @@ fn decide(
 ) -> Decided {
     let now = Time(jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2));
     let t = Instant::now();
+    let mut named = None;
     for r in reports {
         let out = census_result(
             state,
             &r.key,
             r.result.map_err(|e| (e.kind, e.message)),
             &now,
-            || naming(pvs),
+            || &*named.get_or_insert_with(|| naming(pvs)),
         );
         assert!(
             !matches!(
