@@ -618,6 +618,7 @@ async fn creates(cp: &ControlPlane, client: &Client) -> Vec<Action> {
                 None,
                 &now,
                 &now,
+                None,
             )
         })
         .collect()

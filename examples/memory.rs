@@ -588,7 +588,7 @@ fn main() {
             let Verdict::Leftover(f) = &v else {
                 unreachable!()
             };
-            let o = desired(f, None, &now, &now);
+            let o = desired(f, None, &now, &now, None);
             let v = serde_json::to_value(&o).unwrap();
             let meta_fields = serde_json::json!({"metadata": {
                 "labels": v["metadata"]["labels"].clone(),
@@ -703,6 +703,7 @@ fn main() {
                 state: st.state,
                 capacity_bytes: st.capacity_bytes.unwrap_or(0),
                 first_seen: st.first_seen.0.as_second(),
+                monthly_cost: None,
             });
             s.settle(&name);
         }

@@ -259,7 +259,7 @@ fn main() {
             Verdict::Leftover(f) => {
                 // As the API server returns it: with a generation (the status's
                 // observedGeneration follows it).
-                let mut o = desired(f, None, &now, &now);
+                let mut o = desired(f, None, &now, &now, None);
                 o.metadata.generation = Some(1);
                 Some(Leftover::new(o, Keep::default()))
             }
@@ -273,10 +273,10 @@ fn main() {
         if let (Verdict::Leftover(f), Some(existing)) = (v, existing) {
             *by_reason.entry(f.status.reason.as_str()).or_default() += 1;
             let name = pv.metadata.name.as_deref().unwrap_or_default();
-            if let Action::Create { .. } = plan(name, Some(v), None, &now, &now) {
+            if let Action::Create { .. } = plan(name, Some(v), None, &now, &now, None) {
                 applies += 1;
             }
-            if let Action::Nothing = plan(name, Some(v), Some(existing), &now, &now) {
+            if let Action::Nothing = plan(name, Some(v), Some(existing), &now, &now, None) {
                 nothing += 1;
             }
         }

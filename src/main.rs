@@ -92,14 +92,21 @@ async fn scan(args: ScanArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fatal("scan", &FatalError::Census(e)),
     };
+    let prices = match args.pricing.prices() {
+        Ok(p) => p,
+        Err(e) => return fatal("scan", &FatalError::Prices(e)),
+    };
     let mut out = std::io::stdout().lock();
     let exclusions = args.exclude.exclusions();
     match volume_leftovers::scan::run(
         client,
         &server,
         args.request_timeout,
-        &exclusions,
-        census.as_ref(),
+        volume_leftovers::scan::Asked {
+            exclusions: &exclusions,
+            census: census.as_ref(),
+            prices: prices.as_deref(),
+        },
         args.output,
         &mut out,
     )

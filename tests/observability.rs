@@ -72,6 +72,12 @@ const EXPORTED: &[Metric] = &[
         Type::Gauge,
         &["reason", "storage_class", "state"],
     ),
+    // With a price table only.
+    metric(
+        "volume_leftovers_findings_monthly_cost_minor_units",
+        Type::Gauge,
+        &["reason", "storage_class", "state", "currency"],
+    ),
     metric(
         "volume_leftovers_oldest_open_finding_seconds",
         Type::Gauge,
@@ -277,6 +283,13 @@ fn default_capacity_threshold() -> u64 {
         .expect("metrics.prometheusRule.capacityThresholdBytes in values.yaml")
 }
 
+fn default_cost_threshold() -> u64 {
+    let values = yaml(&format!("{CHART}/values.yaml"));
+    values["metrics"]["prometheusRule"]["monthlyCostThresholdMinorUnits"]
+        .as_u64()
+        .expect("metrics.prometheusRule.monthlyCostThresholdMinorUnits in values.yaml")
+}
+
 // ---------------------------------------------------------------------------------------------
 // (a) The Argo CD health check
 
@@ -445,6 +458,10 @@ fn the_charts_alert_rules_are_prometheus_alerts_yaml() {
         .as_u64()
         .expect("capacityThresholdBytes in full-values");
     assert_ne!(threshold, default_capacity_threshold());
+    let cost_threshold = values["metrics"]["prometheusRule"]["monthlyCostThresholdMinorUnits"]
+        .as_u64()
+        .expect("monthlyCostThresholdMinorUnits in full-values");
+    assert_ne!(cost_threshold, default_cost_threshold());
     // Two rules share an alert name (VolumeLeftoversWritesFailing): a rule is its name and labels.
     let key = |alert: &str, rule: &Value| -> String {
         let labels: BTreeMap<&String, &Value> =
@@ -466,6 +483,14 @@ fn the_charts_alert_rules_are_prometheus_alerts_yaml() {
                 &format!("> {threshold}"),
             );
             assert!(expr.contains(&format!("> {threshold}")), "{expr}");
+            expected["expr"] = Value::from(expr);
+        }
+        if alert == "VolumeLeftoversMonthlyCost" {
+            let expr = expected["expr"].as_str().unwrap().replace(
+                &format!("> {}", default_cost_threshold()),
+                &format!("> {cost_threshold}"),
+            );
+            assert!(expr.contains(&format!("> {cost_threshold}")), "{expr}");
             expected["expr"] = Value::from(expr);
         }
         assert_eq!(r, expected, "{alert} rendered with {FULL_VALUES}");
@@ -970,6 +995,7 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
     let required = [
         "VolumeLeftoversOpenForADay",
         "VolumeLeftoversCapacityHeld",
+        "VolumeLeftoversMonthlyCost",
         "VolumeLeftoversOperatorNotReady",
         "VolumeLeftoversStoreDegraded",
         "VolumeLeftoversWritesFailing",
@@ -1026,6 +1052,18 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
             .contains(&format!("> {}", default_capacity_threshold())),
         "VolumeLeftoversCapacityHeld's threshold is values.yaml's capacityThresholdBytes"
     );
+    let cost = &rules
+        .iter()
+        .find(|(a, _)| a == "VolumeLeftoversMonthlyCost")
+        .unwrap()
+        .1;
+    assert!(
+        cost["expr"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("> {}", default_cost_threshold())),
+        "VolumeLeftoversMonthlyCost's threshold is values.yaml's monthlyCostThresholdMinorUnits"
+    );
     // No runbook without its alert.
     for entry in std::fs::read_dir(repo().join(RUNBOOKS)).expect("docs/runbooks") {
         let file = entry.unwrap().file_name().to_string_lossy().into_owned();
@@ -1061,6 +1099,7 @@ fn the_exported_list_is_the_operators_real_exposition() {
             state: State::Open,
             capacity_bytes: 1 << 30,
             first_seen: 0,
+            monthly_cost: Some(("USD".into(), 1700)),
         },
         1,
     );

@@ -722,10 +722,19 @@ fn orphan(
                 created: d.created.map(Time),
                 watchers: d.in_use.clone(),
                 owner: d.image_owner(),
+                disk_type: d.kind.clone(),
+                replica_zones: sorted(d.replica_zones.clone()),
+                last_detached: d.last_detached.map(Time),
                 ..image_location(key)
             }),
+            cost: None,
         },
     }
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
 }
 
 /// The source a finding about an unreferenced disk records: the one a volume naming it would

@@ -399,6 +399,7 @@ fn finding(
             subject: subject(deleted_at.is_some(), reason),
             deleted_at,
             image: None,
+            cost: None,
         },
         object_name: None,
     }
@@ -490,16 +491,22 @@ fn observe_claim(r: &ClaimRef, lookup: &impl Lookup) -> ObservedClaim {
 
 /// `None` when the class store is stale.
 fn observe_class(name: &str, lookup: &impl Lookup) -> Option<StorageClassInfo> {
-    let (reclaim_policy, missing) = match lookup.class(name) {
-        Found::Yes(c) => (Some(c.reclaim_policy), Tristate::False),
+    let (facts, missing) = match lookup.class(name) {
+        Found::Yes(c) => (Some(c), Tristate::False),
         Found::Absent => (None, Tristate::True),
         Found::Unknown => (None, Tristate::Unknown),
         Found::Stale => return None,
+    };
+    let (reclaim_policy, disk_type, replication_type) = match facts {
+        Some(c) => (Some(c.reclaim_policy), c.disk_type, c.replication_type),
+        None => (None, None, None),
     };
     Some(StorageClassInfo {
         name: name.to_string(),
         reclaim_policy,
         missing,
+        disk_type,
+        replication_type,
     })
 }
 

@@ -21,10 +21,14 @@ pub struct ClaimFacts {
 }
 
 /// What is known about a StorageClass.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClassFacts {
     /// `reclaimPolicy`, defaulted to Delete as the API server does.
     pub(crate) reclaim_policy: String,
+    /// `parameters.type`: the disk type (GCE and EBS drivers; what the price table may name).
+    pub(crate) disk_type: Option<String>,
+    /// `parameters.replication-type` (GCE: `regional-pd`).
+    pub(crate) replication_type: Option<String>,
 }
 
 /// The answer of a lookup.
@@ -88,7 +92,20 @@ pub(crate) fn class_facts(c: &StorageClass) -> ClassFacts {
     ClassFacts {
         // The API server defaults an unset reclaimPolicy to Delete.
         reclaim_policy: c.reclaim_policy.clone().unwrap_or_else(|| "Delete".into()),
+        disk_type: parameter(c, "type"),
+        replication_type: parameter(c, "replication-type"),
     }
+}
+
+/// A StorageClass parameter, its key compared without case (the GCE PD driver reads its
+/// parameters so; the EBS driver's are lower case).
+fn parameter(c: &StorageClass, key: &str) -> Option<String> {
+    c.parameters
+        .iter()
+        .flatten()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// A PersistentVolumeClaim as the claim feed reads it: its metadata, without `managedFields`

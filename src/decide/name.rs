@@ -31,6 +31,7 @@ use crate::model::crd::{Reason, State};
 use crate::model::finding::{Change, Finding, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
+use crate::model::price::PriceTable;
 use crate::model::volume::Volume;
 
 /// What the operator's own VolumeLeftover store will show once the watch delivers a write.
@@ -71,6 +72,8 @@ pub struct Published {
     pub capacity_bytes: i64,
     /// Its firstSeen, in seconds since the epoch.
     pub first_seen: i64,
+    /// Its estimated monthly cost: the currency and the amount in its minor unit.
+    pub monthly_cost: Option<(Arc<str>, i64)>,
 }
 
 /// What the controller remembers about a name between decisions.
@@ -145,11 +148,13 @@ pub(crate) struct Images<'a> {
 
 /// The settings a decision follows.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Rules {
+pub(crate) struct Rules<'a> {
     /// Grace periods of states normally passing through.
     pub(crate) graces: Graces,
     /// How long a tombstone stays after its delete (`None`: until acknowledged or gone).
     pub(crate) tombstone_ttl: Option<Duration>,
+    /// The price table, when one is configured: findings then carry their estimated cost.
+    pub(crate) prices: Option<&'a PriceTable>,
 }
 
 /// A line to log about a name, for the shell to turn into a `tracing` event.
@@ -218,7 +223,7 @@ pub(crate) struct Inputs<'a, S: Stores, L: Lookup> {
     /// The census's images, when the census is on.
     pub(crate) images: Option<Images<'a>>,
     /// The settings.
-    pub(crate) rules: Rules,
+    pub(crate) rules: Rules<'a>,
 }
 
 /// An [`Outcome`] being built.
@@ -303,7 +308,12 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         {
             fx.hold(memo, None);
             return match action {
-                Action::Nothing | Action::Foreign { .. } => Decision::Idle,
+                // Its accrued cost moves by the clock alone.
+                Action::Nothing => match plan::next_change(existing, now) {
+                    Some(wait) => Decision::WaitFor(wait.saturating_add(Duration::from_secs(1))),
+                    None => Decision::Idle,
+                },
+                Action::Foreign { .. } => Decision::Idle,
                 write => {
                     let told = told(&write, existing);
                     Decision::Write((write, told))
@@ -380,6 +390,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             now,
             self.rules.tombstone_ttl,
             &image,
+            self.rules.prices,
         );
         if matches!(
             action,
@@ -439,7 +450,14 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                 verdict,
                 first_seen,
             } => Ok((
-                plan::plan(name, Some(&verdict), existing, &first_seen, now),
+                plan::plan(
+                    name,
+                    Some(&verdict),
+                    existing,
+                    &first_seen,
+                    now,
+                    self.rules.prices,
+                ),
                 held,
             )),
         }
@@ -455,7 +473,10 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         let cs = match &self.images {
             Some(cs) => cs,
             // The census was turned off: nobody vouches for these any more.
-            None => return published_image.map(|_| plan::plan(name, None, existing, now, now)),
+            None => {
+                return published_image
+                    .map(|_| plan::plan(name, None, existing, now, now, self.rules.prices));
+            }
         };
         if let Some((_, f)) = cs.orphans.get(name) {
             return Some(plan::plan(
@@ -464,6 +485,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                 existing,
                 now,
                 now,
+                self.rules.prices,
             ));
         }
         let s = published_image?;
@@ -482,7 +504,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             // The pool's census no longer finds it unreferenced (or the pool is no longer
             // censused; a zone or region of a project listed as a whole is, before its first
             // listing names it).
-            plan::plan(name, None, existing, now, now)
+            plan::plan(name, None, existing, now, now, self.rules.prices)
         } else {
             // The census cannot say now: what is published stays.
             Action::Nothing
@@ -591,6 +613,10 @@ pub(crate) fn published(o: &Leftover) -> Option<Published> {
         state: s.state,
         capacity_bytes: s.capacity_bytes.unwrap_or(0),
         first_seen: s.first_seen.0.as_second(),
+        monthly_cost: s
+            .cost
+            .as_ref()
+            .map(|c| (Arc::from(&*c.currency), c.monthly_minor_units)),
     })
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
 use crate::decide::classify::{NOTE_FOUND, NOTE_IN_TRASH, NOTE_NOT_CHECKED, with_backend_note};
+use crate::decide::cost;
 use crate::model::crd::{
     AcknowledgedFinding, Condition, ConditionStatus, Reason, State, VolumeLeftover,
     VolumeLeftoverSpec, VolumeLeftoverStatus,
@@ -25,6 +26,7 @@ use crate::model::labels::{
 };
 use crate::model::leftover::{Leftover, digest};
 use crate::model::phase::{Phase, ReclaimPolicy};
+use crate::model::price::PriceTable;
 
 /// The decision for one name.
 #[derive(Clone, Debug)]
@@ -239,6 +241,7 @@ pub fn plan(
     existing: Option<&Leftover>,
     first_seen: &Time,
     now: &Time,
+    prices: Option<&PriceTable>,
 ) -> Action {
     if existing.is_some_and(|o| !o.managed) {
         // Someone else's object under our name: never touched, never deleted.
@@ -265,7 +268,7 @@ pub fn plan(
             Action::Nothing
         }
         Some(Verdict::Leftover(f)) => {
-            let object = desired(f, existing, first_seen, now);
+            let object = desired(f, existing, first_seen, now, prices);
             match existing {
                 None => Action::Create {
                     object: Box::new(object),
@@ -332,6 +335,7 @@ pub fn desired(
     existing: Option<&Leftover>,
     first_seen: &Time,
     now: &Time,
+    prices: Option<&PriceTable>,
 ) -> VolumeLeftover {
     let mut status = f.status.clone();
     status.first_seen = existing
@@ -339,6 +343,9 @@ pub fn desired(
         .filter(|e| *e.volume_uid == *f.volume_uid)
         .and_then(|e| e.status.as_ref())
         .map_or_else(|| first_seen.clone(), |s| s.first_seen.clone());
+    // Here, the one place every written finding passes, once firstSeen is settled: the
+    // estimate may date from it.
+    status.cost = prices.and_then(|t| cost::estimate(&status, t, now));
     hand_off(&mut status, f, existing, now);
     let mut o = VolumeLeftover::new(
         f.name(),
@@ -501,11 +508,19 @@ fn acknowledged_condition(
 }
 
 /// When the published state of `existing` changes by the clock alone (an acknowledgement's
-/// `until` passing), if it does.
+/// `until` passing, its accrued cost's next day), if it does.
 pub(crate) fn next_change(existing: Option<&Leftover>, now: &Time) -> Option<Duration> {
-    let until = existing?.acknowledgement.as_ref()?.until.as_ref()?;
-    let left = Duration::try_from(until.0.duration_since(now.0)).ok()?;
-    (!left.is_zero()).then_some(left)
+    let e = existing?;
+    let until = e.acknowledgement.as_ref().and_then(|a| a.until.as_ref());
+    let expires = until
+        .and_then(|u| Duration::try_from(u.0.duration_since(now.0)).ok())
+        .filter(|left| !left.is_zero());
+    let accrues = e
+        .status
+        .as_ref()
+        .and_then(|s| s.cost.as_ref())
+        .and_then(|c| cost::next_step(&c.accrued_through, now));
+    [expires, accrues].into_iter().flatten().min()
 }
 
 fn labels(s: &VolumeLeftoverStatus) -> BTreeMap<String, String> {
@@ -617,6 +632,7 @@ pub(crate) fn gone(
     now: &Time,
     ttl: Option<Duration>,
     image: &ImageFound,
+    prices: Option<&PriceTable>,
 ) -> Action {
     let published = existing
         .filter(|o| o.managed)
@@ -642,12 +658,12 @@ pub(crate) fn gone(
         },
     };
     let Some(mut t) = tombstone else {
-        return plan(name, None, existing, now, now);
+        return plan(name, None, existing, now, now, prices);
     };
     let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
     let expired = ttl.is_some_and(|ttl| add(&deleted_at, ttl).0 <= now.0);
     if expired || *image == (ImageFound::Missing { in_trash: false }) {
-        return plan(name, None, existing, now, now);
+        return plan(name, None, existing, now, now, prices);
     }
     if let Some(note) = backend_note(image) {
         t.status.message = with_backend_note(&t.status.message, note);
@@ -658,6 +674,7 @@ pub(crate) fn gone(
         existing,
         &deleted_at,
         now,
+        prices,
     );
     let state = state_after(&action, existing);
     // Acknowledged, the record lives in the person's ticket. With the census on, the image the
@@ -665,7 +682,7 @@ pub(crate) fn gone(
     // a second ticket for the same disk. So it stays, acknowledged, until the census says the
     // image is gone (or the TTL passes).
     if state == Some(State::Acknowledged) && *image == ImageFound::NotCensused {
-        return plan(name, None, existing, now, now);
+        return plan(name, None, existing, now, now, prices);
     }
     action
 }

@@ -112,6 +112,14 @@ fn properties(o: &VolumeLeftover, s: &VolumeLeftoverStatus) -> serde_json::Map<S
     );
     put("volumeHandle", s.source.volume_handle.clone());
     put("image", image(s));
+    // The estimate, when the price table priced it: for people, and the monthly amount in
+    // minor units for a policy or dashboard that sums or compares.
+    put("cost", s.cost.as_ref().map(|c| c.display.clone()));
+    put(
+        "monthlyCostMinorUnits",
+        s.cost.as_ref().map(|c| c.monthly_minor_units.to_string()),
+    );
+    put("currency", s.cost.as_ref().map(|c| c.currency.clone()));
     properties
 }
 

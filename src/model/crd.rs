@@ -79,6 +79,12 @@ pub const GROUP: &str = "leftovers.dev";
         priority = "1"
     ),
     printcolumn(
+        name = "Cost",
+        type_ = "string",
+        json_path = ".status.cost.display",
+        priority = "1"
+    ),
+    printcolumn(
         name = "Message",
         type_ = "string",
         json_path = ".status.message",
@@ -323,6 +329,34 @@ pub struct VolumeLeftoverStatus {
     /// What the storage backend's census saw of the image (census findings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ImageInfo>,
+    /// What the leftover costs, estimated from the operator's price table (`--price-table`):
+    /// present only when its size is known and a row of the table prices it, never a guess.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostEstimate>,
+}
+
+/// The estimated cost of a leftover, from the price table. The amounts are integers in the
+/// currency's minor unit (cents for USD), so that they sort, add up and compare exactly.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CostEstimate {
+    /// The currency, as an ISO 4217 code.
+    pub currency: String,
+    /// The estimated monthly cost (a month of 730 hours), in minor units.
+    pub monthly_minor_units: i64,
+    /// The estimated cost since `since`, counted in whole days up to `accruedThrough`, in minor
+    /// units.
+    pub accrued_minor_units: i64,
+    /// When it began to cost as a leftover: the volume's phase transition, a tombstone's
+    /// delete, a disk's last detach or creation (else `firstSeen`).
+    pub since: Time,
+    /// The end of the last whole day counted in `accruedMinorUnits` (it moves once a day).
+    pub accrued_through: Time,
+    /// The row of the price table that priced it (`storageClass premium-rwo`, `driver
+    /// pd.csi.storage.gke.io type pd-ssd regional`).
+    pub priced_by: String,
+    /// Both amounts for people, as `kubectl get vl -o wide` shows them.
+    pub display: String,
 }
 
 /// An RBD image as the census saw it.
@@ -354,6 +388,15 @@ pub struct ImageInfo {
     /// The owner ceph-csi recorded in the image's metadata, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<ImageOwner>,
+    /// The disk's type, where the backend has one (GCE `pd-balanced`, EBS `gp3`).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub disk_type: Option<String>,
+    /// A regional disk's replica zones (GCE), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replica_zones: Vec<String>,
+    /// When it was last detached from an instance, where the backend records it (GCE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_detached: Option<Time>,
 }
 
 /// The PersistentVolume, claim and cluster ceph-csi recorded on an image it provisioned.
@@ -736,6 +779,13 @@ pub struct StorageClassInfo {
     pub reclaim_policy: Option<String>,
     /// Whether the class no longer exists.
     pub missing: Tristate,
+    /// The class's `parameters.type`: the type of disk it provisions (`pd-balanced`, `gp3`),
+    /// when the class exists, could be read and sets one.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub disk_type: Option<String>,
+    /// The class's `parameters.replication-type` (GCE: `regional-pd` provisions regional disks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication_type: Option<String>,
 }
 
 /// The claim named by the volume's `spec.claimRef`.

@@ -11,7 +11,8 @@
 //!   `spec.volumeUID`;
 //! - what people own and the operator reads: `spec.acknowledgement`, whole;
 //! - of the status: what decisions and metrics read (reason, state, subject, firstSeen,
-//!   deletedAt, capacityBytes, the StorageClass's name), what the next status is computed from
+//!   deletedAt, capacityBytes, the StorageClass's name, the cost's currency, monthly amount and
+//!   the day its accrued amount moves), what the next status is computed from
 //!   (what the acknowledgement covered, the two conditions' status and lastTransitionTime), and a
 //!   128-bit digest of the whole status ([`digest`]), which the digest of the desired status is
 //!   compared with: equal means nothing is written, exactly as comparing the objects did;
@@ -166,6 +167,8 @@ pub struct Status {
     pub capacity_bytes: Option<i64>,
     /// `storageClass.name`.
     pub storage_class: Option<Box<str>>,
+    /// `cost`: what the metrics add up and when it next moves.
+    pub(crate) cost: Option<Box<KeptCost>>,
     /// `acknowledged`.
     pub(crate) acknowledged: Option<Box<AcknowledgedFinding>>,
     /// The first condition of type `Acknowledged`.
@@ -181,6 +184,17 @@ pub struct Status {
     /// The facts, as JSON of a [`VolumeLeftoverStatus`] without conditions, acknowledged,
     /// observedGeneration and state (and, but for tombstones and the mirror, message).
     record: Record,
+}
+
+/// What is kept of a status's cost estimate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptCost {
+    /// `currency`.
+    pub currency: Box<str>,
+    /// `monthlyMinorUnits`.
+    pub monthly_minor_units: i64,
+    /// `accruedThrough`.
+    pub(crate) accrued_through: Time,
 }
 
 /// What is kept of a condition: its status and when it last changed.
@@ -378,6 +392,13 @@ impl Status {
             deleted_at: s.deleted_at,
             capacity_bytes: s.capacity_bytes,
             storage_class: s.storage_class.map(|c| c.name.into()),
+            cost: s.cost.map(|c| {
+                Box::new(KeptCost {
+                    currency: c.currency.into(),
+                    monthly_minor_units: c.monthly_minor_units,
+                    accrued_through: c.accrued_through,
+                })
+            }),
             acknowledged: s.acknowledged.map(Box::new),
             acknowledged_condition,
             open_condition,

@@ -11,6 +11,7 @@ pub mod labels;
 pub mod leftover;
 pub mod meta;
 pub mod phase;
+pub mod price;
 pub mod quantity;
 pub mod selector;
 pub mod uid;

@@ -127,6 +127,35 @@ pub struct RunArgs {
     /// The storage backend's census.
     #[command(flatten)]
     pub(crate) census: CensusArgs,
+    /// What the findings cost.
+    #[command(flatten)]
+    pub(crate) pricing: PricingArgs,
+}
+
+/// The opt-in price table.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PricingArgs {
+    /// A price table (YAML): what a GiB-month costs by StorageClass, or by CSI driver and disk
+    /// type, in one currency (docs/cost.md). Each finding it prices carries its estimated
+    /// monthly cost and what it cost since it became a leftover. Unset: no cost is estimated.
+    #[arg(long, env = "VL_PRICE_TABLE")]
+    pub(crate) price_table: Option<std::path::PathBuf>,
+}
+
+impl PricingArgs {
+    /// The price table, read and checked; `None` without one.
+    pub fn prices(
+        &self,
+    ) -> Result<Option<std::sync::Arc<crate::model::price::PriceTable>>, String> {
+        let Some(path) = &self.price_table else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading the price table {}: {e}", path.display()))?;
+        crate::model::price::PriceTable::parse(&text)
+            .map(|t| Some(std::sync::Arc::new(t)))
+            .map_err(|e| format!("the price table {}: {e}", path.display()))
+    }
 }
 
 /// The opt-in census: Ceph RBD, GCE persistent disks, EBS volumes.
@@ -222,6 +251,9 @@ pub struct ScanArgs {
     /// The storage backend's census (two listings of each pool, a moment apart).
     #[command(flatten)]
     pub census: CensusArgs,
+    /// What the findings cost.
+    #[command(flatten)]
+    pub pricing: PricingArgs,
 }
 
 /// Log format.

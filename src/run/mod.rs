@@ -43,6 +43,9 @@ pub enum FatalError {
     /// The census configuration is unusable.
     #[error("{0}")]
     Census(String),
+    /// The price table is unusable.
+    #[error("{0}")]
+    Prices(String),
     /// The async runtime could not be built.
     #[error("starting the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -95,6 +98,7 @@ pub(crate) fn own_namespace() -> String {
 /// Runs the operator until SIGTERM or SIGINT.
 pub async fn operator(args: RunArgs) -> Result<(), FatalError> {
     let census = args.census.settings().map_err(FatalError::Census)?;
+    let prices = args.pricing.prices().map_err(FatalError::Prices)?;
     let (client, server) = client(args.watch_timeout).await?;
     tracing::info!(%server, "starting");
     if let Some(risk) = args.silent_watch_risk() {
@@ -135,6 +139,10 @@ pub async fn operator(args: RunArgs) -> Result<(), FatalError> {
         }
     }
     settings.census = census;
+    if let Some(t) = &prices {
+        tracing::info!(currency = %t.currency, note = t.note.as_deref().unwrap_or(""), "cost estimates on (price table)");
+    }
+    settings.prices = prices;
     if let Some(l) = &settings.leader {
         tracing::info!(lease = %format!("{}/{}", l.namespace, l.lease_name), identity = %l.identity, "leader election on");
     }

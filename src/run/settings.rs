@@ -62,6 +62,8 @@ pub struct Settings {
     pub tombstone_ttl: Option<Duration>,
     /// The storage backend's census (opt-in).
     pub census: Option<crate::census::ceph::CensusSettings>,
+    /// The price table (opt-in): findings then carry their estimated cost.
+    pub prices: Option<std::sync::Arc<crate::model::price::PriceTable>>,
 }
 
 /// The operator's defaults: what `run` without flags runs with (a cli test parses no flags and
@@ -88,6 +90,7 @@ impl Default for Settings {
             openreports: false,
             tombstone_ttl: None,
             census: None,
+            prices: None,
         }
     }
 }

@@ -321,12 +321,20 @@ impl Tasks {
     }
 }
 
-/// Keeps a class's name and reclaim policy.
+/// Keeps a class's name, reclaim policy and the two parameters a finding records (the disk
+/// type and GCE's replication type: what the price table may price by).
 pub fn strip_class(c: &mut StorageClass) {
     c.metadata.managed_fields = None;
     c.metadata.annotations = None;
     c.metadata.labels = None;
-    c.parameters = None;
+    if let Some(p) = c.parameters.as_mut() {
+        p.retain(|k, _| {
+            k.eq_ignore_ascii_case("type") || k.eq_ignore_ascii_case("replication-type")
+        });
+    }
+    if c.parameters.as_ref().is_some_and(|p| p.is_empty()) {
+        c.parameters = None;
+    }
     c.allowed_topologies = None;
     c.mount_options = None;
 }

@@ -29,6 +29,7 @@ use crate::model::crd::{Hint, Reason, Tristate};
 use crate::model::exclude::Exclusions;
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::ImageFound;
+use crate::model::price::PriceTable;
 use crate::model::volume::{Volume, VolumeObject};
 use crate::watch::category::{Category, RequestError};
 
@@ -590,6 +591,19 @@ struct Line<'a> {
     /// A cloud disk's keys, after the others; absent from every other line.
     #[serde(flatten)]
     disk: Option<&'a cloud::DiskKeys>,
+    /// The estimated cost, with a price table that prices the finding; absent otherwise.
+    #[serde(flatten)]
+    cost: Option<CostKeys<'a>>,
+}
+
+/// The keys of an estimated cost (`status.cost`), amounts in the currency's minor unit.
+#[derive(Serialize)]
+struct CostKeys<'a> {
+    currency: &'a str,
+    monthly_cost_minor_units: i64,
+    accrued_cost_minor_units: i64,
+    cost_since: String,
+    priced_by: &'a str,
 }
 
 /// The original tool's seven keys of a finding, as it prints them.
@@ -663,6 +677,13 @@ fn line(f: &Finding) -> Line<'_> {
         path: s.source.path.as_deref(),
         message: &s.message,
         disk: None,
+        cost: s.cost.as_ref().map(|c| CostKeys {
+            currency: &c.currency,
+            monthly_cost_minor_units: c.monthly_minor_units,
+            accrued_cost_minor_units: c.accrued_minor_units,
+            cost_since: c.since.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            priced_by: &c.priced_by,
+        }),
     }
 }
 
@@ -744,11 +765,18 @@ pub(crate) fn write_report_with(
                 "CLASS",
                 "CAPACITY",
             ];
-            let rows: Vec<[String; 8]> = findings
+            // The COST column only when a price table priced something.
+            let costed = findings.iter().any(|f| f.status.cost.is_some());
+            let header: &[&str] = if costed {
+                &[&header[..], &["COST"]].concat()
+            } else {
+                &header
+            };
+            let rows: Vec<Vec<String>> = findings
                 .iter()
                 .map(|f| {
                     let l = line(f);
-                    [
+                    let mut row = vec![
                         l.name.to_string(),
                         l.reason.to_string(),
                         l.phase.to_string(),
@@ -760,10 +788,19 @@ pub(crate) fn write_report_with(
                             .unwrap_or("<none>")
                             .to_string(),
                         l.capacity.unwrap_or("<none>").to_string(),
-                    ]
+                    ];
+                    if costed {
+                        row.push(
+                            f.status
+                                .cost
+                                .as_ref()
+                                .map_or("<none>".into(), |c| c.display.clone()),
+                        );
+                    }
+                    row
                 })
                 .collect();
-            let mut width = header.map(str::len);
+            let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
             for r in &rows {
                 for (i, c) in r.iter().enumerate() {
                     width[i] = width[i].max(c.len());
@@ -780,7 +817,7 @@ pub(crate) fn write_report_with(
                 }
                 writeln!(w, "{}", s.trim_end())
             };
-            put(&header)?;
+            put(header)?;
             for r in &rows {
                 let cells: Vec<&str> = r.iter().map(String::as_str).collect();
                 put(&cells)?;
@@ -802,6 +839,17 @@ pub enum Outcome {
     Incomplete,
 }
 
+/// What a scan is asked to do beyond classifying every PV.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// What is kept out of the report.
+    pub exclusions: &'a Exclusions,
+    /// The storage backend's census, when asked for.
+    pub census: Option<&'a CensusSettings>,
+    /// The price table, when given: findings carry their estimated cost.
+    pub prices: Option<&'a PriceTable>,
+}
+
 /// Reads the cluster and writes the report.
 ///
 /// With a census: every pool, GCE zone or region and EBS region is listed twice (a disk missing
@@ -812,11 +860,15 @@ pub async fn run(
     client: Client,
     server: &str,
     timeout: Duration,
-    exclusions: &Exclusions,
-    census: Option<&CensusSettings>,
+    asked: Asked<'_>,
     format: Format,
     out: &mut impl Write,
 ) -> Result<(ScanResult, Outcome), ScanError> {
+    let Asked {
+        exclusions,
+        census,
+        prices,
+    } = asked;
     let state = match census {
         Some(cs) => {
             let mut c = census_twice(cs).await;
@@ -844,6 +896,12 @@ pub async fn run(
             .iter()
             .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(&c, f)?)))
             .collect();
+    }
+    if let Some(table) = prices {
+        let now = wall_clock();
+        for f in &mut report.findings {
+            f.status.cost = crate::decide::cost::estimate(&f.status, table, &now);
+        }
     }
     write_report_with(out, &report.findings, &report.disks, format)?;
     out.flush()?;

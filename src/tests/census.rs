@@ -601,7 +601,7 @@ fn a_finding_spelled_with_the_old_names_is_written_again_once_without_an_event()
         panic!("a finding")
     };
     let published =
-        serde_json::to_string(&desired(&f, None, &now(), &now()).stored_as("vl")).unwrap();
+        serde_json::to_string(&desired(&f, None, &now(), &now(), None).stored_as("vl")).unwrap();
     let spelled_old = published
         .replace("\"VolumeWithoutDisk\"", "\"VolumeWithoutImage\"")
         .replace("\"VolumeAndDisk\"", "\"VolumeAndImage\"");
@@ -616,7 +616,14 @@ fn a_finding_spelled_with_the_old_names_is_written_again_once_without_an_event()
 
     // Today's names, as published: nothing to write.
     let current = read(&published);
-    let a = plan(name, Some(&verdict), Some(&current), &first_seen, &now());
+    let a = plan(
+        name,
+        Some(&verdict),
+        Some(&current),
+        &first_seen,
+        &now(),
+        None,
+    );
     assert!(matches!(a, Action::Nothing), "{a:?}");
 
     // The old names: the same finding, its status written again, and no Event.
@@ -625,7 +632,7 @@ fn a_finding_spelled_with_the_old_names_is_written_again_once_without_an_event()
         old.status.as_ref().map(|s| s.reason),
         Some(Reason::VolumeWithoutDisk)
     );
-    let a = plan(name, Some(&verdict), Some(&old), &first_seen, &now());
+    let a = plan(name, Some(&verdict), Some(&old), &first_seen, &now(), None);
     let Action::Apply { object, status, .. } = &a else {
         panic!("expected Apply, got {a:?}")
     };

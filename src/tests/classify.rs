@@ -567,6 +567,8 @@ fn pv_policy_different_from_class_policy_hints_mismatch_and_reports_both() {
             name: "standard".into(),
             reclaim_policy: Some("Delete".into()),
             missing: Tristate::False,
+            disk_type: None,
+            replication_type: None,
         })
     );
 }
@@ -591,6 +593,8 @@ fn class_that_no_longer_exists_hints_storage_class_missing() {
             name: "standard".into(),
             reclaim_policy: None,
             missing: Tristate::True,
+            disk_type: None,
+            replication_type: None,
         })
     );
 }
@@ -678,7 +682,9 @@ fn mariadb_status_is_observed_field_by_field() {
         subject,
         deleted_at,
         image,
+        cost,
     } = f.status;
+    assert_eq!(cost, None, "the planner estimates it, with a price table");
     assert_eq!(reason, Reason::ClaimDeleted);
     assert_eq!(
         message,
@@ -695,6 +701,8 @@ fn mariadb_status_is_observed_field_by_field() {
             name: "standard".into(),
             reclaim_policy: Some("Retain".into()),
             missing: Tristate::False,
+            disk_type: None,
+            replication_type: None,
         })
     );
     assert_eq!(

@@ -106,7 +106,10 @@ fn run_defaults() {
         tombstone_ttl,
         exclude,
         census,
+        pricing,
     } = r;
+    assert_eq!(pricing.price_table, None, "cost estimates are opt-in");
+    assert!(pricing.prices().expect("no file to read").is_none());
     assert_eq!(census.census_config, None, "the Ceph census is opt-in");
     assert_eq!(census.census_interval, Duration::from_secs(600));
     assert_eq!(census.census_image_grace, Duration::from_secs(3600));

@@ -86,7 +86,7 @@ fn a_finding_about_a_volume_tells_its_pv_and_one_about_an_image_alone_tells_noth
 
     let f = mariadb_finding();
     let create = |f: &crate::model::finding::Finding| Action::Create {
-        object: Box::new(desired(f, None, &now(), &now())),
+        object: Box::new(desired(f, None, &now(), &now(), None)),
     };
     let t = told(&create(&f), None).expect("a new finding about a PV tells it");
     assert_eq!(t.pv, f.volume_name);

@@ -371,6 +371,7 @@ impl Facts {
             name.into(),
             ClassFacts {
                 reclaim_policy: policy.into(),
+                ..ClassFacts::default()
             },
         );
         self

@@ -17,7 +17,7 @@ fn published(pv_name: &str) -> VolumeLeftover {
         &pv(pv_name).retain().released().claim("ns", "c", "u"),
         &lookup(),
     );
-    desired(&f, None, &now(), &now()).stored_as("uid")
+    desired(&f, None, &now(), &now(), None).stored_as("uid")
 }
 
 fn lean(o: &VolumeLeftover) -> Leftover {
@@ -147,7 +147,7 @@ fn the_facts_are_kept_where_a_decision_may_need_them_again() {
         &pv("d").delete().released().claim("ns", "c", "u"),
         &lookup(),
     );
-    let delete = desired(&f, None, &now(), &now()).stored_as("uid");
+    let delete = desired(&f, None, &now(), &now(), None).stored_as("uid");
     assert!(lean(&delete).status.unwrap().record().is_none());
     // Unless the mirror shows every finding: then with its message.
     let kept = Leftover::new(
@@ -199,7 +199,7 @@ fn facts_kept_for_a_tombstone_are_shed_once_and_only_those() {
     assert!(!s.shed(), "nothing left to shed");
     // A tombstone's facts are its content: never shed.
     let f = mariadb_finding();
-    let mut o = desired(&f, None, &now(), &now()).stored_as("uid");
+    let mut o = desired(&f, None, &now(), &now(), None).stored_as("uid");
     let st = o.status.as_mut().unwrap();
     st.reason = Reason::VolumeDeleted;
     st.deleted_at = Some(now());
@@ -221,7 +221,7 @@ fn facts_kept_for_a_tombstone_are_shed_once_and_only_those() {
 #[test]
 fn a_tombstone_keeps_its_message() {
     let f = mariadb_finding();
-    let mut o = desired(&f, None, &now(), &now()).stored_as("uid");
+    let mut o = desired(&f, None, &now(), &now(), None).stored_as("uid");
     let s = o.status.as_mut().unwrap();
     s.reason = Reason::VolumeDeleted;
     s.deleted_at = Some(now());
@@ -243,7 +243,7 @@ fn the_mirror_shows_the_same_report_from_the_lean_forms() {
         &pv("d").delete().released().claim("ns", "c", "u"),
         &lookup(),
     );
-    let delete = desired(&f, None, &now(), &now()).stored_as("uid");
+    let delete = desired(&f, None, &now(), &now(), None).stored_as("uid");
     let foreign = published("a-foreign").without_label(MANAGED_BY);
     let items = [
         published("c-open"),

@@ -102,7 +102,7 @@ fn published_claim_missing() -> VolumeLeftover {
     let p = pv("b").retain().bound().claim("ns", "c", "uid-1");
     let f = finding(&p, &lookup());
     assert_eq!(f.status.reason, Reason::BoundClaimMissing);
-    desired(&f, None, &now_plus(-3600), &now_plus(-3600)).stored_as("vl-uid-1")
+    desired(&f, None, &now_plus(-3600), &now_plus(-3600), None).stored_as("vl-uid-1")
 }
 
 impl World {

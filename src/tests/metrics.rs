@@ -51,6 +51,7 @@ fn record_everything(m: &Metrics) {
         state: State::Open,
         capacity_bytes: 1 << 30,
         first_seen: 0,
+        monthly_cost: Some(("USD".into(), 1700)),
     };
     m.finding(&p, 1);
     m.finding(&p, 1);

@@ -6,6 +6,7 @@ mod census_cloud;
 mod census_result;
 mod classify;
 mod cli;
+mod cost;
 mod crd;
 mod disk;
 mod events;

@@ -50,6 +50,7 @@ struct World {
     orphans: BTreeMap<String, (Scope, Finding)>,
     held: BTreeMap<String, Scope>,
     ttl: Option<Duration>,
+    prices: Option<crate::model::price::PriceTable>,
 }
 
 impl Stores for World {
@@ -74,6 +75,7 @@ fn world() -> World {
         orphans: BTreeMap::new(),
         held: BTreeMap::new(),
         ttl: None,
+        prices: None,
     }
 }
 
@@ -113,6 +115,7 @@ impl World {
             rules: Rules {
                 graces: GRACES,
                 tombstone_ttl: self.ttl,
+                prices: self.prices.as_ref(),
             },
         };
         inputs.decide(name, memo, at, now)
@@ -133,7 +136,7 @@ fn what(o: &Outcome) -> &'static str {
 
 /// What the operator published for `f`, as the store shows it.
 fn published(f: &Finding) -> crate::model::crd::VolumeLeftover {
-    desired(f, None, &now_plus(-3600), &now_plus(-3600)).stored_as("vl-uid-1")
+    desired(f, None, &now_plus(-3600), &now_plus(-3600), None).stored_as("vl-uid-1")
 }
 
 /// A Bound PV `b` whose claim `ns/c` exists: healthy.

@@ -48,7 +48,7 @@ fn leftover(f: &Finding) -> Verdict {
 
 /// What the operator would have published for `f`, as read back from the API server.
 fn published(f: &Finding) -> VolumeLeftover {
-    desired(f, None, &now(), &now()).stored_as("vl-uid-1")
+    desired(f, None, &now(), &now(), None).stored_as("vl-uid-1")
 }
 
 /// The grace clock of `f`'s state, started `seconds_ago`.
@@ -411,8 +411,9 @@ fn finding_with_nothing_published_is_created() {
         None,
         &now(),
         &now(),
+        None,
     ));
-    let want = desired(&f, None, &now(), &now());
+    let want = desired(&f, None, &now(), &now(), None);
     assert_eq!(object.metadata, want.metadata);
     assert_eq!(object.spec, want.spec);
     assert_eq!(object.status, want.status);
@@ -428,6 +429,7 @@ fn finding_already_published_the_same_needs_nothing() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -443,6 +445,7 @@ fn published_object_read_back_as_json_needs_nothing() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -458,6 +461,7 @@ fn only_a_status_change_applies_status_only() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(!meta);
     assert!(status);
@@ -480,6 +484,7 @@ fn a_new_reason_changes_the_reason_label_and_the_status() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(meta && status);
     assert_eq!(
@@ -498,6 +503,7 @@ fn a_hand_edited_reason_label_is_reverted() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(meta);
     assert!(!status);
@@ -518,6 +524,7 @@ fn a_removed_label_of_ours_is_restored() {
             Some(&lean(&existing)),
             &now(),
             &now(),
+            None,
         ));
         assert!(meta, "removing {key} must be reverted");
         assert!(!status, "{key}");
@@ -536,6 +543,7 @@ fn a_label_of_ours_that_no_longer_applies_is_removed_by_the_patch() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Apply { meta: Some(p), .. } => {
             assert_eq!(
@@ -564,6 +572,7 @@ fn the_metadata_patch_never_mentions_the_acknowledgement_or_someone_elses_label(
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Apply { meta: Some(p), .. } => {
             let spec = p["spec"].as_object().expect("spec");
@@ -588,6 +597,7 @@ fn an_apply_carries_the_resource_version_it_was_decided_on() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Apply { meta: Some(p), .. } => {
             assert_eq!(p["metadata"]["resourceVersion"], "1001");
@@ -607,6 +617,7 @@ fn a_foreign_label_added_by_someone_else_is_not_ours_to_change() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -631,6 +642,7 @@ fn an_extra_owner_reference_added_by_someone_else_is_not_ours_to_change() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -663,6 +675,7 @@ fn an_owner_reference_to_the_pv_left_by_an_earlier_version_is_removed_and_the_ot
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Apply {
             meta: Some(patch),
@@ -693,6 +706,7 @@ fn a_hand_edited_spec_is_reverted() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-mariadb-pv");
@@ -712,6 +726,7 @@ fn a_hand_edited_status_is_reverted() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(!meta);
     assert!(status);
@@ -731,7 +746,7 @@ fn first_seen_is_kept_from_the_published_object() {
     };
     assert_eq!(later.status.first_seen, now_plus(3600));
     assert_eq!(
-        desired(&later, Some(&lean(&existing)), &now(), &now())
+        desired(&later, Some(&lean(&existing)), &now(), &now(), None)
             .status
             .expect("status")
             .first_seen,
@@ -743,6 +758,7 @@ fn first_seen_is_kept_from_the_published_object() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -758,6 +774,7 @@ fn first_seen_is_kept_when_the_finding_changes() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(status);
     assert_eq!(object.status.expect("status").first_seen, now());
@@ -785,6 +802,7 @@ fn a_pv_recreated_under_the_same_name_updates_spec() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert!(meta);
     assert_eq!(object.spec.volume_uid, "pv-uid-new");
@@ -811,6 +829,7 @@ fn a_pv_recreated_under_the_same_name_updates_spec() {
         Some(&lean(&written)),
         &now(),
         &now(),
+        None,
     );
     let (o, meta, _) = expect_apply(again_planned);
     assert!(!meta);
@@ -828,6 +847,7 @@ fn a_pv_recreated_under_the_same_name_is_a_new_finding_with_its_own_first_seen()
         Some(&lean(&existing)),
         &now_plus(3600),
         &now(),
+        None,
     ));
     assert!(status);
     assert_eq!(object.status.expect("status").first_seen, now_plus(3600));
@@ -854,6 +874,7 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
@@ -866,7 +887,14 @@ fn healthy_with_a_published_object_deletes_it_by_uid() {
 #[test]
 fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
     let existing = published(&mariadb_finding());
-    match plan("mariadb-pv", None, Some(&lean(&existing)), &now(), &now()) {
+    match plan(
+        "mariadb-pv",
+        None,
+        Some(&lean(&existing)),
+        &now(),
+        &now(),
+        None,
+    ) {
         Action::Delete { name, uid } => {
             assert_eq!(name, "mariadb-pv");
             assert_eq!(uid.as_deref(), Some("vl-uid-1"));
@@ -877,8 +905,15 @@ fn a_vanished_pv_with_a_published_object_deletes_it_by_uid() {
 
 #[test]
 fn healthy_with_nothing_published_needs_nothing() {
-    expect_nothing(plan("a", Some(&Verdict::Healthy), None, &now(), &now()));
-    expect_nothing(plan("a", None, None, &now(), &now()));
+    expect_nothing(plan(
+        "a",
+        Some(&Verdict::Healthy),
+        None,
+        &now(),
+        &now(),
+        None,
+    ));
+    expect_nothing(plan("a", None, None, &now(), &now(), None));
 }
 
 #[test]
@@ -894,8 +929,9 @@ fn skip_keeps_what_was_published() {
             Some(&lean(&existing)),
             &now(),
             &now(),
+            None,
         ));
-        expect_nothing(plan("mariadb-pv", Some(&v), None, &now(), &now()));
+        expect_nothing(plan("mariadb-pv", Some(&v), None, &now(), &now(), None));
     }
 }
 
@@ -909,6 +945,7 @@ fn a_finding_over_an_unmanaged_object_is_foreign() {
         Some(&lean(&foreign)),
         &now(),
         &now(),
+        None,
     ) {
         Action::Foreign { name } => assert_eq!(name, "mariadb-pv"),
         other => panic!("expected Foreign, got {other:?}"),
@@ -926,7 +963,8 @@ fn an_object_managed_by_someone_else_is_foreign() {
             Some(&leftover(&f)),
             Some(&lean(&foreign)),
             &now(),
-            &now()
+            &now(),
+            None
         ),
         Action::Foreign { .. }
     ));
@@ -941,6 +979,7 @@ fn an_unmanaged_object_is_never_deleted() {
         Some(&lean(&foreign)),
         &now(),
         &now(),
+        None,
     ));
     expect_nothing(plan(
         "mariadb-pv",
@@ -948,6 +987,7 @@ fn an_unmanaged_object_is_never_deleted() {
         Some(&lean(&foreign)),
         &now(),
         &now(),
+        None,
     ));
     expect_nothing(plan(
         "mariadb-pv",
@@ -955,6 +995,7 @@ fn an_unmanaged_object_is_never_deleted() {
         Some(&lean(&foreign)),
         &now(),
         &now(),
+        None,
     ));
 }
 
@@ -962,7 +1003,7 @@ fn an_unmanaged_object_is_never_deleted() {
 
 #[test]
 fn desired_object_is_named_after_the_pv_and_names_it_in_its_spec() {
-    let o = desired(&mariadb_finding(), None, &now(), &now());
+    let o = desired(&mariadb_finding(), None, &now(), &now(), None);
     assert_eq!(o.metadata.name.as_deref(), Some("mariadb-pv"));
     assert_eq!(o.spec.volume_name, "mariadb-pv");
     assert_eq!(o.spec.volume_uid, "pv-uid-mariadb-pv");
@@ -980,7 +1021,7 @@ fn desired_object_is_named_after_the_pv_and_names_it_in_its_spec() {
 
 #[test]
 fn desired_object_has_its_labels() {
-    let o = desired(&mariadb_finding(), None, &now(), &now());
+    let o = desired(&mariadb_finding(), None, &now(), &now(), None);
     assert!(is_managed(&o));
     let expected: BTreeMap<String, String> = [
         (MANAGED_BY, MANAGED_BY_VALUE),
@@ -1001,7 +1042,7 @@ fn each_hint_is_a_label_to_select_on() {
         &mariadb_pv().delete(),
         &lookup().with_class("standard", "Retain"),
     );
-    let labels = desired(&f, None, &now(), &now())
+    let labels = desired(&f, None, &now(), &now(), None)
         .metadata
         .labels
         .expect("labels");
@@ -1022,7 +1063,7 @@ fn each_hint_is_a_label_to_select_on() {
 #[test]
 fn desired_object_without_claim_or_class_has_no_claim_or_class_label() {
     let f = finding(&pv("a").retain().released(), &lookup());
-    let labels = desired(&f, None, &now(), &now())
+    let labels = desired(&f, None, &now(), &now(), None)
         .metadata
         .labels
         .expect("labels");
@@ -1037,7 +1078,7 @@ fn a_class_name_too_long_for_a_label_gets_no_label() {
     let long = "c".repeat(70);
     let f = finding(&pv("a").retain().released().class(&long), &lookup());
     assert_eq!(f.status.storage_class.as_ref().expect("class").name, long);
-    let labels = desired(&f, None, &now(), &now())
+    let labels = desired(&f, None, &now(), &now(), None)
         .metadata
         .labels
         .expect("labels");
@@ -1048,7 +1089,7 @@ fn a_class_name_too_long_for_a_label_gets_no_label() {
 fn an_invalid_class_name_gets_no_label() {
     for bad in ["-fast", "fast.", "fast/ssd"] {
         let f = finding(&pv("a").retain().released().class(bad), &lookup());
-        let labels = desired(&f, None, &now(), &now())
+        let labels = desired(&f, None, &now(), &now(), None)
             .metadata
             .labels
             .expect("labels");
@@ -1063,13 +1104,14 @@ fn an_invalid_class_name_gets_no_label() {
 fn desired_object_has_no_owner_reference() {
     // Findings are not garbage-collected with their volume: a tombstone must outlive it, and
     // the sweep deletes the rest.
-    let o = desired(&mariadb_finding(), None, &now(), &now());
+    let o = desired(&mariadb_finding(), None, &now(), &now(), None);
     assert_eq!(o.metadata.owner_references, None);
 }
 
 #[test]
 fn desired_object_serialises_the_api_version_and_kind() {
-    let v = serde_json::to_value(desired(&mariadb_finding(), None, &now(), &now())).expect("json");
+    let v = serde_json::to_value(desired(&mariadb_finding(), None, &now(), &now(), None))
+        .expect("json");
     assert_eq!(v["apiVersion"], "leftovers.dev/v1alpha1");
     assert_eq!(v["kind"], "VolumeLeftover");
     assert!(
@@ -1164,6 +1206,7 @@ fn an_acknowledgement_is_recorded_with_what_it_covers_and_the_state_turns_acknow
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert_eq!(s.state, State::Acknowledged);
     assert_eq!(s.observed_generation, Some(2));
@@ -1194,6 +1237,7 @@ fn once_recorded_an_acknowledgement_writes_nothing_more() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     existing.status = Some(s);
     existing
@@ -1208,6 +1252,7 @@ fn once_recorded_an_acknowledgement_writes_nothing_more() {
         Some(&lean(&existing)),
         &now_plus(60),
         &now_plus(60),
+        None,
     ));
 }
 
@@ -1221,6 +1266,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     )));
     let recreated = finding(
         &mariadb_pv(),
@@ -1235,6 +1281,7 @@ fn a_finding_that_changes_reason_is_no_longer_what_was_acknowledged() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert_eq!(s.state, State::Superseded);
     assert_eq!(
@@ -1258,6 +1305,7 @@ fn editing_the_acknowledgement_acknowledges_the_finding_as_it_is_now() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     )));
     let recreated = finding(
         &mariadb_pv(),
@@ -1272,6 +1320,7 @@ fn editing_the_acknowledgement_acknowledges_the_finding_as_it_is_now() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert_eq!(s.state, State::Acknowledged);
     assert_eq!(
@@ -1294,6 +1343,7 @@ fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
         Some(&lean(&existing)),
         &now(),
         &now(),
+        None,
     ));
     assert_eq!(before.state, State::Acknowledged);
     let after = status_of(plan(
@@ -1302,6 +1352,7 @@ fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
         Some(&lean(&existing)),
         &now_plus(3600),
         &now_plus(3600),
+        None,
     ));
     assert_eq!(after.state, State::Expired);
     assert_eq!(next_change(Some(&lean(&existing)), &now_plus(3600)), None);
@@ -1310,10 +1361,10 @@ fn an_acknowledgement_expires_at_its_until_and_says_when_to_look_again() {
 #[test]
 fn a_condition_keeps_its_transition_time_while_its_status_holds() {
     let f = mariadb_finding();
-    let first = desired(&f, None, &now(), &now());
+    let first = desired(&f, None, &now(), &now(), None);
     let mut existing = first.clone().stored_as("vl-uid-1");
     existing.status = first.status.clone();
-    let later = desired(&f, Some(&lean(&existing)), &now(), &now_plus(600));
+    let later = desired(&f, Some(&lean(&existing)), &now(), &now_plus(600), None);
     assert_eq!(
         later.status, first.status,
         "nothing changed: the same bytes"
@@ -1384,6 +1435,7 @@ fn a_watched_delete_of_a_retain_volume_creates_its_tombstone_dated_by_the_delete
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     let s = o.status.expect("status");
     assert_eq!(s.reason, Reason::VolumeDeleted);
@@ -1431,6 +1483,7 @@ fn a_watched_delete_turns_the_published_finding_into_the_tombstone_keeping_first
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     assert!(status);
     let s = o.status.expect("status");
@@ -1479,6 +1532,7 @@ fn a_tombstone_whose_subject_has_its_old_name_is_written_again_once() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     let back = stored(Action::Apply {
         object: Box::new(o),
@@ -1503,6 +1557,7 @@ fn a_tombstone_whose_subject_has_its_old_name_is_written_again_once() {
             &later,
             None,
             &ImageFound::NotCensused,
+            None,
         )
     };
     expect_nothing(again(&read(&text)));
@@ -1543,6 +1598,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     let s = o.status.as_ref().expect("status");
     assert_eq!(s.reason, Reason::VolumeDeleted);
@@ -1556,8 +1612,14 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
     let whole = tombstone_of_published(&existing);
     assert_eq!(
         serde_json::to_value(&o).expect("json"),
-        serde_json::to_value(desired(&whole, Some(&lean(&existing)), &now(), &now()))
-            .expect("json")
+        serde_json::to_value(desired(
+            &whole,
+            Some(&lean(&existing)),
+            &now(),
+            &now(),
+            None
+        ))
+        .expect("json")
     );
     // Read back, it stays as it is, at any later time (a restart, a resync).
     let back = stored(Action::Apply {
@@ -1572,6 +1634,7 @@ fn a_finding_of_a_retain_volume_deleted_while_nothing_watched_becomes_its_tombst
         &now_plus(86400),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
 }
 
@@ -1586,6 +1649,7 @@ fn a_finding_of_a_delete_policy_volume_that_is_gone_is_deleted() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
 }
 
@@ -1598,6 +1662,7 @@ fn nothing_is_invented_for_a_volume_never_seen() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
 }
 
@@ -1610,6 +1675,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     let ttl = Some(Duration::from_secs(7200));
     // Deleted an hour ago: an hour left.
@@ -1620,6 +1686,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         &now(),
         ttl,
         &ImageFound::NotCensused,
+        None,
     ));
     assert_eq!(
         tombstone_expires(Some(&lean(&t)), &now(), ttl),
@@ -1633,6 +1700,7 @@ fn a_tombstone_stays_until_its_ttl_and_says_when_that_is() {
         &now_plus(3600),
         ttl,
         &ImageFound::NotCensused,
+        None,
     ));
 }
 
@@ -1645,6 +1713,7 @@ fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     expect_delete(gone(
         "mariadb-pv",
@@ -1653,6 +1722,7 @@ fn a_tombstone_ends_when_the_census_shows_its_image_gone() {
         &now(),
         None,
         &ImageFound::Missing { in_trash: false },
+        None,
     ));
 }
 
@@ -1666,6 +1736,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     // A person acknowledges the tombstone: the record now lives in their ticket.
     let mut acked = t.clone();
@@ -1677,6 +1748,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     // The acknowledgement covered the ClaimDeleted finding before the volume was deleted: the
     // deletion is news, the state is Superseded, and the record stays.
@@ -1688,6 +1760,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         Some(&lean(&earlier)),
         &now(),
         &now(),
+        None,
     ));
     let (o, _, _) = expect_apply(gone(
         "mariadb-pv",
@@ -1696,6 +1769,7 @@ fn an_acknowledged_tombstone_is_deleted_but_an_acknowledgement_of_the_earlier_fi
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
     assert_eq!(o.status.expect("status").state, State::Superseded);
 }
@@ -1712,7 +1786,8 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
             Some(&lean(&foreign)),
             &now(),
             None,
-            &ImageFound::NotCensused
+            &ImageFound::NotCensused,
+            None
         ),
         Action::Foreign { .. }
     ));
@@ -1723,6 +1798,7 @@ fn someone_elses_object_under_a_deleted_volumes_name_is_left_alone() {
         &now(),
         None,
         &ImageFound::NotCensused,
+        None,
     ));
 }
 
@@ -1756,13 +1832,21 @@ fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
         Some(&existing),
         &now(),
         &now(),
+        None,
     );
     assert!(
         matches!(kept, Action::Nothing),
         "a 403 is no news about the claim: no rewrite, no Event, no Superseded acknowledgement: {kept:?}"
     );
     // Nothing published yet: the unknown is what there is to say.
-    let created = expect_create(plan("r", Some(&leftover(&unknown)), None, &now(), &now()));
+    let created = expect_create(plan(
+        "r",
+        Some(&leftover(&unknown)),
+        None,
+        &now(),
+        &now(),
+        None,
+    ));
     assert_eq!(created.status.unwrap().reason, Reason::ClaimUnknown);
     // Another volume under the name (re-created PV): its own finding, unknown claim and all.
     let mut other = unknown.clone();
@@ -1773,6 +1857,7 @@ fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
         Some(&existing),
         &now(),
         &now(),
+        None,
     ));
     assert!(status);
     assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
@@ -1789,13 +1874,22 @@ fn claims_that_become_unreadable_leave_a_published_claim_finding_as_it_is() {
         Some(&existing),
         &now(),
         &now(),
+        None,
     ));
     assert_eq!(o.status.unwrap().reason, Reason::ClaimUnknown);
 }
 
 /// What to write for the published tombstone `t` once the census says `image` of its image.
 fn tombstone_then(t: &VolumeLeftover, image: &ImageFound) -> Action {
-    gone("mariadb-pv", None, Some(&lean(t)), &now(), None, image)
+    gone(
+        "mariadb-pv",
+        None,
+        Some(&lean(t)),
+        &now(),
+        None,
+        image,
+        None,
+    )
 }
 
 /// The mariadb tombstone as published, the census having said `image`.
@@ -1807,6 +1901,7 @@ fn mariadb_tombstone(image: &ImageFound) -> VolumeLeftover {
         &now(),
         None,
         image,
+        None,
     ))
 }
 

@@ -178,7 +178,7 @@ fn world() -> impl Strategy<Value = World> {
             4 => proptest::collection::vec(
                 (proptest::sample::select(vec!["standard", "fast"]), proptest::sample::select(vec!["Retain", "Delete"])),
                 0..3
-            ).prop_map(|cs| Some(cs.into_iter().map(|(n, p)| (n.to_string(), ClassFacts { reclaim_policy: p.into() })).collect())),
+            ).prop_map(|cs| Some(cs.into_iter().map(|(n, p)| (n.to_string(), ClassFacts { reclaim_policy: p.into(), ..ClassFacts::default() })).collect())),
         ],
         proptest::bool::weighted(0.1),
         proptest::bool::weighted(0.1),
@@ -296,7 +296,7 @@ proptest! {
         let verdict = classify(&volume, &w, now());
         let Verdict::Leftover(f) = &verdict else { return Ok(()); };
         let name = f.volume_name.clone();
-        let first = desired(f, None, &now(), &now());
+        let first = desired(f, None, &now(), &now(), None);
         // As the API server gives it back: through JSON, with a uid and resourceVersion.
         let mut stored: VolumeLeftover =
             serde_json::from_slice(&serde_json::to_vec(&first).expect("json")).expect("parse");
@@ -305,9 +305,9 @@ proptest! {
         stored.metadata.generation = Some(1);
         prop_assert_eq!(
             serde_json::to_vec(&first).expect("json"),
-            serde_json::to_vec(&desired(f, None, &now(), &now())).expect("json")
+            serde_json::to_vec(&desired(f, None, &now(), &now(), None)).expect("json")
         );
-        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&lean(&stored)), &now(), &now()), Action::Nothing));
+        prop_assert!(matches!(plan(&name, Some(&verdict), Some(&lean(&stored)), &now(), &now(), None), Action::Nothing));
     }
 
     #[test]
@@ -315,7 +315,7 @@ proptest! {
         let volume: Volume = serde_json::from_value(v).expect("Volume");
         let Verdict::Leftover(f) = classify(&volume, &w, now()) else { return Ok(()); };
         let mut stored: VolumeLeftover = serde_json::from_slice(
-            &serde_json::to_vec(&desired(&f, None, &now(), &now())).expect("json"),
+            &serde_json::to_vec(&desired(&f, None, &now(), &now(), None)).expect("json"),
         )
         .expect("parse");
         stored.metadata.uid = Some("vl-uid".into());
@@ -349,12 +349,12 @@ proptest! {
         // A volume gone while nothing watched: the same tombstone (or delete) as from the whole
         // object.
         let name = f.volume_name.clone();
-        let action = gone(&name, None, Some(&l), &now(), None, &ImageFound::NotCensused);
+        let action = gone(&name, None, Some(&l), &now(), None, &ImageFound::NotCensused, None);
         match tombstone_of(&status, &stored.spec.volume_name, &stored.spec.volume_uid, &now()) {
             Some(t) => match action {
                 Action::Apply { object, .. } => prop_assert_eq!(
                     serde_json::to_value(&object).expect("json"),
-                    serde_json::to_value(desired(&t, Some(&l), &now(), &now())).expect("json")
+                    serde_json::to_value(desired(&t, Some(&l), &now(), &now(), None)).expect("json")
                 ),
                 other => prop_assert!(false, "expected Apply, got {:?}", other),
             },

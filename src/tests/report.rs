@@ -12,7 +12,7 @@ fn published(pv_name: &str) -> VolumeLeftover {
         &pv(pv_name).retain().released().claim("ns", "c", "u"),
         &lookup(),
     );
-    desired(&f, None, &now(), &now()).stored_as("uid")
+    desired(&f, None, &now(), &now(), None).stored_as("uid")
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn image_findings_are_ordered_by_name_and_name_themselves() {
 
 #[test]
 fn properties_carry_what_a_person_needs() {
-    let o = desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");
+    let o = desired(&mariadb_finding(), None, &now(), &now(), None).stored_as("uid");
     let r = cluster_report([&o]);
     let p = &r["results"][0]["properties"];
     assert_eq!(p["storageClass"], "standard");

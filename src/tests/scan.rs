@@ -40,6 +40,7 @@ fn classes(entries: &[(&str, &str)]) -> Option<HashMap<String, ClassFacts>> {
                     name.to_string(),
                     ClassFacts {
                         reclaim_policy: policy.to_string(),
+                        ..ClassFacts::default()
                     },
                 )
             })
@@ -106,7 +107,8 @@ fn snapshot_finds_a_class_by_name() {
     assert_eq!(
         s.class("standard"),
         Found::Yes(ClassFacts {
-            reclaim_policy: "Retain".into()
+            reclaim_policy: "Retain".into(),
+            ..ClassFacts::default()
         })
     );
     assert_eq!(s.class("fast"), Found::Absent);

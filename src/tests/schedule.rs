@@ -289,6 +289,7 @@ async fn a_memo_keeps_the_name_and_clearing_it_lets_the_state_go() {
         state: crate::model::crd::State::Open,
         capacity_bytes: 0,
         first_seen: 0,
+        monthly_cost: None,
     });
     s.settle("a");
     assert!(s.contains("a"));

@@ -153,7 +153,8 @@ fn a_volume_leftover_read_leanly_is_the_object_without_managed_fields_and_annota
     use crate::model::crd::VolumeLeftover;
     use crate::model::leftover::LeftoverObject;
 
-    let o = crate::decide::plan::desired(&mariadb_finding(), None, &now(), &now()).stored_as("uid");
+    let o = crate::decide::plan::desired(&mariadb_finding(), None, &now(), &now(), None)
+        .stored_as("uid");
     let mut v = serde_json::to_value(o).unwrap();
     v["metadata"]["annotations"] = serde_json::json!({"note": "x"});
     v["metadata"]["managedFields"] = full_metadata()["managedFields"].clone();

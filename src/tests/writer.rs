@@ -13,7 +13,7 @@ use std::time::Duration;
 #[test]
 fn every_action_has_its_op_label() {
     let leftover = Verdict::Leftover(Box::new(mariadb_finding()));
-    let create = plan("mariadb-pv", Some(&leftover), None, &now(), &now());
+    let create = plan("mariadb-pv", Some(&leftover), None, &now(), &now(), None);
     let Action::Create { object } = &create else {
         panic!("expected Create, got {create:?}");
     };

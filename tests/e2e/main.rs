@@ -10,6 +10,7 @@ mod cloud;
 // The cloud backends' scan: built with both (the default features).
 #[cfg(all(feature = "gce", feature = "ebs"))]
 mod cloud_scan;
+mod cost;
 mod demo;
 mod deploy;
 mod exclusions;

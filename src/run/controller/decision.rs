@@ -161,6 +161,7 @@ impl Ctx<'_> {
             rules: name::Rules {
                 graces: self.settings.graces,
                 tombstone_ttl: self.settings.tombstone_ttl,
+                prices: self.settings.prices.as_deref(),
             },
         };
         let out = inputs.decide(name, memo, now_i.into_std(), now);

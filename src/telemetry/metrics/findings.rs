@@ -1,4 +1,5 @@
-//! Metrics of the published findings: how many, the capacity they hold, the oldest open one.
+//! Metrics of the published findings: how many, the capacity they hold, what they cost, the
+//! oldest open one.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -16,10 +17,19 @@ struct FindingLabels {
     state: &'static str,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CostLabels {
+    reason: &'static str,
+    storage_class: String,
+    state: &'static str,
+    currency: String,
+}
+
 #[derive(Debug)]
 pub(super) struct FindingMetrics {
     findings: Family<FindingLabels, Gauge>,
     capacity: Family<FindingLabels, Gauge>,
+    monthly_cost: Family<CostLabels, Gauge>,
     oldest_open: Family<ReasonLabel, Gauge>,
 }
 
@@ -36,6 +46,12 @@ impl FindingMetrics {
                 registry,
                 "findings_capacity_bytes",
                 "Capacity held by published findings, in bytes, by reason, StorageClass and state",
+                Family::default(),
+            ),
+            monthly_cost: registered(
+                registry,
+                "findings_monthly_cost_minor_units",
+                "Estimated monthly cost of the published findings the price table prices (status.cost), in the minor unit of the currency (cents), by reason, StorageClass, state and currency",
                 Family::default(),
             ),
             oldest_open: registered(
@@ -64,6 +80,16 @@ impl FindingMetrics {
         self.capacity
             .get_or_create(&labels)
             .inc_by(delta.saturating_mul(p.capacity_bytes));
+        if let Some((currency, monthly)) = &p.monthly_cost {
+            self.monthly_cost
+                .get_or_create(&CostLabels {
+                    reason: labels.reason,
+                    storage_class: labels.storage_class,
+                    state: labels.state,
+                    currency: currency.to_string(),
+                })
+                .inc_by(delta.saturating_mul(*monthly));
+        }
     }
 
     pub(super) fn oldest_open(&self, reason: Reason, seconds: i64) {
