@@ -996,6 +996,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--census-interval=5m",
             "--census-image-grace=1h",
             "--census-timeout=10s",
+            "--price-table=/etc/volume-leftovers/prices/prices.yaml",
             "--concurrency=8",
             "--resync=10m",
         ]
@@ -1061,6 +1062,30 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     );
     let pod_spec = &one(&docs, "Deployment").value["spec"]["template"]["spec"];
     assert_eq!(pod_spec["volumes"][1]["secret"]["secretName"], "ceph-keys");
+    // The price table: as the operator parses it, mounted where the flag says.
+    let prices = docs
+        .iter()
+        .find(|d| d.kind() == "ConfigMap" && d.name() == format!("{fullname}-prices"))
+        .expect("the prices ConfigMap");
+    let table = volume_leftovers::model::price::PriceTable::parse(
+        prices.value["data"]["prices.yaml"].as_str().unwrap(),
+    )
+    .expect("the operator accepts the chart's price table");
+    assert_eq!((table.currency.as_str(), table.decimals), ("EUR", 2));
+    assert_eq!(pod_spec["volumes"][2]["name"], "prices");
+    assert_eq!(
+        pod_spec["volumes"][2]["configMap"]["name"],
+        format!("{fullname}-prices")
+    );
+    let mounts = &pod_spec["containers"][0]["volumeMounts"];
+    assert!(
+        mounts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "prices" && m["mountPath"] == "/etc/volume-leftovers/prices"),
+        "{mounts}"
+    );
     let pod = spec.template.spec.as_ref().unwrap();
     let c = &pod.containers[0];
     assert_eq!(
