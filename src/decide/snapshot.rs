@@ -102,6 +102,10 @@ pub enum SnapshotReason {
     /// A Bound VolumeSnapshot (`status.boundVolumeSnapshotContentName`) whose content no longer
     /// exists: restores from it fail, and the backend snapshot may or may not remain.
     SnapshotContentMissing,
+    /// The tombstone of a Retain content that was deleted: the driver's sidecar removes its
+    /// finalizer without deleting the backend snapshot, which stays, billed, with no object left
+    /// that names it (the finding keeps its handle, driver, size, class and source volume).
+    ContentDeleted,
 }
 
 impl SnapshotReason {
@@ -113,6 +117,7 @@ impl SnapshotReason {
             SnapshotReason::SnapshotDeleteStuck => "SnapshotDeleteStuck",
             SnapshotReason::ContentNeverBound => "ContentNeverBound",
             SnapshotReason::SnapshotContentMissing => "SnapshotContentMissing",
+            SnapshotReason::ContentDeleted => "ContentDeleted",
         }
     }
 }
@@ -184,7 +189,8 @@ pub struct SnapshotFinding {
     /// snapshot-controller, so "gone" is not a store's delay.
     pub snapshot_delete_seen: bool,
     /// When the state began, where the objects date it (the content's or the snapshot's
-    /// `deletionTimestamp`, the content's `creationTimestamp`); `None`: when first observed.
+    /// `deletionTimestamp`, the content's `creationTimestamp`, a tombstone's deletion); `None`:
+    /// when first observed.
     pub since: Option<Time>,
     /// The sentence a status and a log would carry.
     pub message: String,
@@ -291,6 +297,7 @@ pub enum SnapshotClock {
 /// | `SnapshotDeleteStuck` | `--delete-grace` | the content's `deletionTimestamp`, else the snapshot's, else observed |
 /// | `ContentNeverBound` | `--grace` | the content's `creationTimestamp` (else observed) |
 /// | `SnapshotContentMissing` | `--grace` | observed |
+/// | `ContentDeleted` | none: the delete was observed (or the content's absence after a relist) | the deletion |
 ///
 /// A Retain content's snapshot can look gone only because the snapshot store has not yet seen
 /// a snapshot the content store already shows bound (a new snapshot binds within seconds); the
@@ -309,6 +316,7 @@ pub fn grace_kind(f: &SnapshotFinding) -> GraceKind {
         SnapshotReason::ContentNeverBound | SnapshotReason::SnapshotContentMissing => {
             GraceKind::Grace
         }
+        SnapshotReason::ContentDeleted => GraceKind::None,
     }
 }
 
@@ -541,13 +549,19 @@ fn content_message(
                     format!("whose VolumeSnapshot {ns}/{snap} (uid {old_uid}) is gone")
                 }
             };
-            let deleting = match c.metadata.deletion_timestamp.as_deref() {
-                Some(t) => format!(", deleting since {}", t.0),
-                None => String::new(),
+            let why = match (c.metadata.deletion_timestamp.as_deref(), state) {
+                (Some(t), _) => format!(
+                    "is being deleted since {}: the driver has not finished deleting the backend snapshot",
+                    t.0
+                ),
+                (None, SnapshotState::Terminating(_)) => {
+                    "is not being deleted: the snapshot-controller has not deleted it".to_string()
+                }
+                (None, SnapshotState::Gone | SnapshotState::Recreated(_)) => {
+                    "is not being deleted, and the snapshot-controller never deletes a content whose snapshot is gone".to_string()
+                }
             };
-            format!(
-                "VolumeSnapshotContent {name} (Delete) {snapshot}, is still here{deleting}: the backend delete has not finished"
-            )
+            format!("VolumeSnapshotContent {name} (Delete) {snapshot}; it {why}")
         }
         SnapshotReason::ContentNeverBound => {
             let created = c
@@ -560,6 +574,20 @@ fn content_message(
                 "pre-provisioned VolumeSnapshotContent {name} ({policy}) names VolumeSnapshot {ns}/{snap}, which has never bound it{created}"
             )
         }
+        SnapshotReason::ContentDeleted => {
+            let snapshot = match &f.snapshot_uid {
+                Some(u) => format!(", bound to VolumeSnapshot {ns}/{snap} (uid {u}),"),
+                None => format!(", naming VolumeSnapshot {ns}/{snap},"),
+            };
+            let when = f
+                .since
+                .as_ref()
+                .map(|t| format!(" at {}", t.0))
+                .unwrap_or_default();
+            format!(
+                "VolumeSnapshotContent {name} ({policy}){snapshot} was deleted{when}; its backend snapshot was kept"
+            )
+        }
         // Not a content reason.
         SnapshotReason::SnapshotContentMissing => String::new(),
     };
@@ -569,6 +597,36 @@ fn content_message(
         (None, _) => String::new(),
     };
     format!("{what}{backend}")
+}
+
+/// The tombstone of a content that was deleted at `deleted_at` (its delete observed, or its
+/// absence after a relist), when its backend snapshot is left behind: a Retain content with a
+/// known handle, not excluded. A Delete content's sidecar deletes the backend snapshot before it
+/// lets the content go, so its delete leaves nothing (a hung one is `SnapshotDeleteStuck`
+/// while it lasts).
+pub fn tombstone(content: &SnapshotContent, deleted_at: Time) -> Option<SnapshotFinding> {
+    let name = &*content.metadata.name;
+    let uid = content.metadata.uid.as_ref().map(Uid::to_string)?;
+    if name.is_empty() || uid.is_empty() || content.excluded.is_some() {
+        return None;
+    }
+    if content.spec.deletion_policy != Some(DeletionPolicy::Retain) {
+        return None;
+    }
+    let reason = SnapshotReason::ContentDeleted;
+    let mut f = content_finding(content, &uid, reason);
+    // Without a handle there is no backend snapshot to report (the sidecar never cut one).
+    f.snapshot_handle.as_ref()?;
+    f.since = Some(deleted_at);
+    let r = &content.spec.volume_snapshot_ref;
+    f.message = content_message(
+        &f,
+        content,
+        &SnapshotState::Gone,
+        r.namespace.as_deref().unwrap_or_default(),
+        r.name.as_deref().unwrap_or_default(),
+    );
+    Some(f)
 }
 
 /// Classifies one VolumeSnapshot by whether the content it is bound to still exists. `now` is

@@ -18,6 +18,7 @@ use crate::decide::snapshot::{
     ContentFacts, ContentLookup, GraceKind, SnapshotClock, SnapshotFacts, SnapshotFinding,
     SnapshotLookup, SnapshotReason, SnapshotSubject, SnapshotUndecided, SnapshotVerdict,
     classify_content, classify_snapshot, content_facts, grace_kind, grace_of, snapshot_facts,
+    tombstone,
 };
 use crate::model::selector::Selector;
 use crate::model::snapshot::{
@@ -651,7 +652,12 @@ fn delete_content_whose_snapshot_is_gone_is_snapshot_delete_stuck_after_the_dele
         grace_of(&f, graces()),
         (Duration::from_secs(1800), SnapshotClock::Observed)
     );
-    assert!(f.message.contains("is gone"), "{}", f.message);
+    assert_eq!(
+        f.message,
+        format!(
+            "VolumeSnapshotContent snapcontent-{DYN_SNAP_UID} (Delete) whose VolumeSnapshot default/new-snapshot-demo (uid {DYN_SNAP_UID}) is gone; it is not being deleted, and the snapshot-controller never deletes a content whose snapshot is gone; backend snapshot 7bdd0de3-7b1e-11f0-9a3c-0242ac120002 of driver hostpath.csi.k8s.io"
+        )
+    );
 }
 
 #[test]
@@ -680,7 +686,8 @@ fn delete_content_being_deleted_is_held_until_the_delete_grace_from_its_deletion
         (Duration::from_secs(1800), SnapshotClock::At(now_plus(-60)))
     );
     assert!(
-        f.message.contains("deleting since 2026-03-01T11:59:00Z"),
+        f.message
+            .contains("is being deleted since 2026-03-01T11:59:00Z"),
         "{}",
         f.message
     );
@@ -798,6 +805,55 @@ fn a_snapshot_of_the_same_name_in_another_namespace_does_not_count() {
         leftover(classify_content(&c, &elsewhere, now(), graces())).reason,
         SnapshotReason::SnapshotDeleted
     );
+}
+
+// ---- Tombstones ----
+
+#[test]
+fn a_deleted_retain_content_leaves_a_tombstone_with_its_backend_snapshot() {
+    // The notes' `kubectl delete volumesnapshotcontent pre-content`, once its finalizer went.
+    let c = content_of(pre_content_after_snapshot_delete());
+    let f = tombstone(&c, now_plus(-30)).expect("a tombstone");
+    assert_eq!(f.reason, SnapshotReason::ContentDeleted);
+    assert_eq!(f.snapshot_handle.as_deref(), Some("snap-handle-1"));
+    assert_eq!(f.driver.as_deref(), Some("example.csi.invalid"));
+    assert_eq!(f.snapshot_uid.as_deref(), Some(SNAP_UID));
+    assert_eq!(f.since, Some(now_plus(-30)));
+    assert_eq!(
+        grace_of(&f, graces()),
+        (Duration::ZERO, SnapshotClock::At(now_plus(-30)))
+    );
+    assert_eq!(
+        f.message,
+        format!(
+            "VolumeSnapshotContent pre-content (Retain), bound to VolumeSnapshot default/pre-snap (uid {SNAP_UID}), was deleted at 2026-03-01T11:59:30Z; its backend snapshot was kept; backend snapshot snap-handle-1 of driver example.csi.invalid"
+        )
+    );
+    // A dynamic Retain content keeps its size, class and source volume.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let f = tombstone(&content_of(v), now()).expect("a tombstone");
+    assert_eq!(f.restore_size_bytes, Some(1_073_741_824));
+    assert_eq!(f.class.as_deref(), Some("csi-hostpath-snapclass"));
+    assert_eq!(
+        f.source_volume_handle.as_deref(),
+        Some("0c9e4f2a-7b1d-11f0-9a3c-0242ac120002")
+    );
+}
+
+#[test]
+fn deleting_a_delete_content_an_excluded_one_or_one_without_a_handle_leaves_no_tombstone() {
+    // The sidecar deletes a Delete content's backend snapshot before the content goes.
+    assert_eq!(tombstone(&content_of(dynamic_content()), now()), None);
+    assert_eq!(
+        tombstone(&content_of(velero_labelled(pre_content())), now()),
+        None
+    );
+    // A Retain content whose snapshot was never cut names no backend snapshot.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    v.as_object_mut().unwrap().remove("status");
+    assert_eq!(tombstone(&content_of(v), now()), None);
 }
 
 // ---- Forbidden and stale stores ----
@@ -1038,6 +1094,7 @@ fn the_reason_names_read_like_the_volume_reasons() {
         SnapshotReason::SnapshotDeleteStuck,
         SnapshotReason::ContentNeverBound,
         SnapshotReason::SnapshotContentMissing,
+        SnapshotReason::ContentDeleted,
     ]
     .iter()
     .map(|r| r.as_str())
@@ -1049,7 +1106,8 @@ fn the_reason_names_read_like_the_volume_reasons() {
             "SnapshotRecreated",
             "SnapshotDeleteStuck",
             "ContentNeverBound",
-            "SnapshotContentMissing"
+            "SnapshotContentMissing",
+            "ContentDeleted"
         ]
     );
     assert_eq!(
