@@ -93,8 +93,9 @@ pub enum SnapshotReason {
     /// (`SnapshotContentMisbound`) and the content is as orphaned as with `SnapshotDeleted`.
     SnapshotRecreated,
     /// A Delete content whose VolumeSnapshot is deleted (gone, recreated under another uid, or
-    /// itself terminating), still here past `--delete-grace`: the backend delete hung, or the
-    /// snapshot's finalizers were removed by hand and nothing deletes the content any more.
+    /// terminating after the controller started the content's delete: annotated or deleted),
+    /// still here past `--delete-grace`: the backend delete hung, or the snapshot's finalizers
+    /// were removed by hand and nothing deletes the content any more.
     SnapshotDeleteStuck,
     /// A pre-provisioned content (`spec.source.snapshotHandle`) that no VolumeSnapshot ever
     /// bound (`spec.volumeSnapshotRef.uid` empty) past `--grace` after its creation.
@@ -436,13 +437,21 @@ pub fn classify_content(
         }
         Found::Absent => SnapshotState::Gone,
         Found::Yes(f) if f.uid != ref_uid => SnapshotState::Recreated(f.uid),
+        // The controller has started the content's delete (it annotates, then deletes it, in
+        // one pass). Until it has, the snapshot may be held on purpose: while a PVC is being
+        // restored from it, the controller keeps it (as-source-protection) and leaves the
+        // content alone, for as long as the restore takes.
         Found::Yes(SnapshotFacts {
             deleting_since: Some(since),
             ..
-        }) if delete => SnapshotState::Terminating(since),
-        // Bound both ways; or a Retain content whose snapshot is being deleted, which becomes
-        // `SnapshotDeleted` once the snapshot is gone (at once, unless a PVC is being restored
-        // from it).
+        }) if delete
+            && (content.metadata.snapshot_being_deleted
+                || content.metadata.deletion_timestamp.is_some()) =>
+        {
+            SnapshotState::Terminating(since)
+        }
+        // Bound both ways; a snapshot held as a restore source; or a Retain content whose
+        // snapshot is being deleted, which becomes `SnapshotDeleted` once the snapshot is gone.
         Found::Yes(_) => return SnapshotVerdict::Healthy,
     };
 

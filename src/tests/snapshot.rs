@@ -718,6 +718,19 @@ fn delete_content_whose_snapshot_is_terminating_is_held_from_the_snapshot_deleti
 }
 
 #[test]
+fn delete_content_of_a_snapshot_held_as_a_restore_source_is_healthy() {
+    // A PVC is being restored from the snapshot: the controller keeps the snapshot
+    // (as-source-protection) and has neither annotated nor deleted the content, however long
+    // the restore takes.
+    let c = content_of(dynamic_content());
+    let held = snapshots("new-snapshot-demo", deleting(DYN_SNAP_UID, -86_400));
+    assert_eq!(
+        classify_content(&c, &held, now(), graces()),
+        SnapshotVerdict::Healthy
+    );
+}
+
+#[test]
 fn delete_content_whose_snapshot_name_has_another_uid_is_snapshot_delete_stuck_with_both_uids() {
     let c = content_of(dynamic_content());
     let f = leftover(classify_content(
