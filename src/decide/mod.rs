@@ -10,3 +10,4 @@ pub mod lookup;
 pub mod name;
 pub mod plan;
 pub mod report;
+pub mod snapshot;

@@ -1,5 +1,6 @@
 //! Types and vocabulary only: the CRD, labels, selectors, exclusions, findings, and the lean
-//! forms of volumes, claims and VolumeLeftovers kept in the stores. No client, no clock, no I/O.
+//! forms of volumes, claims, snapshot objects and VolumeLeftovers kept in the stores. No client,
+//! no clock, no I/O.
 
 pub mod crd;
 pub mod csi;
@@ -14,5 +15,6 @@ pub mod phase;
 pub mod price;
 pub mod quantity;
 pub mod selector;
+pub mod snapshot;
 pub mod uid;
 pub mod volume;

@@ -28,7 +28,6 @@ impl Uid {
         parse(s).map_or_else(|| Uid::Other(s.into()), Uid::Uuid)
     }
 
-    #[cfg(test)]
     /// Whether it is the empty text.
     pub(crate) fn is_empty(&self) -> bool {
         matches!(self, Uid::Other(s) if s.is_empty())

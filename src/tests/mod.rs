@@ -26,5 +26,6 @@ mod report;
 mod scan;
 mod schedule;
 mod selector;
+mod snapshot;
 mod volume;
 mod writer;
