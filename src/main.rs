@@ -98,6 +98,7 @@ async fn scan(args: ScanArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let exclusions = args.exclude.exclusions();
+    let snapshots = args.snapshots.asked();
     match volume_leftovers::scan::run(
         client,
         &server,
@@ -106,6 +107,7 @@ async fn scan(args: ScanArgs) -> ExitCode {
             exclusions: &exclusions,
             census: census.as_ref(),
             prices: prices.as_deref(),
+            snapshots: &snapshots,
         },
         args.output,
         &mut out,
@@ -129,6 +131,9 @@ async fn scan(args: ScanArgs) -> ExitCode {
             }
             for failed in &report.cloud_failed {
                 eprintln!("volume-leftovers scan: {failed}");
+            }
+            for unknown in &report.snapshots.unknown {
+                eprintln!("volume-leftovers scan: {unknown}");
             }
             ExitCode::from(4)
         }

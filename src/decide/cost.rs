@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::decide::census::RBD_CSI_DRIVER;
 use crate::model::crd::{CostEstimate, Reason, VolumeLeftoverStatus};
 use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
-use crate::model::price::{NANOS_PER_UNIT, PriceKey, PriceTable, Priced};
+use crate::model::price::{Applied, NANOS_PER_UNIT, PriceKey, PriceTable, Priced};
 
 /// The month prices are given for: 730 hours (365 days / 12, as GCE and AWS bill).
 pub const MONTH: Duration = Duration::from_secs(730 * 3600);
@@ -39,9 +39,38 @@ pub fn estimate(s: &VolumeLeftoverStatus, table: &PriceTable, now: &Time) -> Opt
         .and_then(|i| i.size_bytes)
         .filter(|_| s.reason == Reason::DiskWithoutVolume)
         .or(s.capacity_bytes)?;
-    let bytes = u128::try_from(bytes).ok()?;
     let applied = table.price(Priced::Volume, &price_key(s))?;
-    let since = since(s);
+    priced(bytes, applied, since(s), table, now)
+}
+
+/// The estimate for a snapshot of `bytes` (its restore size) made by the CSI `driver`, a leftover
+/// since `since`, if the table's `snapshots` rows price the driver's snapshots.
+pub fn estimate_snapshot(
+    bytes: i64,
+    driver: &str,
+    since: &Time,
+    table: &PriceTable,
+    now: &Time,
+) -> Option<CostEstimate> {
+    let key = PriceKey {
+        storage_class: None,
+        driver: Some(driver),
+        disk_type: None,
+        regional: false,
+    };
+    let applied = table.price(Priced::Snapshot, &key)?;
+    priced(bytes, applied, since.clone(), table, now)
+}
+
+/// The arithmetic of an estimate (see the module's documentation).
+fn priced(
+    bytes: i64,
+    applied: Applied,
+    since: Time,
+    table: &PriceTable,
+    now: &Time,
+) -> Option<CostEstimate> {
+    let bytes = u128::try_from(bytes).ok()?;
     let whole_days = whole_steps(&since, now);
     let through = Time(
         since

@@ -254,6 +254,50 @@ pub struct ScanArgs {
     /// What the findings cost.
     #[command(flatten)]
     pub pricing: PricingArgs,
+    /// Which snapshot objects are kept out.
+    #[command(flatten)]
+    pub snapshots: SnapshotArgs,
+}
+
+/// How VolumeSnapshotContents and VolumeSnapshots are read (when the API server serves them).
+#[derive(Debug, Args, Clone)]
+pub struct SnapshotArgs {
+    /// Snapshot objects whose labels match this selector are never reported: a backup tool's,
+    /// which keeps its contents on purpose (default: Velero's). An empty value excludes none
+    /// (the label `leftovers.dev/ignore=true` still does).
+    #[arg(
+        long = "exclude-snapshot-selector",
+        env = "VL_EXCLUDE_SNAPSHOT_SELECTOR",
+        default_value = crate::model::snapshot::VELERO_BACKUP_NAME_LABEL,
+        value_parser = optional_selector
+    )]
+    pub(crate) snapshot_selector: OptionalSelector,
+}
+
+/// A selector flag that may be set empty (no selector).
+#[derive(Clone, Debug)]
+pub(crate) struct OptionalSelector(Option<crate::model::selector::Selector>);
+
+fn optional_selector(s: &str) -> Result<OptionalSelector, String> {
+    if s.trim().is_empty() {
+        return Ok(OptionalSelector(None));
+    }
+    selector(s).map(|s| OptionalSelector(Some(s)))
+}
+
+impl SnapshotArgs {
+    /// How a scan reads snapshot objects: these exclusions, and the operator's default graces.
+    pub fn asked(&self) -> crate::scan::snapshots::SnapshotsAsked {
+        crate::scan::snapshots::SnapshotsAsked {
+            exclusions: crate::model::snapshot::SnapshotExclusions {
+                selector: self.snapshot_selector.0.clone(),
+            },
+            graces: crate::decide::plan::Graces {
+                grace: crate::run::settings::DEFAULT_GRACE,
+                delete_grace: crate::run::settings::DEFAULT_DELETE_GRACE,
+            },
+        }
+    }
 }
 
 /// Log format.

@@ -8,6 +8,7 @@
 //! checked again with one GET each before they are printed.
 
 pub mod cloud;
+pub mod snapshots;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -143,6 +144,8 @@ pub struct ScanResult {
     pub cloud_failed: Vec<cloud::ScopeFailure>,
     /// What the lines about cloud disks add, by the finding's name.
     pub(crate) disks: HashMap<String, cloud::DiskKeys>,
+    /// The VolumeSnapshotContents and VolumeSnapshots, when they are served.
+    pub snapshots: snapshots::SnapshotScan,
 }
 
 const PAGE: u32 = 500;
@@ -508,6 +511,7 @@ pub async fn read(
         referenced,
         cloud_failed: Vec::new(),
         disks: HashMap::new(),
+        snapshots: snapshots::SnapshotScan::default(),
     })
 }
 
@@ -800,29 +804,39 @@ pub(crate) fn write_report_with(
                     row
                 })
                 .collect();
-            let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
-            for r in &rows {
-                for (i, c) in r.iter().enumerate() {
-                    width[i] = width[i].max(c.len());
-                }
-            }
-            let mut put = |cells: &[&str]| -> std::io::Result<()> {
-                let mut s = String::new();
-                for (i, c) in cells.iter().enumerate() {
-                    if i + 1 == cells.len() {
-                        s.push_str(c);
-                    } else {
-                        s.push_str(&format!("{c:<w$}   ", w = width[i]));
-                    }
-                }
-                writeln!(w, "{}", s.trim_end())
-            };
-            put(header)?;
-            for r in &rows {
-                let cells: Vec<&str> = r.iter().map(String::as_str).collect();
-                put(&cells)?;
+            write_table(w, header, &rows)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `rows` under `header`, each column as wide as its widest cell.
+pub(crate) fn write_table(
+    w: &mut impl Write,
+    header: &[&str],
+    rows: &[Vec<String>],
+) -> std::io::Result<()> {
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.len());
+        }
+    }
+    let mut put = |cells: &[&str]| -> std::io::Result<()> {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}   ", w = width[i]));
             }
         }
+        writeln!(w, "{}", s.trim_end())
+    };
+    put(header)?;
+    for r in rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        put(&cells)?;
     }
     Ok(())
 }
@@ -848,6 +862,9 @@ pub struct Asked<'a> {
     pub census: Option<&'a CensusSettings>,
     /// The price table, when given: findings carry their estimated cost.
     pub prices: Option<&'a PriceTable>,
+    /// How snapshot objects are read: which are kept out, and the graces of the states the
+    /// objects date.
+    pub snapshots: &'a snapshots::SnapshotsAsked,
 }
 
 /// Reads the cluster and writes the report.
@@ -868,7 +885,13 @@ pub async fn run(
         exclusions,
         census,
         prices,
+        snapshots: snapshots_asked,
     } = asked;
+    let snapshot_reader = Reader {
+        client: client.clone(),
+        server: server.to_string(),
+        timeout,
+    };
     let state = match census {
         Some(cs) => {
             let mut c = census_twice(cs).await;
@@ -897,13 +920,22 @@ pub async fn run(
             .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(&c, f)?)))
             .collect();
     }
+    // After the volumes: a server that cannot be reached, or an identity that may not list PVs,
+    // is reported as such, not as a failed snapshot discovery.
+    report.snapshots = snapshot_reader
+        .snapshot_part(snapshots_asked, &wall_clock(), &mut report.missing)
+        .await?;
     if let Some(table) = prices {
         let now = wall_clock();
         for f in &mut report.findings {
             f.status.cost = crate::decide::cost::estimate(&f.status, table, &now);
         }
+        for r in &mut report.snapshots.findings {
+            r.cost = snapshots::snapshot_cost(&r.finding, table, &now);
+        }
     }
     write_report_with(out, &report.findings, &report.disks, format)?;
+    snapshots::write(out, &report.snapshots.findings, format)?;
     out.flush()?;
     let outcome = Outcome::of(&report);
     Ok((report, outcome))
@@ -984,9 +1016,10 @@ impl Outcome {
             || !report.unknown_claims.is_empty()
             || !report.census_failed.is_empty()
             || !report.cloud_failed.is_empty()
+            || !report.snapshots.unknown.is_empty()
         {
             Outcome::Incomplete
-        } else if report.findings.is_empty() {
+        } else if report.findings.is_empty() && report.snapshots.findings.is_empty() {
             Outcome::Clean
         } else {
             Outcome::Found

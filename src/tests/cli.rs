@@ -384,3 +384,42 @@ fn exclusions_are_read_from_repeated_and_comma_separated_flags() {
     assert!(!s.matches(Some(&labels(&[("team", "db")]))));
     assert!(parse(&["volume-leftovers", "run", "--exclude-selector", "team in ("]).is_err());
 }
+
+#[test]
+fn scan_keeps_velero_snapshots_out_by_default_and_an_empty_selector_keeps_none_out() {
+    use crate::model::selector::{Requirement, Selector};
+    let asked = |args: &[&str]| match parse(args).expect("parses").command {
+        Command::Scan(s) => s.snapshots.asked(),
+        other => panic!("{other:?}"),
+    };
+    let default = asked(&["volume-leftovers", "scan"]);
+    assert_eq!(
+        default.exclusions.selector,
+        Some(Selector(vec![Requirement::Exists(
+            "velero.io/backup-name".into()
+        )]))
+    );
+    assert_eq!(default.graces.grace, Duration::from_secs(120));
+    assert_eq!(default.graces.delete_grace, Duration::from_secs(600));
+    let none = asked(&["volume-leftovers", "scan", "--exclude-snapshot-selector="]);
+    assert_eq!(none.exclusions.selector, None);
+    let own = asked(&[
+        "volume-leftovers",
+        "scan",
+        "--exclude-snapshot-selector=backup.example/owner",
+    ]);
+    assert_eq!(
+        own.exclusions.selector,
+        Some(Selector(vec![Requirement::Exists(
+            "backup.example/owner".into()
+        )]))
+    );
+    assert!(
+        parse(&[
+            "volume-leftovers",
+            "scan",
+            "--exclude-snapshot-selector=a in ("
+        ])
+        .is_err()
+    );
+}

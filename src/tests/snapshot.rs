@@ -1128,3 +1128,246 @@ fn the_reason_names_read_like_the_volume_reasons() {
         "SnapshotDeleted"
     );
 }
+
+// ---- What `scan` prints of a snapshot finding ----
+
+fn snapshot_prices() -> crate::model::price::PriceTable {
+    crate::model::price::PriceTable::parse(
+        "currency: USD\nsnapshots:\n  - driver: hostpath.csi.k8s.io\n    perGiBMonth: \"0.05\"\n",
+    )
+    .expect("a table")
+}
+
+fn line_of(f: &SnapshotFinding, cost: Option<&crate::model::crd::CostEstimate>) -> Value {
+    let mut out = Vec::new();
+    let row = crate::scan::snapshots::SnapshotRow {
+        finding: f.clone(),
+        cost: cost.cloned(),
+    };
+    crate::scan::snapshots::write(&mut out, &[row], crate::scan::Format::Json).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.ends_with('\n') && text.matches('\n').count() == 1,
+        "{text}"
+    );
+    // The original tool's separators, as the volume lines have them.
+    assert!(
+        text.contains("\"kind\": \"VolumeSnapshotContent\"")
+            || text.contains("\"kind\": \"VolumeSnapshot\""),
+        "{text}"
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_scan_line_names_the_content_its_snapshot_and_the_backend_snapshot() {
+    let c = content_of(pre_content_after_snapshot_delete());
+    let f = leftover(classify_content(
+        &c,
+        &snapshots("pre-snap", Found::Absent),
+        now(),
+        graces(),
+    ));
+    let v = line_of(&f, None);
+    let mut text = Vec::new();
+    let row = crate::scan::snapshots::SnapshotRow {
+        finding: f.clone(),
+        cost: None,
+    };
+    crate::scan::snapshots::write(&mut text, &[row], crate::scan::Format::Json).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    // The keys in the order they are printed.
+    let mut keys: Vec<(usize, &str)> = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| (text.find(&format!("\"{k}\": ")).expect(k), k.as_str()))
+        .collect();
+    keys.sort();
+    let keys: Vec<&str> = keys.into_iter().map(|(_, k)| k).collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "kind",
+            "reason",
+            "uid",
+            "content",
+            "snapshot",
+            "snapshot_uid",
+            "snapshot_current_uid",
+            "deletion_policy",
+            "driver",
+            "snapshot_handle",
+            "volume_handle",
+            "source_claim",
+            "restore_size_bytes",
+            "snapshot_class",
+            "ready_to_use",
+            "since",
+            "message"
+        ]
+    );
+    assert_eq!(v["name"], "pre-content");
+    assert_eq!(v["reason"], "SnapshotDeleted");
+    assert_eq!(v["snapshot"], "default/pre-snap");
+    assert_eq!(v["snapshot_uid"], SNAP_UID);
+    assert_eq!(v["deletion_policy"], "Retain");
+    assert_eq!(v["snapshot_handle"], "snap-handle-1");
+    assert_eq!(v["since"], Value::Null);
+    assert_eq!(v["message"], json!(f.message));
+}
+
+#[test]
+fn a_scan_line_of_a_snapshot_goes_by_namespace_and_name() {
+    let s = snapshot_of(dynamic_snapshot());
+    let f = leftover(classify_snapshot(
+        &s,
+        &contents(&format!("snapcontent-{DYN_SNAP_UID}"), Found::Absent),
+        now(),
+    ));
+    let v = line_of(&f, None);
+    assert_eq!(v["name"], "default/new-snapshot-demo");
+    assert_eq!(v["kind"], "VolumeSnapshot");
+    assert_eq!(v["reason"], "SnapshotContentMissing");
+    assert_eq!(v["source_claim"], "hpvc");
+    assert_eq!(v["restore_size_bytes"], 1_073_741_824i64);
+    assert_eq!(v["content"], format!("snapcontent-{DYN_SNAP_UID}"));
+}
+
+#[test]
+fn a_snapshot_is_priced_by_its_driver_and_accrues_only_from_a_date_the_objects_carry() {
+    let table = snapshot_prices();
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let c = content_of(v);
+    // A tombstone is dated by its delete: 1 GiB at 0.05 a month, 30 whole days of it.
+    let f = tombstone(&c, now_plus(-30 * 86_400 - 60)).expect("a tombstone");
+    let cost = crate::scan::snapshots::snapshot_cost(&f, &table, &now()).expect("priced");
+    assert_eq!(cost.monthly_minor_units, 5);
+    // 5 cents × 30 × 24 h / 730 h = 4.93 cents: 5.
+    assert_eq!(cost.accrued_minor_units, 5);
+    assert_eq!(cost.priced_by, "driver hostpath.csi.k8s.io");
+    let line = line_of(&f, Some(&cost));
+    assert_eq!(line["monthly_cost_minor_units"], 5);
+    assert_eq!(line["accrued_cost_minor_units"], 5);
+    assert_eq!(line["cost_since"], "2026-01-30T11:59:00Z");
+    // A SnapshotDeleted the objects do not date: the monthly amount only.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let f = leftover(classify_content(
+        &content_of(v),
+        &snapshots("new-snapshot-demo", Found::Absent),
+        now(),
+        graces(),
+    ));
+    assert_eq!(f.since, None);
+    let cost = crate::scan::snapshots::snapshot_cost(&f, &table, &now()).expect("priced");
+    assert_eq!(cost.display, "0.05 USD/month");
+    let line = line_of(&f, Some(&cost));
+    assert_eq!(line["monthly_cost_minor_units"], 5);
+    assert!(line.get("accrued_cost_minor_units").is_none(), "{line}");
+    assert!(line.get("cost_since").is_none(), "{line}");
+    // No row for the driver, or no size: no cost.
+    let mut other = f.clone();
+    other.driver = Some("ebs.csi.aws.com".into());
+    assert_eq!(
+        crate::scan::snapshots::snapshot_cost(&other, &table, &now()),
+        None
+    );
+    let mut sizeless = f.clone();
+    sizeless.restore_size_bytes = None;
+    assert_eq!(
+        crate::scan::snapshots::snapshot_cost(&sizeless, &table, &now()),
+        None
+    );
+}
+
+#[test]
+fn a_scan_looks_again_only_at_states_the_objects_do_not_date() {
+    use crate::scan::snapshots::needs_second_look;
+    // Not seen deleted: could be a snapshot created after the scan listed the snapshots.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let f = leftover(classify_content(
+        &content_of(v),
+        &snapshots("new-snapshot-demo", Found::Absent),
+        now(),
+        graces(),
+    ));
+    assert!(needs_second_look(&f, graces()), "{f:?}");
+    // The being-deleted annotation proves the delete: no second look.
+    let f = leftover(classify_content(
+        &content_of(pre_content_after_snapshot_delete()),
+        &snapshots("pre-snap", Found::Absent),
+        now(),
+        graces(),
+    ));
+    assert!(!needs_second_look(&f, graces()));
+    // A content whose snapshot is gone: the content's finding can be a delete just done.
+    let s = snapshot_of(dynamic_snapshot());
+    let f = leftover(classify_snapshot(
+        &s,
+        &contents(&format!("snapcontent-{DYN_SNAP_UID}"), Found::Absent),
+        now(),
+    ));
+    assert!(needs_second_look(&f, graces()));
+    // A tombstone is dated.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let f = tombstone(&content_of(v), now()).expect("a tombstone");
+    assert!(!needs_second_look(&f, graces()));
+}
+
+#[test]
+fn a_scan_table_of_snapshots_is_printed_only_when_there_is_one() {
+    let mut out = Vec::new();
+    crate::scan::snapshots::write(&mut out, &[], crate::scan::Format::Table).unwrap();
+    assert!(out.is_empty());
+    let c = content_of(pre_content_after_snapshot_delete());
+    let f = leftover(classify_content(
+        &c,
+        &snapshots("pre-snap", Found::Absent),
+        now(),
+        graces(),
+    ));
+    let row = crate::scan::snapshots::SnapshotRow {
+        finding: f,
+        cost: None,
+    };
+    crate::scan::snapshots::write(&mut out, &[row], crate::scan::Format::Table).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "", "a blank line after the volumes' table");
+    assert!(lines[1].starts_with("SNAPSHOT-OBJECT   KIND"), "{text}");
+    assert!(
+        lines[2].starts_with("pre-content       VolumeSnapshotContent   SnapshotDeleted   Retain   default/pre-snap   example.csi.invalid   <none>"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_scan_with_a_snapshot_finding_found_one_and_a_failed_second_look_makes_it_incomplete() {
+    use crate::scan::{Outcome, ScanResult};
+    let mut report = ScanResult::default();
+    assert_eq!(Outcome::of(&report), Outcome::Clean);
+    let f = leftover(classify_content(
+        &content_of(pre_content_after_snapshot_delete()),
+        &snapshots("pre-snap", Found::Absent),
+        now(),
+        graces(),
+    ));
+    report
+        .snapshots
+        .findings
+        .push(crate::scan::snapshots::SnapshotRow {
+            finding: f,
+            cost: None,
+        });
+    assert_eq!(Outcome::of(&report), Outcome::Found, "exit 3");
+    report
+        .snapshots
+        .unknown
+        .push("second look at VolumeSnapshot snaps/x failed".into());
+    assert_eq!(Outcome::of(&report), Outcome::Incomplete, "exit 4");
+}
