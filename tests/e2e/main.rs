@@ -27,6 +27,7 @@ mod odd;
 mod operator;
 mod quiet;
 mod rbac;
+mod snapshots;
 mod startup;
 mod support;
 mod tombstone;
