@@ -643,7 +643,7 @@ pub fn leftover_name(key: &PoolKey, image: &str) -> String {
 /// `<prefix>-<hash>-<name, lower-cased and cleaned>`: the hash is FNV-1a (64 bits) of `parts`
 /// and `name`, each followed by a NUL but the last, stable across versions and platforms (the
 /// name must never change).
-fn hashed_name(prefix: &str, parts: &[&[u8]], image: &str) -> String {
+pub(crate) fn hashed_name(prefix: &str, parts: &[&[u8]], image: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for b in part.iter().chain(b"\0") {
@@ -728,6 +728,7 @@ fn orphan(
                 ..image_location(key)
             }),
             cost: None,
+            snapshot: None,
         },
     }
 }

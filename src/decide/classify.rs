@@ -400,6 +400,7 @@ fn finding(
             deleted_at,
             image: None,
             cost: None,
+            snapshot: None,
         },
         object_name: None,
     }
@@ -626,6 +627,13 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
             disk(f.source)
         ),
         Reason::VolumeDeleted => volume_deleted_sentence(f, claim_ref),
+        // Not a volume's reason: a snapshot finding's message is decide::snapshot's.
+        Reason::SnapshotDeleted
+        | Reason::SnapshotRecreated
+        | Reason::SnapshotDeleteStuck
+        | Reason::ContentNeverBound
+        | Reason::SnapshotContentMissing
+        | Reason::ContentDeleted => String::new(),
     }
 }
 

@@ -33,6 +33,20 @@ pub fn estimate(s: &VolumeLeftoverStatus, table: &PriceTable, now: &Time) -> Opt
     if s.reason == Reason::VolumeWithoutDisk {
         return None;
     }
+    if s.reason.is_snapshot() {
+        let snapshot = s.snapshot.as_ref()?;
+        let since = snapshot
+            .since
+            .clone()
+            .unwrap_or_else(|| s.first_seen.clone());
+        return estimate_snapshot(
+            snapshot.restore_size_bytes?,
+            s.source.driver.as_deref()?,
+            &since,
+            table,
+            now,
+        );
+    }
     let bytes = s
         .image
         .as_ref()

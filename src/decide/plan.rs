@@ -110,6 +110,14 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk => {
             (Duration::ZERO, ClockStart::Observed)
         }
+        // Held back by their own rules (`decide::snapshot::grace_of`, which reads what the
+        // snapshot objects date) before they become a finding.
+        Reason::SnapshotDeleted
+        | Reason::SnapshotRecreated
+        | Reason::SnapshotDeleteStuck
+        | Reason::ContentNeverBound
+        | Reason::SnapshotContentMissing
+        | Reason::ContentDeleted => (Duration::ZERO, ClockStart::Observed),
     };
     // A Delete-policy volume whose claim is gone is on its way out: the PV controller releases
     // it (behind a backlog under churn) and the provisioner deletes it. Every step of that
@@ -117,6 +125,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
         Reason::VolumeDeleted | Reason::DiskWithoutVolume => false,
+        r if r.is_snapshot() => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
         Reason::VolumeWithoutDisk => {
@@ -324,6 +333,12 @@ fn decided_on_claims(r: Reason) -> bool {
         | Reason::VolumeDeleted
         | Reason::VolumeWithoutDisk
         | Reason::DiskWithoutVolume => false,
+        Reason::SnapshotDeleted
+        | Reason::SnapshotRecreated
+        | Reason::SnapshotDeleteStuck
+        | Reason::ContentNeverBound
+        | Reason::SnapshotContentMissing
+        | Reason::ContentDeleted => false,
     }
 }
 

@@ -25,6 +25,14 @@ pub(crate) fn severity(r: Reason) -> &'static str {
         | Reason::ReleasedWithoutClaim
         | Reason::PreboundClaimMissing => "medium",
         Reason::ClaimStillPresent | Reason::ClaimUnknown => "low",
+        // Restores from the snapshot fail now.
+        Reason::SnapshotContentMissing => "high",
+        // A backend snapshot that still bills, and may be the last copy of its data.
+        Reason::SnapshotDeleted
+        | Reason::SnapshotRecreated
+        | Reason::SnapshotDeleteStuck
+        | Reason::ContentDeleted => "medium",
+        Reason::ContentNeverBound => "low",
     }
 }
 

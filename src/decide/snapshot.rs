@@ -720,3 +720,98 @@ pub fn classify_snapshot(
         }
     }
 }
+
+impl From<SnapshotReason> for crate::model::crd::Reason {
+    fn from(r: SnapshotReason) -> Self {
+        use crate::model::crd::Reason;
+        match r {
+            SnapshotReason::SnapshotDeleted => Reason::SnapshotDeleted,
+            SnapshotReason::SnapshotRecreated => Reason::SnapshotRecreated,
+            SnapshotReason::SnapshotDeleteStuck => Reason::SnapshotDeleteStuck,
+            SnapshotReason::ContentNeverBound => Reason::ContentNeverBound,
+            SnapshotReason::SnapshotContentMissing => Reason::SnapshotContentMissing,
+            SnapshotReason::ContentDeleted => Reason::ContentDeleted,
+        }
+    }
+}
+
+/// The VolumeLeftover name of a snapshot finding: `vsc-<hash>-<content>` for a content,
+/// `vs-<hash>-<namespace>-<name>` for a snapshot (the hash over the namespace and the name, as
+/// the census names a disk), so that no PersistentVolume's name and no other finding's is taken.
+pub fn leftover_name(subject: &SnapshotSubject) -> String {
+    match subject {
+        SnapshotSubject::Content { name, .. } => {
+            crate::decide::census::hashed_name("vsc", &[], name)
+        }
+        SnapshotSubject::Snapshot {
+            namespace, name, ..
+        } => crate::decide::census::hashed_name(
+            "vs",
+            &[namespace.as_bytes()],
+            &format!("{namespace}-{name}"),
+        ),
+    }
+}
+
+/// The finding as a VolumeLeftover publishes it: no volume, the subject, the snapshot objects in
+/// `status.snapshot`, the source volume's driver and handle in `status.source`, the restore size
+/// as the capacity; first seen at `now` (the planner keeps a published one).
+pub fn as_finding(f: &SnapshotFinding, now: &Time) -> crate::model::finding::Finding {
+    use crate::model::crd::{SnapshotInfo, State, Subject, VolumeLeftoverStatus, VolumeSourceInfo};
+    let subject = match f.subject {
+        SnapshotSubject::Content { .. } => Subject::SnapshotContent,
+        SnapshotSubject::Snapshot { .. } => Subject::Snapshot,
+    };
+    let deleted = f.reason == SnapshotReason::ContentDeleted;
+    crate::model::finding::Finding {
+        volume_name: String::new(),
+        volume_uid: String::new(),
+        storage_class_name: None,
+        object_name: Some(leftover_name(&f.subject)),
+        status: VolumeLeftoverStatus {
+            reason: f.reason.into(),
+            state: State::Open,
+            observed_generation: None,
+            conditions: Vec::new(),
+            acknowledged: None,
+            message: f.message.clone(),
+            hints: Vec::new(),
+            phase: String::new(),
+            phase_since: None,
+            phase_message: None,
+            reclaim_policy: String::new(),
+            storage_class: None,
+            claim: None,
+            capacity: f
+                .restore_size_bytes
+                .map(crate::model::quantity::format_bytes),
+            capacity_bytes: f.restore_size_bytes,
+            access_modes: Vec::new(),
+            volume_mode: String::new(),
+            source: VolumeSourceInfo {
+                kind: "csi".into(),
+                driver: f.driver.clone(),
+                volume_handle: f.source_volume_handle.clone(),
+                ..VolumeSourceInfo::default()
+            },
+            first_seen: now.clone(),
+            subject,
+            deleted_at: f.since.clone().filter(|_| deleted),
+            image: None,
+            cost: None,
+            snapshot: Some(SnapshotInfo {
+                content: f.content_name.clone(),
+                snapshot: f.snapshot_ref.clone(),
+                snapshot_uid: f.snapshot_uid.clone(),
+                current_uid: f.snapshot_uid_now.clone(),
+                deletion_policy: f.deletion_policy.map(|p| p.as_str().to_string()),
+                snapshot_handle: f.snapshot_handle.clone(),
+                source_claim: f.source_claim.clone(),
+                restore_size_bytes: f.restore_size_bytes,
+                snapshot_class: f.class.clone(),
+                ready_to_use: f.ready_to_use,
+                since: f.since.clone(),
+            }),
+        },
+    }
+}

@@ -333,6 +333,62 @@ pub struct VolumeLeftoverStatus {
     /// present only when its size is known and a row of the table prices it, never a guess.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostEstimate>,
+    /// The CSI snapshot objects of a snapshot finding (`subject` SnapshotContent or Snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SnapshotInfo>,
+}
+
+/// A snapshot finding's objects: the VolumeSnapshotContent, the VolumeSnapshot it is (or was)
+/// bound to, and the backend snapshot. The keys `scan` prints for a snapshot finding say the
+/// same.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotInfo {
+    /// The VolumeSnapshotContent (cluster-scoped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The VolumeSnapshot, as `namespace/name`: the one the content names
+    /// (`spec.volumeSnapshotRef`), or the finding's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// The uid of that VolumeSnapshot, as the content names it.
+    #[serde(
+        default,
+        rename = "snapshotUID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub snapshot_uid: Option<String>,
+    /// The uid of the VolumeSnapshot that has the name now (`SnapshotRecreated`).
+    #[serde(
+        default,
+        rename = "currentUID",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub current_uid: Option<String>,
+    /// The content's `spec.deletionPolicy` (Retain or Delete).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<String>,
+    /// The backend snapshot (`status.snapshotHandle`, or a pre-provisioned content's
+    /// `spec.source.snapshotHandle`): what a human must find before deciding anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_handle: Option<String>,
+    /// The claim a VolumeSnapshot was taken of (`spec.source.persistentVolumeClaimName`, same
+    /// namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_claim: Option<String>,
+    /// The size a restore needs, in bytes (`status.restoreSize`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_size_bytes: Option<i64>,
+    /// `spec.volumeSnapshotClassName`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_class: Option<String>,
+    /// `status.readyToUse`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_to_use: Option<bool>,
+    /// When the state began, where the objects date it (the content's or the snapshot's
+    /// deletion, the content's creation); absent: since `firstSeen`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Time>,
 }
 
 /// The estimated cost of a leftover, from the price table. The amounts are integers in the
@@ -428,11 +484,21 @@ pub enum Subject {
     Disk,
     /// A PersistentVolume and its disk together (for example, the disk it names is gone).
     VolumeAndDisk,
+    /// A CSI VolumeSnapshotContent (and the backend snapshot it names).
+    SnapshotContent,
+    /// A CSI VolumeSnapshot.
+    Snapshot,
 }
 
 impl Subject {
     /// Every subject, in a fixed order.
-    pub const ALL: [Subject; 3] = [Subject::Volume, Subject::Disk, Subject::VolumeAndDisk];
+    pub const ALL: [Subject; 5] = [
+        Subject::Volume,
+        Subject::Disk,
+        Subject::VolumeAndDisk,
+        Subject::SnapshotContent,
+        Subject::Snapshot,
+    ];
 
     /// The subject as written in the object.
     pub fn as_str(self) -> &'static str {
@@ -440,6 +506,8 @@ impl Subject {
             Subject::Volume => "Volume",
             Subject::Disk => "Disk",
             Subject::VolumeAndDisk => "VolumeAndDisk",
+            Subject::SnapshotContent => "SnapshotContent",
+            Subject::Snapshot => "Snapshot",
         }
     }
 }
@@ -512,11 +580,31 @@ pub enum Reason {
     /// in a row, the volume older than both). On a Bound volume: data loss. Earlier versions
     /// called it `VolumeWithoutImage`.
     VolumeWithoutDisk,
+    /// A VolumeSnapshotContent with `deletionPolicy: Retain` whose VolumeSnapshot (by namespace,
+    /// name and uid) no longer exists: the backend snapshot stays, billed, and nothing will
+    /// delete it (see `status.snapshot`).
+    SnapshotDeleted,
+    /// A Retain VolumeSnapshotContent whose VolumeSnapshot's name now belongs to another snapshot
+    /// (`status.snapshot.currentUID`): the controller never rebinds it, the new snapshot is
+    /// refused, and the content is as orphaned as with `SnapshotDeleted`.
+    SnapshotRecreated,
+    /// A VolumeSnapshotContent with `deletionPolicy: Delete` whose VolumeSnapshot is deleted,
+    /// still here after the delete grace period: the backend delete hung.
+    SnapshotDeleteStuck,
+    /// A pre-provisioned VolumeSnapshotContent (`spec.source.snapshotHandle`) that no
+    /// VolumeSnapshot bound within the grace period of its creation.
+    ContentNeverBound,
+    /// A bound VolumeSnapshot whose VolumeSnapshotContent no longer exists: restores from it
+    /// fail, and the backend snapshot may remain.
+    SnapshotContentMissing,
+    /// A Retain VolumeSnapshotContent was deleted: the backend snapshot was kept, and this object
+    /// is its last record (a tombstone, like `VolumeDeleted`).
+    ContentDeleted,
 }
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 12] = [
+    pub const ALL: [Reason; 18] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
@@ -529,6 +617,12 @@ impl Reason {
         Reason::VolumeDeleted,
         Reason::DiskWithoutVolume,
         Reason::VolumeWithoutDisk,
+        Reason::SnapshotDeleted,
+        Reason::SnapshotRecreated,
+        Reason::SnapshotDeleteStuck,
+        Reason::ContentNeverBound,
+        Reason::SnapshotContentMissing,
+        Reason::ContentDeleted,
     ];
 
     /// The reason as written in the object and its labels.
@@ -546,7 +640,27 @@ impl Reason {
             Reason::VolumeDeleted => "VolumeDeleted",
             Reason::DiskWithoutVolume => "DiskWithoutVolume",
             Reason::VolumeWithoutDisk => "VolumeWithoutDisk",
+            Reason::SnapshotDeleted => "SnapshotDeleted",
+            Reason::SnapshotRecreated => "SnapshotRecreated",
+            Reason::SnapshotDeleteStuck => "SnapshotDeleteStuck",
+            Reason::ContentNeverBound => "ContentNeverBound",
+            Reason::SnapshotContentMissing => "SnapshotContentMissing",
+            Reason::ContentDeleted => "ContentDeleted",
         }
+    }
+
+    /// Whether the finding is about a CSI snapshot object (a VolumeSnapshotContent or a
+    /// VolumeSnapshot) rather than a volume or a disk.
+    pub fn is_snapshot(self) -> bool {
+        matches!(
+            self,
+            Reason::SnapshotDeleted
+                | Reason::SnapshotRecreated
+                | Reason::SnapshotDeleteStuck
+                | Reason::ContentNeverBound
+                | Reason::SnapshotContentMissing
+                | Reason::ContentDeleted
+        )
     }
 }
 

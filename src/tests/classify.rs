@@ -683,8 +683,10 @@ fn mariadb_status_is_observed_field_by_field() {
         deleted_at,
         image,
         cost,
+        snapshot,
     } = f.status;
     assert_eq!(cost, None, "the planner estimates it, with a price table");
+    assert_eq!(snapshot, None, "a volume's finding");
     assert_eq!(reason, Reason::ClaimDeleted);
     assert_eq!(
         message,

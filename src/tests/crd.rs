@@ -128,6 +128,12 @@ fn reason_all_lists_every_reason_once() {
             Reason::VolumeDeleted => 9,
             Reason::DiskWithoutVolume => 10,
             Reason::VolumeWithoutDisk => 11,
+            Reason::SnapshotDeleted => 12,
+            Reason::SnapshotRecreated => 13,
+            Reason::SnapshotDeleteStuck => 14,
+            Reason::ContentNeverBound => 15,
+            Reason::SnapshotContentMissing => 16,
+            Reason::ContentDeleted => 17,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
@@ -176,6 +182,8 @@ fn hint_and_subject_all_list_every_value_once() {
             Subject::Volume => 0,
             Subject::Disk => 1,
             Subject::VolumeAndDisk => 2,
+            Subject::SnapshotContent => 3,
+            Subject::Snapshot => 4,
         }
     }
     for (i, h) in Hint::ALL.into_iter().enumerate() {

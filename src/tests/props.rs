@@ -271,6 +271,12 @@ proptest! {
             Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk => {
                 prop_assert!(false, "a census finding without a census")
             }
+            Reason::SnapshotDeleted
+            | Reason::SnapshotRecreated
+            | Reason::SnapshotDeleteStuck
+            | Reason::ContentNeverBound
+            | Reason::SnapshotContentMissing
+            | Reason::ContentDeleted => prop_assert!(false, "a snapshot finding from a volume"),
         }
         let class = text(&v, &["spec", "storageClassName"]);
         let class_found = class.map(|c| w.class(c));

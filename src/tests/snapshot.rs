@@ -1371,3 +1371,85 @@ fn a_scan_with_a_snapshot_finding_found_one_and_a_failed_second_look_makes_it_in
         .push("second look at VolumeSnapshot snaps/x failed".into());
     assert_eq!(Outcome::of(&report), Outcome::Incomplete, "exit 4");
 }
+
+// ---- A snapshot finding as a VolumeLeftover ----
+
+#[test]
+fn a_snapshot_finding_becomes_a_volumeleftover_status_with_its_objects() {
+    use crate::decide::snapshot::as_finding;
+    use crate::model::crd::{Reason, Subject};
+    let f = leftover(classify_content(
+        &content_of(pre_content_after_snapshot_delete()),
+        &snapshots("pre-snap", Found::Absent),
+        now(),
+        graces(),
+    ));
+    let vl = as_finding(&f, &now());
+    assert_eq!(vl.name(), PRE_CONTENT_LEFTOVER);
+    assert_eq!(vl.volume_name, "", "no volume");
+    let s = &vl.status;
+    assert_eq!(s.reason, Reason::SnapshotDeleted);
+    assert_eq!(s.subject, Subject::SnapshotContent);
+    assert_eq!(s.message, f.message);
+    assert_eq!(s.first_seen, now());
+    assert_eq!(s.deleted_at, None);
+    assert_eq!(s.source.kind, "csi");
+    assert_eq!(s.source.driver.as_deref(), Some("example.csi.invalid"));
+    let info = s.snapshot.as_ref().expect("status.snapshot");
+    assert_eq!(info.content.as_deref(), Some("pre-content"));
+    assert_eq!(info.snapshot.as_deref(), Some("default/pre-snap"));
+    assert_eq!(info.snapshot_uid.as_deref(), Some(SNAP_UID));
+    assert_eq!(info.deletion_policy.as_deref(), Some("Retain"));
+    assert_eq!(info.snapshot_handle.as_deref(), Some("snap-handle-1"));
+    // The status serializes with the CRD's names.
+    let json = serde_json::to_value(s).unwrap();
+    assert_eq!(json["subject"], "SnapshotContent");
+    assert_eq!(json["snapshot"]["snapshotUID"], SNAP_UID);
+    assert_eq!(json["snapshot"]["snapshotHandle"], "snap-handle-1");
+
+    // A tombstone is dated by its delete, and priced from then by the driver's snapshot row.
+    let mut v = dynamic_content();
+    v["spec"]["deletionPolicy"] = json!("Retain");
+    let t = tombstone(&content_of(v), now_plus(-30 * 86_400 - 60)).expect("a tombstone");
+    let vl = as_finding(&t, &now());
+    assert_eq!(vl.status.reason, Reason::ContentDeleted);
+    assert_eq!(vl.status.deleted_at, Some(now_plus(-30 * 86_400 - 60)));
+    assert_eq!(vl.status.capacity.as_deref(), Some("1Gi"));
+    assert_eq!(
+        vl.status.source.volume_handle.as_deref(),
+        Some("0c9e4f2a-7b1d-11f0-9a3c-0242ac120002")
+    );
+    let cost = crate::decide::cost::estimate(&vl.status, &snapshot_prices(), &now())
+        .expect("priced by the driver's snapshot row");
+    assert_eq!(
+        Some(cost),
+        crate::scan::snapshots::snapshot_cost(&t, &snapshot_prices(), &now()),
+        "the operator's estimate and scan's agree"
+    );
+}
+
+/// The name of `pre-content`'s finding: pinned, since a VolumeLeftover's name must never change.
+const PRE_CONTENT_LEFTOVER: &str = "vsc-cc5c394b7cd7ec36-pre-content";
+
+#[test]
+fn snapshot_findings_are_named_apart_from_volumes_and_from_each_other() {
+    use crate::decide::snapshot::leftover_name;
+    let content = |name: &str| SnapshotSubject::Content {
+        name: name.into(),
+        uid: "u".into(),
+    };
+    let snapshot = |ns: &str, name: &str| SnapshotSubject::Snapshot {
+        namespace: ns.into(),
+        name: name.into(),
+        uid: "u".into(),
+    };
+    assert_eq!(leftover_name(&content("pre-content")), PRE_CONTENT_LEFTOVER);
+    let a = leftover_name(&snapshot("a-b", "c"));
+    let b = leftover_name(&snapshot("a", "b-c"));
+    assert!(a.starts_with("vs-") && a.ends_with("-a-b-c"), "{a}");
+    assert_ne!(a, b, "the namespace is hashed apart from the name");
+    assert_ne!(
+        leftover_name(&content("x")),
+        leftover_name(&snapshot("default", "x"))
+    );
+}
