@@ -62,14 +62,28 @@ fn class_retain(name: &str) -> StorageClass {
     crate::support::class(name, "Retain")
 }
 
-/// Every VolumeLeftover's resourceVersion, by name.
-async fn versions(leftovers: &Api<VolumeLeftover>) -> BTreeMap<String, String> {
+/// The resourceVersion, by name, of every VolumeLeftover this test's operator made about this
+/// test's Ceph (its fsid) or this test's volumes. Not every one in the cluster: other tests share
+/// the control plane, and the operator rightly writes findings about their volumes too.
+async fn versions(
+    leftovers: &Api<VolumeLeftover>,
+    fsid: &str,
+    pvs: &[&str],
+) -> BTreeMap<String, String> {
     leftovers
         .list(&Default::default())
         .await
         .unwrap()
         .items
         .iter()
+        .filter(|o| {
+            let ours = o
+                .status
+                .as_ref()
+                .and_then(|s| s.image.as_ref())
+                .is_some_and(|i| i.cluster_id == fsid);
+            ours || pvs.contains(&o.name_any().as_str())
+        })
         .map(|o| (o.name_any(), o.resource_version().unwrap()))
         .collect()
 }
@@ -279,7 +293,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
 
     // Ceph stops answering: every census answer is Unknown. Nothing is deleted, nothing is
     // invented: a new volume naming an image that does not exist is not reported meanwhile.
-    let before = versions(&leftovers).await;
+    let before = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
     // The outage: the OSDs paused (clients hold every request: `ceph osd pause`), then the
     // monitor frozen (connecting times out). Not a frozen OSD: SIGSTOP in the middle of a request
     // can leave that object's requests held for minutes after SIGCONT (seen with memstore), which
@@ -297,7 +311,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     create(&pvs, &rbd_pv(&ghost_pv, &class, &fsid, &pool, &img(17))).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     operator.wait_idle().await;
-    let during = versions(&leftovers).await;
+    let during = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
     unchanged(&before, &during, "while Ceph was down");
     assert!(
         !during.contains_key(&ghost_pv),
@@ -324,7 +338,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     );
     // And nothing else changed: the same Ceph says the same about everything else.
     operator.wait_idle().await;
-    let after = versions(&leftovers).await;
+    let after = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
     unchanged(&before, &after, "after Ceph was back");
     // `scan` runs the same census once: the same image findings under the same names, and the
     // volume whose image is gone.

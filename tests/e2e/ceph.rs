@@ -798,7 +798,10 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     }
 
     // One image's open times out (the OSD frozen for it, thawed before the next): its details
-    // are Failed, and the census goes on with the others (the listing is complete).
+    // are Failed, and the census goes on with the others (the listing is complete). Right after
+    // SIGCONT the OSD can hold a request for a while (see the thaw below; seen in CI as the
+    // second open timing out too): an image after the first may then be Failed the same way,
+    // but not all of them, and the census still returns.
     {
         let osd = ceph.pid("CEPH_OSD_PID");
         let frozen: Arc<std::sync::Mutex<Option<Frozen>>> = Arc::default();
@@ -832,14 +835,17 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
             first.name.name,
             first.detail
         );
+        let mut read_after = 0;
         for i in &census.images[1..] {
-            assert!(
-                matches!(i.detail, Detail::Read(_)),
-                "{}: {:?}",
-                i.name.name,
-                i.detail
-            );
+            match &i.detail {
+                Detail::Read(_) => read_after += 1,
+                Detail::Failed(RbdError::Unavailable(_)) => {
+                    eprintln!("ceph: {} also timed out after the thaw", i.name.name)
+                }
+                other => panic!("{}: {other:?}", i.name.name),
+            }
         }
+        assert!(read_after >= 1, "no image read after the first: {census:?}");
     }
 
     // The OSD frozen in the middle of the census (after the listing, before the first open):
