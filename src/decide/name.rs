@@ -27,11 +27,17 @@ use crate::decide::census::{Census, Scope, disk_ref, recorded_scope};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::Lookup;
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
+use crate::decide::snapshot::{
+    self as snap, ContentFacts, ContentLookup, Found, SnapshotFacts, SnapshotGate, SnapshotKey,
+    SnapshotLookup, SnapshotVerdict, content_facts, snapshot_facts,
+};
+use crate::model::crd::Subject;
 use crate::model::crd::{Reason, State};
 use crate::model::finding::{Change, Finding, Verdict};
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::price::PriceTable;
+use crate::model::snapshot::{Snapshot, SnapshotContent};
 use crate::model::volume::Volume;
 
 /// What the operator's own VolumeLeftover store will show once the watch delivers a write.
@@ -132,6 +138,48 @@ pub(crate) trait Stores {
     fn volume(&self, name: &str) -> Option<Arc<Volume>>;
     /// The VolumeLeftover of this name.
     fn leftover(&self, name: &str) -> Option<Arc<Leftover>>;
+    /// Whether the VolumeSnapshotContent and VolumeSnapshot stores are both current (never
+    /// while their kinds are not served).
+    fn snapshots_current(&self) -> bool {
+        false
+    }
+    /// The snapshot object in the stores whose findings have this VolumeLeftover name.
+    fn snapshot_key(&self, name: &str) -> Option<SnapshotKey> {
+        let _ = name;
+        None
+    }
+    /// The VolumeSnapshotContent of this name.
+    fn content(&self, name: &str) -> Option<Arc<SnapshotContent>> {
+        let _ = name;
+        None
+    }
+    /// The VolumeSnapshot of this namespace and name.
+    fn snapshot(&self, namespace: &str, name: &str) -> Option<Arc<Snapshot>> {
+        let _ = (namespace, name);
+        None
+    }
+}
+
+/// The snapshot stores as the snapshot classifiers read them: only ever asked while both are
+/// current, so an object is there or absent.
+struct SnapshotObjects<'a, S: Stores>(&'a S);
+
+impl<S: Stores> SnapshotLookup for SnapshotObjects<'_, S> {
+    fn snapshot(&self, namespace: &str, name: &str) -> Found<SnapshotFacts> {
+        match self.0.snapshot(namespace, name) {
+            Some(s) => Found::Yes(snapshot_facts(&s)),
+            None => Found::Absent,
+        }
+    }
+}
+
+impl<S: Stores> ContentLookup for SnapshotObjects<'_, S> {
+    fn content(&self, name: &str) -> Found<ContentFacts> {
+        match self.0.content(name) {
+            Some(c) => Found::Yes(content_facts(&c)),
+            None => Found::Absent,
+        }
+    }
 }
 
 /// The census as the decisions read it: each pool's state, the findings about images nothing
@@ -319,6 +367,11 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                     Decision::Write((write, told))
                 }
             };
+        }
+        if pv.is_none()
+            && let Some(decision) = self.decide_snapshot(name, memo, existing, now, fx)
+        {
+            return decision;
         }
         let (action, held) = match pv {
             None => (self.gone(name, memo, existing, now), None),
@@ -509,6 +562,229 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             // The census cannot say now: what is published stays.
             Action::Nothing
         })
+    }
+
+    /// For a name that is no PV's: the finding about a snapshot object (`None`: not a snapshot
+    /// object's name). Both snapshot stores must be current, or what is published stays.
+    fn decide_snapshot(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        existing: Option<&Leftover>,
+        now: &Time,
+        fx: &mut Effects,
+    ) -> Option<Decision<(Action, Option<Told>)>> {
+        let key = self.stores.snapshot_key(name);
+        let published_subject = existing
+            .filter(|o| o.managed)
+            .and_then(|o| o.status.as_ref())
+            .map(|s| s.subject);
+        let about_snapshot = matches!(
+            published_subject,
+            Some(Subject::SnapshotContent | Subject::Snapshot)
+        );
+        let tombstone = memo
+            .tombstone
+            .as_deref()
+            .filter(|t| t.status.reason == Reason::ContentDeleted);
+        if key.is_none() && !about_snapshot && tombstone.is_none() {
+            return None;
+        }
+        if !self.stores.snapshots_current() {
+            // Not served, forbidden, stale or not listed yet: nothing is concluded.
+            fx.hold(memo, Some(Held::Undecided));
+            return Some(Decision::Idle);
+        }
+        let objects = SnapshotObjects(self.stores);
+        let graces = self.rules.graces;
+        let verdict = match &key {
+            Some(SnapshotKey::Content(c)) => self
+                .stores
+                .content(c)
+                .map(|c| snap::classify_content(&c, &objects, now.clone(), graces)),
+            Some(SnapshotKey::Snapshot { namespace, name }) => self
+                .stores
+                .snapshot(namespace, name)
+                .map(|s| snap::classify_snapshot(&s, &objects, now.clone())),
+            None => None,
+        };
+        let action = match verdict {
+            Some(v) => {
+                // A live object of that name again: a tombstone not yet written is superseded.
+                memo.tombstone = None;
+                match self.snapshot_verdict(name, v, memo, existing, now, fx) {
+                    Ok(action) => action,
+                    Err(wait) => return Some(Decision::WaitFor(wait)),
+                }
+            }
+            None => {
+                fx.hold(memo, None);
+                memo.observed = None;
+                self.snapshot_gone(name, memo, existing, now)
+            }
+        };
+        Some(match action {
+            Action::Nothing => {
+                let ttl = self.rules.tombstone_ttl;
+                match [
+                    plan::next_change(existing, now),
+                    plan::tombstone_expires(existing, now, ttl),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
+                {
+                    Some(wait) => Decision::WaitFor(wait.saturating_add(Duration::from_secs(1))),
+                    None => Decision::Idle,
+                }
+            }
+            Action::Foreign { name: n } => {
+                fx.log_once(memo, FOREIGN, Log::Foreign { name: n });
+                Decision::Idle
+            }
+            // No Event: there is no PersistentVolume to attach it to.
+            write => Decision::Write((write, None)),
+        })
+    }
+
+    /// What to write for a snapshot object in the stores, from its verdict (`Err`: not yet, a
+    /// state passing through waits this long for its grace).
+    fn snapshot_verdict(
+        &self,
+        name: &str,
+        verdict: SnapshotVerdict,
+        memo: &mut Memo,
+        existing: Option<&Leftover>,
+        now: &Time,
+        fx: &mut Effects,
+    ) -> Result<Action, Duration> {
+        let prices = self.rules.prices;
+        let published = existing
+            .filter(|o| o.managed)
+            .and_then(|o| o.status.as_ref())
+            .map(|s| s.reason);
+        match verdict {
+            // Kept out on purpose: counted by the feeds (`snapshots_excluded`), not as a volume.
+            SnapshotVerdict::Healthy | SnapshotVerdict::Excluded(_) => {
+                fx.hold(memo, None);
+                memo.observed = None;
+                Ok(plan::plan(name, None, existing, now, now, prices))
+            }
+            SnapshotVerdict::Undecided(why) => {
+                // What is published stays; `why` is the store's state, which its health says.
+                let _ = why;
+                fx.hold(memo, Some(Held::Undecided));
+                Ok(Action::Nothing)
+            }
+            SnapshotVerdict::Skip(why) => {
+                let log = Log::Skipped {
+                    pv: name.to_string(),
+                    why: why.clone(),
+                };
+                fx.log_once(memo, &why, log);
+                fx.hold(memo, Some(Held::Skipped));
+                Ok(Action::Nothing)
+            }
+            SnapshotVerdict::Waiting { reason, until } => {
+                let reason: Reason = reason.into();
+                if published == Some(reason) {
+                    // Published before (a restart, or a longer grace now): it stays.
+                    fx.hold(memo, None);
+                    return Ok(Action::Nothing);
+                }
+                fx.hold(memo, Some(Held::Pending(reason)));
+                let wait = Duration::try_from(until.0.duration_since(now.0))
+                    .unwrap_or(Duration::ZERO)
+                    .saturating_add(Duration::from_secs(1));
+                fx.logs.push(Log::Holding {
+                    pv: name.to_string(),
+                    reason: Some(reason),
+                    wait,
+                });
+                Err(wait)
+            }
+            SnapshotVerdict::Leftover(f) => {
+                let reason: Reason = f.reason.into();
+                let same = published == Some(reason);
+                match snap::gate(&f, &mut memo.observed, same, now, self.rules.graces) {
+                    SnapshotGate::Later(wait) => {
+                        fx.hold(memo, Some(Held::Pending(reason)));
+                        fx.logs.push(Log::Holding {
+                            pv: name.to_string(),
+                            reason: Some(reason),
+                            wait,
+                        });
+                        Err(wait)
+                    }
+                    SnapshotGate::Now { first_seen } => {
+                        fx.hold(memo, None);
+                        let finding = snap::as_finding(&f, &first_seen);
+                        Ok(plan::plan(
+                            name,
+                            Some(&Verdict::Leftover(Box::new(finding))),
+                            existing,
+                            &first_seen,
+                            now,
+                            prices,
+                        ))
+                    }
+                }
+            }
+        }
+    }
+
+    /// What to write for a snapshot name whose object is gone: the tombstone of a deleted Retain
+    /// content (from the memo, or as published) while it lasts, else nothing of it.
+    fn snapshot_gone(
+        &self,
+        name: &str,
+        memo: &mut Memo,
+        existing: Option<&Leftover>,
+        now: &Time,
+    ) -> Action {
+        let prices = self.rules.prices;
+        let published = existing
+            .filter(|o| o.managed)
+            .and_then(|o| o.status.as_ref())
+            .filter(|s| s.reason == Reason::ContentDeleted);
+        let tombstone = match (memo.tombstone.take(), published) {
+            (Some(t), None) => Some(*t),
+            // Published: its own record is the tombstone now (the memo's is the same finding).
+            (_, Some(s)) => match s.record() {
+                Some(status) => Some(Finding {
+                    volume_name: String::new(),
+                    volume_uid: String::new(),
+                    storage_class_name: None,
+                    object_name: Some(name.to_string()),
+                    status,
+                }),
+                // Cannot happen (a tombstone keeps its facts); if it did, it stays as it is.
+                None => return Action::Nothing,
+            },
+            (None, None) => None,
+        };
+        let Some(t) = tombstone else {
+            return plan::plan(name, None, existing, now, now, prices);
+        };
+        let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
+        let ttl = self.rules.tombstone_ttl;
+        let lived = Duration::try_from(now.0.duration_since(deleted_at.0)).unwrap_or_default();
+        if ttl.is_some_and(|ttl| lived >= ttl) {
+            return plan::plan(name, None, existing, now, now, prices);
+        }
+        let action = plan::plan(
+            name,
+            Some(&Verdict::Leftover(Box::new(t.clone()))),
+            existing,
+            &deleted_at,
+            now,
+            prices,
+        );
+        if matches!(action, Action::Create { .. } | Action::Apply { .. }) && published.is_none() {
+            // Kept until its write shows in the store (the write may fail and be retried).
+            memo.tombstone = Some(Box::new(t));
+        }
+        action
     }
 
     /// What the census says of a tombstone's image (`NotCensused` without the census, or for a

@@ -732,7 +732,7 @@ pub(crate) fn tombstone_expires(
     ttl: Option<Duration>,
 ) -> Option<Duration> {
     let s = existing?.status.as_ref()?;
-    if s.reason != Reason::VolumeDeleted {
+    if !matches!(s.reason, Reason::VolumeDeleted | Reason::ContentDeleted) {
         return None;
     }
     let end = add(s.deleted_at.as_ref()?, ttl?);

@@ -740,16 +740,106 @@ impl From<SnapshotReason> for crate::model::crd::Reason {
 /// the census names a disk), so that no PersistentVolume's name and no other finding's is taken.
 pub fn leftover_name(subject: &SnapshotSubject) -> String {
     match subject {
-        SnapshotSubject::Content { name, .. } => {
-            crate::decide::census::hashed_name("vsc", &[], name)
-        }
+        SnapshotSubject::Content { name, .. } => content_leftover_name(name),
         SnapshotSubject::Snapshot {
             namespace, name, ..
-        } => crate::decide::census::hashed_name(
-            "vs",
-            &[namespace.as_bytes()],
-            &format!("{namespace}-{name}"),
-        ),
+        } => snapshot_leftover_name(namespace, name),
+    }
+}
+
+/// The VolumeLeftover name of the findings about the VolumeSnapshotContent `name`.
+pub fn content_leftover_name(name: &str) -> String {
+    crate::decide::census::hashed_name("vsc", &[], name)
+}
+
+/// The VolumeLeftover name of the findings about the VolumeSnapshot `namespace/name`.
+pub fn snapshot_leftover_name(namespace: &str, name: &str) -> String {
+    crate::decide::census::hashed_name(
+        "vs",
+        &[namespace.as_bytes()],
+        &format!("{namespace}-{name}"),
+    )
+}
+
+/// Which snapshot object a VolumeLeftover name is about (the operator's index keeps one per
+/// object in its stores).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SnapshotKey {
+    /// The VolumeSnapshotContent of this name.
+    Content(std::sync::Arc<str>),
+    /// The VolumeSnapshot of this namespace and name.
+    Snapshot {
+        /// `metadata.namespace`.
+        namespace: std::sync::Arc<str>,
+        /// `metadata.name`.
+        name: std::sync::Arc<str>,
+    },
+}
+
+impl SnapshotKey {
+    /// The VolumeLeftover name of its findings.
+    pub fn leftover_name(&self) -> String {
+        match self {
+            SnapshotKey::Content(name) => content_leftover_name(name),
+            SnapshotKey::Snapshot { namespace, name } => snapshot_leftover_name(namespace, name),
+        }
+    }
+}
+
+/// What the grace rule says of a snapshot finding (see [`grace_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotGate {
+    /// Publish it; a new object gets this `firstSeen`.
+    Now {
+        /// When the finding began to hold.
+        first_seen: Time,
+    },
+    /// Not yet: look again after this long.
+    Later(Duration),
+}
+
+/// Holds back a snapshot finding whose grace is timed from its first observation until it has
+/// lasted the grace, as [`crate::decide::plan::gate`] does for volumes. `observed` is the
+/// caller's clock for this name (keyed by the subject's uid and the reason); `published`: the
+/// same reason is already published (a restart never retracts it).
+pub(crate) fn gate(
+    f: &SnapshotFinding,
+    observed: &mut Option<crate::decide::plan::Observed>,
+    published: bool,
+    now: &Time,
+    graces: Graces,
+) -> SnapshotGate {
+    let (grace, clock) = grace_of(f, graces);
+    let reason: crate::model::crd::Reason = f.reason.into();
+    let uid = match &f.subject {
+        SnapshotSubject::Content { uid, .. } | SnapshotSubject::Snapshot { uid, .. } => uid,
+    };
+    let same = |o: &crate::decide::plan::Observed| o.volume_uid == *uid && o.reason == reason;
+    if !observed.as_ref().is_some_and(same) {
+        *observed = Some(crate::decide::plan::Observed {
+            volume_uid: uid.clone(),
+            reason,
+            since: now.clone(),
+        });
+    }
+    let start = match clock {
+        // The classifier held the state back until the grace the objects date had passed.
+        SnapshotClock::At(t) => {
+            return SnapshotGate::Now {
+                first_seen: plus(&t, grace),
+            };
+        }
+        SnapshotClock::Observed => observed
+            .as_ref()
+            .map_or_else(|| now.clone(), |o| o.since.clone()),
+    };
+    let elapsed = Duration::try_from(now.0.duration_since(start.0)).unwrap_or(Duration::ZERO);
+    if grace.is_zero() || published || elapsed >= grace {
+        SnapshotGate::Now {
+            first_seen: now.clone(),
+        }
+    } else {
+        SnapshotGate::Later(grace - elapsed)
     }
 }
 

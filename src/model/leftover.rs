@@ -216,7 +216,10 @@ impl Cond {
 /// Whether a status needs its facts kept (see the module's documentation).
 pub(crate) fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
     keep.report
-        || matches!(s.reason, Reason::VolumeDeleted | Reason::DiskWithoutVolume)
+        || matches!(
+            s.reason,
+            Reason::VolumeDeleted | Reason::DiskWithoutVolume | Reason::ContentDeleted
+        )
         || (may_become_tombstone(s) && !keep.volume_seen)
 }
 
@@ -373,7 +376,7 @@ impl Status {
             r.acknowledged = None;
             r.observed_generation = None;
             r.state = State::Open;
-            if !keep.report && r.reason != Reason::VolumeDeleted {
+            if !keep.report && !matches!(r.reason, Reason::VolumeDeleted | Reason::ContentDeleted) {
                 r.message = String::new();
             }
             serde_json::to_vec(&r)

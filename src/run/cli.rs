@@ -130,6 +130,9 @@ pub struct RunArgs {
     /// What the findings cost.
     #[command(flatten)]
     pub(crate) pricing: PricingArgs,
+    /// Which snapshot objects are kept out.
+    #[command(flatten)]
+    pub snapshots: SnapshotArgs,
 }
 
 /// The opt-in price table.
@@ -286,12 +289,17 @@ fn optional_selector(s: &str) -> Result<OptionalSelector, String> {
 }
 
 impl SnapshotArgs {
+    /// The snapshot objects kept out of the report.
+    pub fn exclusions(&self) -> crate::model::snapshot::SnapshotExclusions {
+        crate::model::snapshot::SnapshotExclusions {
+            selector: self.snapshot_selector.0.clone(),
+        }
+    }
+
     /// How a scan reads snapshot objects: these exclusions, and the operator's default graces.
     pub fn asked(&self) -> crate::scan::snapshots::SnapshotsAsked {
         crate::scan::snapshots::SnapshotsAsked {
-            exclusions: crate::model::snapshot::SnapshotExclusions {
-                selector: self.snapshot_selector.0.clone(),
-            },
+            exclusions: self.exclusions(),
             graces: crate::decide::plan::Graces {
                 grace: crate::run::settings::DEFAULT_GRACE,
                 delete_grace: crate::run::settings::DEFAULT_DELETE_GRACE,

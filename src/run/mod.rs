@@ -73,6 +73,7 @@ pub(crate) fn settings(args: &RunArgs) -> Settings {
                 renew_every: crate::publish::leader::renew_every(args.lease_duration),
             }),
         exclusions: args.exclude.exclusions(),
+        snapshot_exclusions: args.snapshots.exclusions(),
         events: args.events.then(identity),
         openreports: args.openreports,
         tombstone_ttl: args.tombstone_ttl,

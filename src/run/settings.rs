@@ -64,6 +64,9 @@ pub struct Settings {
     pub census: Option<crate::census::ceph::CensusSettings>,
     /// The price table (opt-in): findings then carry their estimated cost.
     pub prices: Option<std::sync::Arc<crate::model::price::PriceTable>>,
+    /// Snapshot objects kept out of the report on purpose (a backup tool's; the
+    /// `leftovers.dev/ignore` label besides).
+    pub snapshot_exclusions: crate::model::snapshot::SnapshotExclusions,
 }
 
 /// The operator's defaults: what `run` without flags runs with (a cli test parses no flags and
@@ -91,6 +94,7 @@ impl Default for Settings {
             tombstone_ttl: None,
             census: None,
             prices: None,
+            snapshot_exclusions: crate::model::snapshot::SnapshotExclusions::default(),
         }
     }
 }

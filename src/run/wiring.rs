@@ -1,5 +1,6 @@
 //! Wiring: what the loop reads and writes through, built from the client and the settings —
-//! the four feeds and the stores they fill, the census tasks, the leader election, the writer,
+//! the four feeds and the stores they fill, the two snapshot feeds (started once their kinds are
+//! served), the census tasks, the leader election, the writer,
 //! Events and the ClusterReport writer. I/O: it starts the census and election tasks (the
 //! feeds start when the loop first polls them) and stops them on shutdown.
 
@@ -20,6 +21,9 @@ use crate::census::ceph::CensusReport;
 use crate::decide::lookup::Claim;
 use crate::engine::backoff::seed;
 use crate::model::leftover::{Keep, Leftover, LeftoverObject};
+use crate::model::snapshot::{
+    Snapshot, SnapshotContent, VolumeSnapshotContentObject, VolumeSnapshotObject,
+};
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::Events;
 use crate::publish::leader::{self, Role, Standing};
@@ -38,6 +42,8 @@ pub(crate) enum Input {
     Pvc(Box<FeedItem<Claim>>),
     Sc(Box<FeedItem<StorageClass>>),
     Vl(Box<FeedItem<Leftover>>),
+    Vsc(Box<FeedItem<SnapshotContent>>),
+    Vs(Box<FeedItem<Snapshot>>),
     /// The census reports that arrived together (a GCE listing sends one per zone and region).
     Census(Vec<CensusReport>),
 }
@@ -51,6 +57,10 @@ pub(crate) struct Stores {
     pub(crate) pvc: Store<Claim>,
     pub(crate) sc: Store<StorageClass>,
     pub(crate) vl: Store<Leftover>,
+    /// VolumeSnapshotContents (empty while snapshot.storage.k8s.io/v1 is not served).
+    pub(crate) vsc: Store<SnapshotContent>,
+    /// VolumeSnapshots (empty while snapshot.storage.k8s.io/v1 is not served).
+    pub(crate) vs: Store<Snapshot>,
 }
 
 /// What [`wire`] builds.
@@ -172,9 +182,76 @@ fn feeds(client: &Client, settings: &Settings) -> (Stores, SelectAll<InputStream
         vl_lean,
         Input::Vl,
     );
+    let snapshot_exclusions = Arc::new(settings.snapshot_exclusions.clone());
+    let x = snapshot_exclusions.clone();
+    let vsc_read: Convert<VolumeSnapshotContentObject, SnapshotContent> =
+        Arc::new(move |o| SnapshotContent::read(o, &x));
+    let (vsc, contents) = watched_once_served(
+        Api::<VolumeSnapshotContentObject>::all(client.clone()),
+        client,
+        settings,
+        "vsc",
+        vsc_read,
+        Input::Vsc,
+    );
+    let vs_read: Convert<VolumeSnapshotObject, Snapshot> =
+        Arc::new(move |o| Snapshot::read(o, &snapshot_exclusions));
+    let (vs, snapshots) = watched_once_served(
+        Api::<VolumeSnapshotObject>::all(client.clone()),
+        client,
+        settings,
+        "vs",
+        vs_read,
+        Input::Vs,
+    );
     let mut inputs = SelectAll::new();
-    inputs.extend([pvs, claims, classes, leftovers]);
-    (Stores { pv, pvc, sc, vl }, inputs)
+    inputs.extend([pvs, claims, classes, leftovers, contents, snapshots]);
+    (
+        Stores {
+            pv,
+            pvc,
+            sc,
+            vl,
+            vsc,
+            vs,
+        },
+        inputs,
+    )
+}
+
+/// A snapshot kind's feed: every `K` of the cluster, once discovery says the snapshot kinds are
+/// served ([`crate::watch::served::once_served`]); until then the store stays empty and the
+/// feed says it is not served.
+fn watched_once_served<K, L: Stored>(
+    api: Api<K>,
+    client: &Client,
+    settings: &Settings,
+    name: &'static str,
+    convert: Convert<K, L>,
+    input: fn(Box<FeedItem<L>>) -> Input,
+) -> (Store<L>, InputStream)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let cfg = watcher::Config::default()
+        .page_size(settings.page_size)
+        .timeout(settings.watch_timeout);
+    let (store, writer) = reflector::store();
+    let timing = settings.feed;
+    let items = crate::watch::served::once_served(
+        client.clone(),
+        timing,
+        settings.request_timeout,
+        seed(name),
+        move || feed(api, cfg, convert, writer, timing, seed(name)),
+    );
+    (store, Box::pin(items.map(move |i| input(Box::new(i)))))
 }
 
 /// One feed: every `K` of the cluster, kept in a new store as `convert` makes it, each item

@@ -34,8 +34,7 @@ use crate::model::snapshot::{
 };
 use crate::watch::category::{Category, RequestError};
 
-const CONTENTS: &str = "volumesnapshotcontents";
-const SNAPSHOTS: &str = "volumesnapshots";
+use crate::watch::served::{CONTENTS, SNAPSHOTS};
 
 /// How a scan reads snapshot objects.
 #[derive(Clone, Debug)]
@@ -115,23 +114,12 @@ pub(crate) fn needs_second_look(f: &SnapshotFinding, graces: Graces) -> bool {
 }
 
 impl Reader {
-    /// Whether the API server serves VolumeSnapshotContents and VolumeSnapshots: one discovery
-    /// request (allowed to every authenticated identity by the default `system:discovery` role),
-    /// since a 403 on the list itself does not say whether the resource exists.
+    /// Whether the API server serves VolumeSnapshotContents and VolumeSnapshots (one discovery
+    /// request: [`crate::watch::served`]).
     async fn snapshots_served(&self) -> Result<bool, ScanError> {
-        let asked = self.client.list_api_group_resources(API_VERSION);
-        let failed = match tokio::time::timeout(self.timeout, asked).await {
-            Ok(Ok(list)) => {
-                let has = |r: &str| list.resources.iter().any(|x| x.name == r);
-                return Ok(has(CONTENTS) && has(SNAPSHOTS));
-            }
-            Ok(Err(e)) => RequestError::Client(e),
-            Err(_) => RequestError::Timeout(self.timeout),
-        };
-        if failed.category() == Category::NotFound {
-            return Ok(false);
-        }
-        Err(self.error("discover", "snapshot.storage.k8s.io/v1", failed))
+        crate::watch::served::snapshots_served(&self.client, self.timeout)
+            .await
+            .map_err(|e| self.error("discover", "snapshot.storage.k8s.io/v1", e))
     }
 
     /// Every VolumeSnapshotContent, as the lean form the operator keeps.

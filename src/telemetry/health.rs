@@ -11,7 +11,8 @@ use tokio::time::Instant;
 use crate::publish::leader::Standing;
 use crate::watch::category::Category;
 
-/// The four watched kinds.
+/// The watched kinds: the four every decision may read, and the two snapshot kinds, watched
+/// only while their API group is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EncodeLabelValue)]
 #[allow(non_camel_case_types)]
 pub enum Kind {
@@ -23,15 +24,21 @@ pub enum Kind {
     storageclasses,
     /// VolumeLeftovers.
     volumeleftovers,
+    /// VolumeSnapshotContents (snapshot.storage.k8s.io/v1).
+    volumesnapshotcontents,
+    /// VolumeSnapshots (snapshot.storage.k8s.io/v1).
+    volumesnapshots,
 }
 
 impl Kind {
     /// All kinds, in display order.
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 6] = [
         Kind::persistentvolumes,
         Kind::persistentvolumeclaims,
         Kind::storageclasses,
         Kind::volumeleftovers,
+        Kind::volumesnapshotcontents,
+        Kind::volumesnapshots,
     ];
 
     /// Resource name, as RBAC and the API spell it.
@@ -41,6 +48,8 @@ impl Kind {
             Kind::persistentvolumeclaims => "persistentvolumeclaims",
             Kind::storageclasses => "storageclasses",
             Kind::volumeleftovers => "volumeleftovers",
+            Kind::volumesnapshotcontents => "volumesnapshotcontents",
+            Kind::volumesnapshots => "volumesnapshots",
         }
     }
 
@@ -61,6 +70,9 @@ pub enum StoreState {
     Forbidden = 2,
     /// Listed once, but the watch or a relist is failing: the store may be out of date.
     Degraded = 3,
+    /// The API server does not serve the kind (a snapshot CRD not installed): there is nothing
+    /// to watch, which is no failure. Checked again from time to time.
+    NotServed = 4,
 }
 
 /// How far a store's answers may be trusted now.
@@ -74,6 +86,9 @@ pub enum Trust {
     Forbidden,
     /// Degraded for longer than the bound: nothing may be concluded from it.
     Stale,
+    /// The kind is not served: there are no objects of it to read, and nothing published
+    /// about one is concluded from that.
+    NotServed,
 }
 
 /// The health of one store.
@@ -102,7 +117,7 @@ impl Default for StoreHealth {
 
 #[derive(Debug, Default)]
 struct Inner {
-    stores: [StoreHealth; 4],
+    stores: [StoreHealth; 6],
     writes_blocked: Option<WritesBlocked>,
     shutting_down: bool,
     leader: Option<Standing>,
@@ -217,6 +232,7 @@ impl Health {
             StoreState::Synced => Trust::Current,
             StoreState::Pending => Trust::Pending,
             StoreState::Forbidden => Trust::Forbidden,
+            StoreState::NotServed => Trust::NotServed,
             StoreState::Degraded => {
                 let since = s.since.unwrap_or(now);
                 if now.saturating_duration_since(since) > self.stale_after {
@@ -248,8 +264,8 @@ impl Health {
         self.lock().shutting_down = true;
     }
 
-    /// Ready when every store is synced (or degraded for less than the bound) and writes are not
-    /// blocked. A forbidden claim or class store keeps the operator unready on purpose: findings
+    /// Ready when every store is synced (or degraded for less than the bound, or of a kind the
+    /// API server does not serve) and writes are not blocked. A forbidden claim or class store keeps the operator unready on purpose: findings
     /// are still published, with `claim.missing: Unknown`, but the Deployment shows that
     /// something is wrong.
     pub fn report(&self) -> (bool, String) {
@@ -286,11 +302,15 @@ impl Health {
                 format!(" for {}s", now.saturating_duration_since(t).as_secs())
             })
         };
-        let mut ok = matches!(s.state, StoreState::Synced | StoreState::Degraded);
+        let mut ok = matches!(
+            s.state,
+            StoreState::Synced | StoreState::Degraded | StoreState::NotServed
+        );
         let state = match s.state {
             StoreState::Synced => "Synced".to_string(),
             StoreState::Pending => format!("Pending{}", age(s.since)),
             StoreState::Forbidden => format!("Forbidden{}", age(s.since)),
+            StoreState::NotServed => "NotServed".to_string(),
             StoreState::Degraded => {
                 let stale = s
                     .since

@@ -107,7 +107,13 @@ fn run_defaults() {
         exclude,
         census,
         pricing,
+        snapshots,
     } = r;
+    assert_eq!(
+        snapshots.exclusions(),
+        crate::model::snapshot::SnapshotExclusions::default(),
+        "Velero's contents are kept out unless asked"
+    );
     assert_eq!(pricing.price_table, None, "cost estimates are opt-in");
     assert!(pricing.prices().expect("no file to read").is_none());
     assert_eq!(census.census_config, None, "the Ceph census is opt-in");

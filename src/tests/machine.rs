@@ -58,6 +58,8 @@ fn world_with(settings: Settings) -> World {
             pvc: pvc_store,
             sc: sc_store,
             vl: vl_store,
+            vsc: reflector::store().0,
+            vs: reflector::store().0,
         },
         role,
         false,

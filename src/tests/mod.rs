@@ -27,5 +27,6 @@ mod scan;
 mod schedule;
 mod selector;
 mod snapshot;
+mod snapshot_loop;
 mod volume;
 mod writer;

@@ -26,9 +26,9 @@ use crate::model::snapshot::{
     VolumeSnapshotContentObject, VolumeSnapshotObject,
 };
 
-const SNAP_UID: &str = "a352fa3e-3f10-4410-963a-84aea62390fa";
-const NEW_UID: &str = "0f1fbfa5-813f-4eb8-baf0-abb9c4f16da7";
-const DYN_SNAP_UID: &str = "2f2c6f3e-5a8e-4c55-9c1e-3d2b1f0a9e77";
+pub(super) const SNAP_UID: &str = "a352fa3e-3f10-4410-963a-84aea62390fa";
+pub(super) const NEW_UID: &str = "0f1fbfa5-813f-4eb8-baf0-abb9c4f16da7";
+pub(super) const DYN_SNAP_UID: &str = "2f2c6f3e-5a8e-4c55-9c1e-3d2b1f0a9e77";
 
 fn graces() -> Graces {
     Graces {
@@ -41,7 +41,7 @@ fn graces() -> Graces {
 
 /// `pre-content` of the notes after the controller bound it: Retain, pre-provisioned, bound to
 /// `default/pre-snap` by uid, with the bound-protection finalizer, created an hour before `now`.
-fn pre_content() -> Value {
+pub(super) fn pre_content() -> Value {
     json!({
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshotContent",
@@ -79,7 +79,7 @@ fn pre_content() -> Value {
 
 /// The same content after `kubectl delete volumesnapshot pre-snap`: the controller's
 /// being-deleted annotation, the rest unchanged.
-fn pre_content_after_snapshot_delete() -> Value {
+pub(super) fn pre_content_after_snapshot_delete() -> Value {
     let mut v = pre_content();
     v["metadata"]["annotations"]["snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"] =
         json!("yes");
@@ -88,7 +88,7 @@ fn pre_content_after_snapshot_delete() -> Value {
 
 /// A dynamic content as the controller and the hostpath driver's sidecar leave it: Delete,
 /// from a volume handle, with a full status.
-fn dynamic_content() -> Value {
+pub(super) fn dynamic_content() -> Value {
     json!({
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshotContent",
@@ -125,7 +125,7 @@ fn dynamic_content() -> Value {
 }
 
 /// The dynamic snapshot bound to [`dynamic_content`], with the controller's finalizers.
-fn dynamic_snapshot() -> Value {
+pub(super) fn dynamic_snapshot() -> Value {
     json!({
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
@@ -154,7 +154,7 @@ fn dynamic_snapshot() -> Value {
     })
 }
 
-fn content_of(v: Value) -> SnapshotContent {
+pub(super) fn content_of(v: Value) -> SnapshotContent {
     content_with(v, &SnapshotExclusions::default())
 }
 
@@ -164,7 +164,7 @@ fn content_with(v: Value, exclusions: &SnapshotExclusions) -> SnapshotContent {
     SnapshotContent::read(o, exclusions)
 }
 
-fn snapshot_of(v: Value) -> Snapshot {
+pub(super) fn snapshot_of(v: Value) -> Snapshot {
     let o: VolumeSnapshotObject = serde_json::from_value(v).expect("a VolumeSnapshot reads");
     Snapshot::read(o, &SnapshotExclusions::default())
 }
@@ -472,7 +472,7 @@ fn the_lookup_facts_come_from_the_stored_objects() {
 
 // ---- Exclusions ----
 
-fn velero_labelled(mut v: Value) -> Value {
+pub(super) fn velero_labelled(mut v: Value) -> Value {
     v["metadata"]["labels"] = json!({"velero.io/backup-name": "nightly-20260301"});
     v
 }

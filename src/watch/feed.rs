@@ -41,6 +41,12 @@ pub(crate) enum FeedItem<K> {
         /// The objects the store held before the list, by key, that the list did not return.
         gone: Vec<std::sync::Arc<K>>,
     },
+    /// The API server does not serve the kind (a feed started by
+    /// [`crate::watch::served::once_served`]); asked again after `check_in`.
+    NotServed {
+        /// When discovery is asked again.
+        check_in: Duration,
+    },
     /// The list or watch failed; a fresh list starts after `retry_in`.
     Failed {
         /// Why ([`FeedError::category`] classifies it).
@@ -61,6 +67,9 @@ pub(crate) enum FeedError {
     /// A page of a list took longer than this; the list was abandoned.
     #[error("a list page took longer than {}s", .0.as_secs())]
     ListPage(Duration),
+    /// Asking discovery whether the kind is served failed.
+    #[error("discovery: {0}")]
+    ServedCheck(#[source] crate::watch::category::RequestError),
 }
 
 impl FeedError {
@@ -69,6 +78,7 @@ impl FeedError {
         match self {
             FeedError::Watch(e) => Category::of_watch(e),
             FeedError::ListPage(_) => Category::Timeout,
+            FeedError::ServedCheck(e) => e.category(),
         }
     }
 }
@@ -96,6 +106,9 @@ pub struct FeedTiming {
     pub not_found_max: Duration,
     /// A list page that takes longer than this is abandoned and retried.
     pub list_page: Duration,
+    /// How often discovery is asked again whether a kind that is not served now is (the
+    /// snapshot CRDs installed after the operator started).
+    pub not_served_every: Duration,
 }
 
 impl Default for FeedTiming {
@@ -105,6 +118,7 @@ impl Default for FeedTiming {
             retry_max: Duration::from_secs(30),
             not_found_max: Duration::from_secs(5),
             list_page: Duration::from_secs(60),
+            not_served_every: Duration::from_secs(30),
         }
     }
 }

@@ -4,3 +4,5 @@ pub mod category;
 pub mod client;
 pub mod feed;
 pub mod index;
+pub mod served;
+pub mod snapshot_index;

@@ -126,32 +126,7 @@ async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose
     );
     assert!(lines.is_empty(), "{out}");
 
-    let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("tools/snapshot-crds.sh");
-    assert!(crds.status.success(), "tools/snapshot-crds.sh failed");
-    let mut apply = vec!["apply".to_string()];
-    for p in String::from_utf8_lossy(&crds.stdout).lines() {
-        apply.extend(["-f".to_string(), p.to_string()]);
-    }
-    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
-    cp.kubectl_ok(&apply).unwrap_or_else(|e| panic!("{e}"));
-    cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let log = std::fs::File::create(cp.dir.join("snapshot-controller.log")).unwrap();
-    let _controller = Running(
-        Command::new(&controller)
-            .arg(format!("--kubeconfig={}", cp.kubeconfig("admin").display()))
-            .args([
-                "--leader-election=false",
-                "--feature-gates=CSIVolumeGroupSnapshot=false",
-            ])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting the snapshot-controller"),
-    );
+    let _controller = install_snapshots(&cp, &controller);
 
     cp.kubectl_ok(&["create", "namespace", NS])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -339,4 +314,273 @@ async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose
             "no write on {resource}"
         );
     }
+}
+
+/// The CRDs and the snapshot-controller, on `cp`.
+fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
+    let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("tools/snapshot-crds.sh");
+    assert!(crds.status.success(), "tools/snapshot-crds.sh failed");
+    let mut apply = vec!["apply".to_string()];
+    for p in String::from_utf8_lossy(&crds.stdout).lines() {
+        apply.extend(["-f".to_string(), p.to_string()]);
+    }
+    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
+    cp.kubectl_ok(&apply).unwrap_or_else(|e| panic!("{e}"));
+    cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let log = std::fs::File::create(cp.dir.join("snapshot-controller.log")).unwrap();
+    Running(
+        Command::new(controller)
+            .arg(format!("--kubeconfig={}", cp.kubeconfig("admin").display()))
+            .args([
+                "--leader-election=false",
+                "--feature-gates=CSIVolumeGroupSnapshot=false",
+            ])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("starting the snapshot-controller"),
+    )
+}
+
+/// The operator started before the snapshot CRDs exist is ready and reports nothing about
+/// snapshots; once they are installed (discovery asked again) it watches both kinds, and as the
+/// real snapshot-controller binds and releases the objects it publishes each finding under its
+/// own name: SnapshotDeleted for a Retain content whose snapshot was deleted, its
+/// ContentDeleted tombstone when that content is deleted too, SnapshotContentMissing for a
+/// Bound snapshot whose content was removed (and that Retain content's own tombstone), SnapshotDeleteStuck for a Delete content that
+/// nothing deletes (no CSI sidecar runs here: the backend delete never happens), never Velero's
+/// content (counted instead), and nothing while everything is bound. The audit log shows it
+/// listed and watched both kinds and wrote neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_watches_snapshots_once_served_and_publishes_each_finding() {
+    use kube::Api;
+    use volume_leftovers::decide::snapshot::{content_leftover_name, snapshot_leftover_name};
+    use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover};
+    use volume_leftovers::telemetry::{Kind, StoreState};
+
+    let controller = snapshot_controller();
+    let cp = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
+    let operator = Operator::start(cp.operator_client().await, test_settings());
+    operator.wait_synced().await;
+    for k in [Kind::volumesnapshotcontents, Kind::volumesnapshots] {
+        assert_eq!(operator.health.get(k), StoreState::NotServed);
+    }
+    let (ready, report) = operator.health.report();
+    assert!(ready, "ready without the snapshot CRDs: {report}");
+
+    let _controller = install_snapshots(&cp, &controller);
+    let h = operator.health.clone();
+    wait_for(
+        "the snapshot stores to sync once the CRDs are served",
+        Duration::from_secs(60),
+        || {
+            let synced = [Kind::volumesnapshotcontents, Kind::volumesnapshots]
+                .iter()
+                .all(|k| h.get(*k) == StoreState::Synced);
+            async move { synced.then_some(()) }
+        },
+    )
+    .await;
+
+    cp.kubectl_ok(&["create", "namespace", NS])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let velero = "{velero.io/backup-name: nightly}";
+    let pairs = [
+        ("kept-content", "kept-snap", "Retain", "{}"),
+        ("backup-content", "backup-snap", "Retain", velero),
+        ("lost-content", "lost-snap", "Retain", "{}"),
+        ("stuck-content", "stuck-snap", "Delete", "{}"),
+    ];
+    let objects: String = pairs.iter().map(|(c, s, p, l)| pair(c, s, p, l)).collect();
+    let file = cp.dir.join("operator-snapshots.yaml");
+    std::fs::write(&file, objects).unwrap();
+    cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (content, snap, _, _) in pairs {
+        wait_until(&format!("{snap} and {content} bound"), || {
+            let bound = jsonpath(
+                &cp,
+                &["volumesnapshot", "-n", NS, snap],
+                "{.status.boundVolumeSnapshotContentName}",
+            );
+            let uid = jsonpath(
+                &cp,
+                &["volumesnapshotcontent", content],
+                "{.spec.volumeSnapshotRef.uid}",
+            );
+            bound == content && !uid.is_empty()
+        })
+        .await;
+    }
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    operator.wait_idle().await;
+    let none = leftovers.list(&Default::default()).await.unwrap().items;
+    assert!(none.is_empty(), "bound both ways: {none:?}");
+
+    cp.kubectl_ok(&[
+        "delete",
+        "volumesnapshot",
+        "-n",
+        NS,
+        "kept-snap",
+        "backup-snap",
+        "stuck-snap",
+        "--wait=false",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    cp.kubectl_ok(&[
+        "delete",
+        "volumesnapshotcontent",
+        "lost-content",
+        "--wait=false",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    cp.kubectl_ok(&[
+        "patch",
+        "volumesnapshotcontent",
+        "lost-content",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let reason = |o: &VolumeLeftover| o.status.as_ref().map(|s| s.reason);
+    let kept = wait_leftover(
+        &leftovers,
+        &content_leftover_name("kept-content"),
+        "SnapshotDeleted",
+        |o| reason(o) == Some(Reason::SnapshotDeleted),
+    )
+    .await;
+    let s = kept.status.unwrap();
+    assert_eq!(s.subject, Subject::SnapshotContent);
+    let info = s.snapshot.expect("status.snapshot");
+    assert_eq!(info.snapshot.as_deref(), Some(&*format!("{NS}/kept-snap")));
+    assert_eq!(info.snapshot_handle.as_deref(), Some("handle-kept-content"));
+    assert_eq!(info.deletion_policy.as_deref(), Some("Retain"));
+    wait_leftover(
+        &leftovers,
+        &snapshot_leftover_name(NS, "lost-snap"),
+        "SnapshotContentMissing",
+        |o| reason(o) == Some(Reason::SnapshotContentMissing),
+    )
+    .await;
+    wait_leftover(
+        &leftovers,
+        &content_leftover_name("stuck-content"),
+        "SnapshotDeleteStuck (no sidecar deletes its backend snapshot)",
+        |o| reason(o) == Some(Reason::SnapshotDeleteStuck),
+    )
+    .await;
+    operator.wait_idle().await;
+    assert!(
+        leftovers
+            .get_opt(&content_leftover_name("backup-content"))
+            .await
+            .unwrap()
+            .is_none(),
+        "Velero's content is kept out"
+    );
+    let excluded = wait_metric(
+        &operator.metrics,
+        r#"volume_leftovers_snapshots_excluded{resource="volumesnapshotcontents"}"#,
+        |v| v == 1.0,
+    )
+    .await;
+    assert_eq!(excluded, 1.0);
+
+    // The Retain content deleted too (its finalizer taken off by hand: no sidecar runs): the
+    // backend snapshot stays, and the finding becomes its tombstone, under the same name.
+    cp.kubectl_ok(&[
+        "delete",
+        "volumesnapshotcontent",
+        "kept-content",
+        "--wait=false",
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    cp.kubectl_ok(&[
+        "patch",
+        "volumesnapshotcontent",
+        "kept-content",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tomb = wait_leftover(
+        &leftovers,
+        &content_leftover_name("kept-content"),
+        "ContentDeleted",
+        |o| reason(o) == Some(Reason::ContentDeleted),
+    )
+    .await;
+    let s = tomb.status.unwrap();
+    assert!(s.deleted_at.is_some());
+    assert_eq!(
+        s.snapshot.and_then(|i| i.snapshot_handle).as_deref(),
+        Some("handle-kept-content")
+    );
+    // lost-content, a Retain content deleted under its bound snapshot, left its backend
+    // snapshot too: its tombstone beside the snapshot's finding.
+    operator.wait_idle().await;
+    let found: std::collections::BTreeMap<String, Option<Reason>> = leftovers
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| (kube::ResourceExt::name_any(o), reason(o)))
+        .collect();
+    let want = std::collections::BTreeMap::from([
+        (
+            content_leftover_name("kept-content"),
+            Some(Reason::ContentDeleted),
+        ),
+        (
+            content_leftover_name("lost-content"),
+            Some(Reason::ContentDeleted),
+        ),
+        (
+            content_leftover_name("stuck-content"),
+            Some(Reason::SnapshotDeleteStuck),
+        ),
+        (
+            snapshot_leftover_name(NS, "lost-snap"),
+            Some(Reason::SnapshotContentMissing),
+        ),
+    ]);
+    assert_eq!(found, want);
+
+    // Read-only: the operator's identity listed and watched both kinds, and wrote neither.
+    let audit = cp.audit();
+    let by_operator = |resource: &str, verbs: &[&str]| {
+        audit
+            .iter()
+            .filter(|e| {
+                e["user"]["username"] == OPERATOR_USER
+                    && e["objectRef"]["apiGroup"] == "snapshot.storage.k8s.io"
+                    && e["objectRef"]["resource"] == resource
+                    && verbs.contains(&e["verb"].as_str().unwrap_or_default())
+            })
+            .count()
+    };
+    for resource in ["volumesnapshotcontents", "volumesnapshots"] {
+        assert!(by_operator(resource, &["list"]) > 0, "{resource} listed");
+        assert!(by_operator(resource, &["watch"]) > 0, "{resource} watched");
+        assert_eq!(
+            by_operator(
+                resource,
+                &["create", "update", "patch", "delete", "deletecollection"]
+            ),
+            0,
+            "no write on {resource}"
+        );
+    }
+    operator.stop().await;
 }

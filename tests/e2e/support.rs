@@ -422,6 +422,7 @@ pub fn test_settings() -> Settings {
             retry_max: Duration::from_secs(2),
             not_found_max: Duration::from_secs(1),
             list_page: Duration::from_secs(5),
+            not_served_every: Duration::from_secs(2),
         },
         shutdown_grace: Duration::from_secs(3),
         reminder: Duration::from_secs(60),
@@ -486,9 +487,11 @@ impl Operator {
             || {
                 let h = h.clone();
                 async move {
+                    // A kind the API server does not serve (the snapshot CRDs where they
+                    // are not installed) has nothing to sync.
                     Kind::ALL
                         .iter()
-                        .all(|k| h.get(*k) == StoreState::Synced)
+                        .all(|k| matches!(h.get(*k), StoreState::Synced | StoreState::NotServed))
                         .then_some(())
                 }
             },

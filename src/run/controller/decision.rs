@@ -14,14 +14,17 @@ use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_
 use crate::decide::name::{self};
 use crate::decide::name::{Decision, Memo};
 use crate::decide::plan::Action;
+use crate::decide::snapshot::SnapshotKey;
 use crate::model::crd::VolumeSourceInfo;
 use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
+use crate::model::snapshot::{Snapshot, SnapshotContent};
 use crate::model::volume::Volume;
 use crate::run::settings::Settings;
 use crate::run::wiring::Stores;
 use crate::telemetry::{Health, Kind, Trust};
 use crate::watch::feed::Stored;
+use crate::watch::snapshot_index::SnapshotIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// A store as a lookup sees it.
@@ -39,7 +42,9 @@ impl<'a, K: Stored> View<'a, K> {
     pub(crate) fn new(store: &'a Store<K>, trust: Trust) -> Self {
         match trust {
             Trust::Current => View::Current(store),
-            Trust::Forbidden => View::Forbidden,
+            // Nothing to read (a snapshot CRD not installed): answers are Unknown, so nothing
+            // published about such an object is cleared on that account.
+            Trust::Forbidden | Trust::NotServed => View::Forbidden,
             Trust::Stale | Trust::Pending => View::Stale,
         }
     }
@@ -105,6 +110,7 @@ pub(super) struct Ctx<'a> {
     pub(super) health: &'a Health,
     pub(super) settings: &'a Settings,
     pub(super) census: Option<&'a CensusState>,
+    pub(super) snapshots: &'a SnapshotIndex,
 }
 
 /// The stores as [`name::Stores`] reads them, with the trust of the PV and VolumeLeftover
@@ -112,6 +118,8 @@ pub(super) struct Ctx<'a> {
 struct Reading<'a> {
     stores: &'a Stores,
     current: bool,
+    snapshots: &'a SnapshotIndex,
+    snapshots_current: bool,
 }
 
 impl name::Stores for Reading<'_> {
@@ -123,6 +131,18 @@ impl name::Stores for Reading<'_> {
     }
     fn leftover(&self, name: &str) -> Option<Arc<Leftover>> {
         self.stores.vl.get(&ObjectRef::new(name))
+    }
+    fn snapshots_current(&self) -> bool {
+        self.snapshots_current
+    }
+    fn snapshot_key(&self, name: &str) -> Option<SnapshotKey> {
+        self.snapshots.get(name).cloned()
+    }
+    fn content(&self, name: &str) -> Option<Arc<SnapshotContent>> {
+        self.stores.vsc.get(&ObjectRef::new(name))
+    }
+    fn snapshot(&self, namespace: &str, name: &str) -> Option<Arc<Snapshot>> {
+        self.stores.vs.get(&ObjectRef::new(name).within(namespace))
     }
 }
 
@@ -142,6 +162,10 @@ impl Ctx<'_> {
         let reading = Reading {
             stores: self.stores,
             current: [Kind::persistentvolumes, Kind::volumeleftovers]
+                .into_iter()
+                .all(|k| trust(k) == Trust::Current),
+            snapshots: self.snapshots,
+            snapshots_current: [Kind::volumesnapshotcontents, Kind::volumesnapshots]
                 .into_iter()
                 .all(|k| trust(k) == Trust::Current),
         };

@@ -152,6 +152,13 @@ pub(crate) enum StoreLog {
         /// Its uid.
         uid: String,
     },
+    /// A Retain VolumeSnapshotContent with a backend snapshot was deleted (info).
+    ContentTombstone {
+        /// The content's name.
+        content: String,
+        /// The VolumeLeftover that keeps its record.
+        leftover: String,
+    },
 }
 
 /// A line about a store's list or watch failing (each logged once per change, unless it says
@@ -171,6 +178,13 @@ pub(crate) enum WatchLog {
     WatchExpired {
         /// The store.
         kind: Kind,
+    },
+    /// A snapshot kind is not served: no snapshot findings until it is (info, once per change).
+    NotServed {
+        /// The store.
+        kind: Kind,
+        /// How often discovery is asked again, in seconds.
+        check_every_s: u64,
     },
     /// The VolumeLeftover CRD is missing (error).
     CrdMissing {
@@ -274,6 +288,8 @@ pub(crate) enum Gauge {
     },
     /// A store completed a list.
     Relisted(Kind),
+    /// The snapshot objects kept out of the report: contents, snapshots.
+    SnapshotsExcluded(usize, usize),
     /// A store's list or watch failed.
     WatchError {
         /// The store.

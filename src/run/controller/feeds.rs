@@ -16,6 +16,7 @@ use super::effects::{Gauge, Log, StoreLog, WatchLog};
 use crate::decide::lookup::Claim;
 use crate::decide::name::{is_tombstone_of, published};
 use crate::model::leftover::Leftover;
+use crate::model::snapshot::{Snapshot, SnapshotContent};
 use crate::model::volume::Volume;
 use crate::run::wiring::{Input, volume_present};
 use crate::telemetry::{Kind, StoreHealth, StoreState};
@@ -52,6 +53,10 @@ impl Loop {
             }
             Input::Sc(item) => self.on_feed(Kind::storageclasses, *item, Self::on_class, at),
             Input::Vl(item) => self.on_feed(Kind::volumeleftovers, *item, Self::on_leftover, at),
+            Input::Vsc(item) => {
+                self.on_feed(Kind::volumesnapshotcontents, *item, Self::on_content, at)
+            }
+            Input::Vs(item) => self.on_feed(Kind::volumesnapshots, *item, Self::on_snapshot, at),
         }
     }
 
@@ -72,9 +77,121 @@ impl Loop {
                 on_change(self, Changed::Listed { gone }, at);
                 self.listed(kind, at.now);
             }
+            FeedItem::NotServed { check_in } => self.not_served(kind, check_in, at.now),
             FeedItem::Failed { error, retry_in } => {
                 self.failed(kind, error.category(), error.to_string(), retry_in, at.now)
             }
+        }
+    }
+
+    /// A content's change concerns its own findings' name and its snapshot's; its delete may
+    /// leave a backend snapshot that nothing names any more (a tombstone).
+    fn on_content(&mut self, change: Changed<SnapshotContent>, at: At) {
+        match change {
+            Changed::Applied(c) => {
+                for name in self.snapshots.apply_content(&c) {
+                    self.scheduler.mark(&name);
+                }
+            }
+            Changed::Deleted(c) => {
+                self.stash_content_tombstone(&c, at);
+                for name in self.snapshots.delete_content(&c) {
+                    self.scheduler.mark(&name);
+                }
+            }
+            Changed::Listed { gone } => {
+                let state = self.stores.vsc.state();
+                self.snapshots
+                    .reset_contents(state.iter().map(|c| c.as_ref()));
+                drop(state);
+                // Their delete was not watched: what the store last had says whether each left
+                // its backend snapshot, as a watched delete's last object does.
+                for c in &gone {
+                    self.stash_content_tombstone(c, at);
+                    for name in self.snapshots.delete_content(c) {
+                        self.scheduler.mark(&name);
+                    }
+                }
+            }
+        }
+        let (contents, snapshots) = self.snapshots.excluded();
+        self.gauge(Gauge::SnapshotsExcluded(contents, snapshots));
+    }
+
+    /// A snapshot's change concerns its own findings' name and the contents that name it or
+    /// that it is bound to.
+    fn on_snapshot(&mut self, change: Changed<Snapshot>, _: At) {
+        let names = match change {
+            Changed::Applied(s) => self.snapshots.snapshot_changed(&s, true),
+            Changed::Deleted(s) => self.snapshots.snapshot_changed(&s, false),
+            Changed::Listed { gone } => {
+                let state = self.stores.vs.state();
+                self.snapshots
+                    .reset_snapshots(state.iter().map(|s| s.as_ref()));
+                drop(state);
+                gone.iter()
+                    .flat_map(|s| self.snapshots.snapshot_changed(s, false))
+                    .collect()
+            }
+        };
+        for name in names {
+            self.scheduler.mark(&name);
+        }
+        let (contents, snapshots) = self.snapshots.excluded();
+        self.gauge(Gauge::SnapshotsExcluded(contents, snapshots));
+    }
+
+    /// Keeps the tombstone of a deleted content whose backend snapshot stays (a Retain content
+    /// with a handle), unless it is already published.
+    fn stash_content_tombstone(&mut self, c: &SnapshotContent, at: At) {
+        let Some(f) = crate::decide::snapshot::tombstone(c, at.wall.clone()) else {
+            return;
+        };
+        let name = crate::decide::snapshot::leftover_name(&f.subject);
+        let published = self.stores.vl.get(&ObjectRef::new(&name)).is_some_and(|o| {
+            o.managed
+                && o.status
+                    .as_ref()
+                    .is_some_and(|s| s.reason == crate::model::crd::Reason::ContentDeleted)
+        });
+        if published {
+            return;
+        }
+        self.log(StoreLog::ContentTombstone {
+            content: c.metadata.name.to_string(),
+            leftover: name.clone(),
+        });
+        let finding = crate::decide::snapshot::as_finding(&f, at.wall);
+        self.scheduler.memo(&name).tombstone = Some(Box::new(finding));
+        self.scheduler.mark(&name);
+    }
+
+    /// A snapshot kind is not served (its CRD is not installed): nothing to watch, no failure.
+    fn not_served(&mut self, kind: Kind, check_in: Duration, now: Instant) {
+        let before = self.health.store(kind);
+        self.health.set_store(
+            kind,
+            StoreHealth {
+                state: StoreState::NotServed,
+                since: Some(
+                    before
+                        .since
+                        .filter(|_| before.state == StoreState::NotServed)
+                        .unwrap_or(now),
+                ),
+                error: None,
+                category: None,
+            },
+        );
+        self.gauge(Gauge::StoreState {
+            kind,
+            state: StoreState::NotServed,
+        });
+        if before.state != StoreState::NotServed {
+            self.log(WatchLog::NotServed {
+                kind,
+                check_every_s: check_in.as_secs(),
+            });
         }
     }
 
@@ -226,8 +343,12 @@ impl Loop {
     ) {
         self.gauge(Gauge::WatchError { kind, category });
         let before = self.health.store(kind);
+        let snapshot_kind = matches!(kind, Kind::volumesnapshotcontents | Kind::volumesnapshots);
         let state = match (category, before.state) {
             (Category::Forbidden, _) => StoreState::Forbidden,
+            // Its CRD was removed after it was served: nothing to watch until it is back.
+            (Category::NotFound, _) if snapshot_kind => StoreState::NotServed,
+            (_, StoreState::NotServed) => StoreState::NotServed,
             (_, StoreState::Pending) => StoreState::Pending,
             (_, StoreState::Forbidden) => StoreState::Forbidden,
             (_, StoreState::Synced | StoreState::Degraded) => StoreState::Degraded,
@@ -259,6 +380,11 @@ impl Loop {
             });
         } else if category == Category::Expired {
             self.log(WatchLog::WatchExpired { kind });
+        } else if state == StoreState::NotServed {
+            self.log(WatchLog::NotServed {
+                kind,
+                check_every_s: self.settings.feed.not_served_every.as_secs(),
+            });
         } else if kind == Kind::volumeleftovers && category == Category::NotFound {
             self.log(WatchLog::CrdMissing {
                 kind,
@@ -295,7 +421,7 @@ impl Loop {
         let since = |t: Instant| now.saturating_duration_since(t).as_secs();
         for kind in Kind::ALL {
             let s = self.health.store(kind);
-            if s.state != StoreState::Synced {
+            if !matches!(s.state, StoreState::Synced | StoreState::NotServed) {
                 self.log(StoreLog::StoreNotSynced {
                     kind,
                     state: s.state,

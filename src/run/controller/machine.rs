@@ -35,6 +35,7 @@ use crate::run::settings::Settings;
 use crate::run::wiring::{Input, Stores};
 use crate::telemetry::{Health, Kind, Trust, WritesBlocked};
 use crate::watch::index::RefIndex;
+use crate::watch::snapshot_index::SnapshotIndex;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The loop's state: the stores it decides from, their health, the scheduler and what it
@@ -49,6 +50,8 @@ pub(crate) struct Loop {
     /// Reads the monotonic clock to time each decision (the shell: the real clock).
     pub(super) stopwatch: fn() -> std::time::Instant,
     pub(super) index: RefIndex,
+    /// The snapshot objects by the VolumeLeftover names of their findings.
+    pub(super) snapshots: SnapshotIndex,
     pub(crate) scheduler: Scheduler,
     pub(super) report: Option<Report>,
     pub(super) census: Option<CensusState>,
@@ -177,6 +180,7 @@ impl Loop {
             health,
             stopwatch,
             index: RefIndex::default(),
+            snapshots: SnapshotIndex::default(),
             scheduler: Scheduler::new(limits, seed("scheduler")),
             role,
             census: settings
@@ -299,6 +303,9 @@ impl Loop {
         }
         for pv in self.stores.pv.state() {
             self.scheduler.mark(pv.name());
+        }
+        for name in self.snapshots.leftover_names() {
+            self.scheduler.mark(name);
         }
     }
 
@@ -453,6 +460,7 @@ impl Loop {
             health: &self.health,
             settings: &self.settings,
             census: self.census.as_ref(),
+            snapshots: &self.snapshots,
         };
         let (out, stopwatch) = (&mut self.out, self.stopwatch);
         // One duration per decision (16 bytes: 800 KB for a sweep of 50,000 names, for the

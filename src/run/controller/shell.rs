@@ -340,6 +340,9 @@ fn emit_store(line: StoreLog) {
         StoreLog::Tombstone { pv, uid } => {
             tracing::info!(target: FEEDS, %pv, %uid, "a PersistentVolume whose disk outlives it was deleted; its finding becomes the last record of the disk")
         }
+        StoreLog::ContentTombstone { content, leftover } => {
+            tracing::info!(target: FEEDS, %content, %leftover, "a Retain VolumeSnapshotContent was deleted and its backend snapshot was not; its finding becomes the last record of the snapshot")
+        }
     }
 }
 
@@ -357,6 +360,15 @@ fn emit_watch(line: WatchLog) {
             target: FEEDS,
             resource = kind.as_str(),
             "watch expired (410 Gone); relisting"
+        ),
+        WatchLog::NotServed {
+            kind,
+            check_every_s,
+        } => tracing::info!(
+            target: FEEDS,
+            resource = kind.as_str(),
+            check_every_s,
+            "snapshot.storage.k8s.io/v1 is not served (the snapshot CRDs are not installed): nothing to report about snapshots until it is; discovery is asked again"
         ),
         WatchLog::CrdMissing {
             kind,
@@ -463,6 +475,9 @@ fn record(metrics: &Metrics, change: Gauge) {
         Gauge::WritesBlocked(blocked) => metrics.writes_blocked(blocked),
         Gauge::StoreState { kind, state } => metrics.store_state(kind, state),
         Gauge::Relisted(kind) => metrics.relisted(kind),
+        Gauge::SnapshotsExcluded(contents, snapshots) => {
+            metrics.snapshots_excluded(contents, snapshots)
+        }
         Gauge::WatchError { kind, category } => metrics.watch_error(kind, category),
         Gauge::CensusDone {
             scope,

@@ -26,6 +26,7 @@ pub(super) struct FeedMetrics {
     watch_errors: Family<KindCategoryLabel, Counter>,
     relists: Family<KindLabel, Counter>,
     store_state: Family<KindLabel, Gauge>,
+    snapshots_excluded: Family<KindLabel, Gauge>,
 }
 
 impl FeedMetrics {
@@ -46,7 +47,13 @@ impl FeedMetrics {
             store_state: registered(
                 registry,
                 "store_state",
-                "0 pending, 1 synced, 2 forbidden (403), 3 degraded (watch failing)",
+                "0 pending, 1 synced, 2 forbidden (403), 3 degraded (watch failing), 4 not served (a snapshot CRD not installed)",
+                Family::default(),
+            ),
+            snapshots_excluded: registered(
+                registry,
+                "snapshots_excluded",
+                "VolumeSnapshotContents and VolumeSnapshots kept out of the report on purpose (a backup tool's, by --exclude-snapshot-selector, or the ignore label), by resource",
                 Family::default(),
             ),
         }
@@ -58,6 +65,7 @@ impl FeedMetrics {
             let _ = self.relists.get_or_create(&KindLabel { resource: k });
             self.store_state(k, StoreState::Pending);
         }
+        self.snapshots_excluded(0, 0);
     }
 
     pub(super) fn watch_error(&self, kind: Kind, category: Category) {
@@ -73,6 +81,17 @@ impl FeedMetrics {
         self.relists
             .get_or_create(&KindLabel { resource: kind })
             .inc();
+    }
+
+    pub(super) fn snapshots_excluded(&self, contents: usize, snapshots: usize) {
+        for (resource, n) in [
+            (Kind::volumesnapshotcontents, contents),
+            (Kind::volumesnapshots, snapshots),
+        ] {
+            self.snapshots_excluded
+                .get_or_create(&KindLabel { resource })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     pub(super) fn store_state(&self, kind: Kind, state: StoreState) {

@@ -87,6 +87,11 @@ impl Metrics {
         self.feeds.relisted(kind);
     }
 
+    /// How many snapshot objects are kept out of the report.
+    pub fn snapshots_excluded(&self, contents: usize, snapshots: usize) {
+        self.feeds.snapshots_excluded(contents, snapshots);
+    }
+
     /// Exposes a store state.
     pub fn store_state(&self, kind: Kind, state: StoreState) {
         self.feeds.store_state(kind, state);
