@@ -991,6 +991,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--openreports",
             "--exclude-storage-class=archive,scratch",
             "--exclude-selector=team=archive,env!=prod",
+            "--exclude-snapshot-selector=",
             "--tombstone-ttl=2160h",
             "--census-config=/etc/volume-leftovers/census/census.yaml",
             "--census-interval=5m",
@@ -1029,6 +1030,11 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     let selector = excluded.selector.as_ref().expect("a selector");
     assert!(selector.matches(Some(&labels(&[("team", "archive"), ("env", "dev")]))));
     assert!(!selector.matches(Some(&labels(&[("team", "archive"), ("env", "prod")]))));
+    assert_eq!(
+        run.snapshots.exclusions().selector,
+        None,
+        "an empty snapshot selector excludes none"
+    );
     // RBAC follows: the report's kind only, and no Events rule with Events off.
     let role: Vec<PolicyRule> = rules_of(one(&docs, "ClusterRole"));
     let resources: BTreeSet<String> = role
