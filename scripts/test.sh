@@ -26,11 +26,13 @@ echo "== control plane binaries (cached by pinned version)"
 controlplane/build.sh >/dev/null
 echo "== node binaries for the real-node tests (kubelet, kube-scheduler, kube-proxy, containerd; cached by pin)"
 node/build.sh >/dev/null
-echo "== tools built from their Go modules (cached by pin): helm, promtool, Argo CD's Lua runner, the CSI snapshot-controller"
+echo "== tools built from their Go modules (cached by pin): helm, promtool, Argo CD's Lua runner, the CSI snapshot-controller and csi-snapshotter sidecar, the project's test CSI driver"
 tools/build.sh helm >/dev/null
 tools/build.sh promtool >/dev/null
 tools/build.sh lua >/dev/null
 tools/build.sh snapshot-controller >/dev/null
+tools/build.sh csi-snapshotter >/dev/null
+tools/build.sh csi-test-driver >/dev/null
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"

@@ -1,0 +1,16 @@
+module volume-leftovers/tools/csi-test-driver
+
+go 1.26.0
+
+require (
+	github.com/container-storage-interface/spec v1.13.0
+	google.golang.org/grpc v1.84.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260706201446-f0a921348800 // indirect
+)
