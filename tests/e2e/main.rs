@@ -11,6 +11,7 @@ mod cloud;
 #[cfg(all(feature = "gce", feature = "ebs"))]
 mod cloud_scan;
 mod cost;
+mod csi;
 mod demo;
 mod deploy;
 mod exclusions;

@@ -5,12 +5,13 @@
 //! docs/snapshot-controller-notes.md shows. No CSI driver runs, so these are the cases the
 //! common controller alone decides.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::csi::*;
 use crate::support::*;
 
 const NS: &str = "snaps";
@@ -49,21 +50,6 @@ fn snapshot_findings(lines: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The snapshot-controller's bin dir (built, or found in the cache by its pin).
-fn snapshot_controller() -> PathBuf {
-    let out = Command::new(repo().join("tools/build.sh"))
-        .arg("snapshot-controller")
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("running tools/build.sh snapshot-controller");
-    assert!(
-        out.status.success(),
-        "tools/build.sh snapshot-controller failed ({})",
-        out.status
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("snapshot-controller")
-}
-
 /// A pre-provisioned content and the snapshot that binds it, as the notes' `objects.yaml`.
 fn pair(content: &str, snapshot: &str, policy: &str, labels: &str) -> String {
     format!(
@@ -93,22 +79,6 @@ spec:
 ---
 "
     )
-}
-
-fn jsonpath(cp: &ControlPlane, args: &[&str], path: &str) -> String {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    let p = format!("jsonpath={path}");
-    all.extend_from_slice(&["-o", &p]);
-    cp.kubectl_ok(&all).unwrap_or_default()
-}
-
-async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    wait_for(what, Duration::from_secs(60), || {
-        let ok = f();
-        async move { ok.then_some(()) }
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,36 +284,6 @@ async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose
             "no write on {resource}"
         );
     }
-}
-
-/// The CRDs and the snapshot-controller, on `cp`.
-fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
-    let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("tools/snapshot-crds.sh");
-    assert!(crds.status.success(), "tools/snapshot-crds.sh failed");
-    let mut apply = vec!["apply".to_string()];
-    for p in String::from_utf8_lossy(&crds.stdout).lines() {
-        apply.extend(["-f".to_string(), p.to_string()]);
-    }
-    let apply: Vec<&str> = apply.iter().map(String::as_str).collect();
-    cp.kubectl_ok(&apply).unwrap_or_else(|e| panic!("{e}"));
-    cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let log = std::fs::File::create(cp.dir.join("snapshot-controller.log")).unwrap();
-    Running(
-        Command::new(controller)
-            .arg(format!("--kubeconfig={}", cp.kubeconfig("admin").display()))
-            .args([
-                "--leader-election=false",
-                "--feature-gates=CSIVolumeGroupSnapshot=false",
-            ])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting the snapshot-controller"),
-    )
 }
 
 /// The operator started before the snapshot CRDs exist is ready and reports nothing about
@@ -585,110 +525,6 @@ async fn the_operator_watches_snapshots_once_served_and_publishes_each_finding()
     operator.stop().await;
 }
 
-/// The driver every lifecycle object names: the project's own test CSI driver.
-const TEST_DRIVER: &str = "test.csi.leftovers.dev";
-
-/// A tool's bin dir (built, or found in the cache by its pin).
-fn tool(name: &str) -> PathBuf {
-    let out = Command::new(repo().join("tools/build.sh"))
-        .arg(name)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("running tools/build.sh {name}: {e}"));
-    assert!(
-        out.status.success(),
-        "tools/build.sh {name} failed ({})",
-        out.status
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
-/// The backend snapshots the test driver holds: (id, source volume).
-fn backend(state: &Path) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(state).unwrap_or_else(|_| "[]".into());
-    let list: Vec<Value> = serde_json::from_str(&text).unwrap_or_default();
-    list.iter()
-        .map(|s| {
-            (
-                s["id"].as_str().unwrap_or_default().to_string(),
-                s["source"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
-}
-
-/// `n` claims bound to PVs of the test driver (static, pre-bound: the controller-manager binds
-/// them), two VolumeSnapshotClasses of that driver (Delete and Retain).
-fn lifecycle_objects(ns: &str, n: usize) -> String {
-    let mut y = format!(
-        "apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {{name: life-sc}}
-provisioner: {TEST_DRIVER}
-reclaimPolicy: Retain
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotClass
-metadata: {{name: life-delete}}
-driver: {TEST_DRIVER}
-deletionPolicy: Delete
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotClass
-metadata: {{name: life-retain}}
-driver: {TEST_DRIVER}
-deletionPolicy: Retain
----
-"
-    );
-    for i in 0..n {
-        y.push_str(&format!(
-            "apiVersion: v1
-kind: PersistentVolume
-metadata: {{name: life-pv-{i}}}
-spec:
-  capacity: {{storage: 1Gi}}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: life-sc
-  csi: {{driver: {TEST_DRIVER}, volumeHandle: vol-{i}}}
-  claimRef: {{namespace: {ns}, name: data-{i}}}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {{name: data-{i}, namespace: {ns}}}
-spec:
-  storageClassName: life-sc
-  volumeName: life-pv-{i}
-  accessModes: [ReadWriteOnce]
-  resources: {{requests: {{storage: 1Gi}}}}
----
-"
-        ));
-    }
-    y
-}
-
-fn snapshot_of_claim(ns: &str, name: &str, claim: &str, class: &str) -> String {
-    format!(
-        "apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshot
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-  volumeSnapshotClassName: {class}
-  source: {{persistentVolumeClaimName: {claim}}}
----
-"
-    )
-}
-
-fn count(cp: &ControlPlane, args: &[&str]) -> usize {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-o", "name"]);
-    cp.kubectl_ok(&all).unwrap_or_default().lines().count()
-}
-
 /// Dynamic snapshots, cut and deleted for real: the snapshot-controller and external-snapshotter's
 /// csi-snapshotter sidecar (both v8.7.0, from their Go module) with the project's own test CSI
 /// driver (`tools/csi-test-driver`: the CSI hostpath driver is not served by the module proxy;
@@ -708,34 +544,10 @@ async fn dynamic_snapshots_through_the_csi_sidecar_publish_nothing_until_one_is_
     const CLAIMS: usize = 4;
     const ROUNDS: usize = 3;
     let controller = snapshot_controller();
-    let sidecar = tool("csi-snapshotter").join("csi-snapshotter");
-    let driver = tool("csi-test-driver").join("csi-test-driver");
     let cp = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
     let _controller = install_snapshots(&cp, &controller);
-    let socket = cp.dir.join("csi.sock");
-    let state = cp.dir.join("backend.json");
-    let log = std::fs::File::create(cp.dir.join("csi-test-driver.log")).unwrap();
-    let _driver = Running(
-        Command::new(&driver)
-            .arg(format!("-endpoint=unix://{}", socket.display()))
-            .arg(format!("-state={}", state.display()))
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting the test CSI driver"),
-    );
-    wait_until("the driver's socket", || socket.exists()).await;
-    let log = std::fs::File::create(cp.dir.join("csi-snapshotter.log")).unwrap();
-    let _sidecar = Running(
-        Command::new(&sidecar)
-            .arg(format!("--csi-address={}", socket.display()))
-            .arg(format!("--kubeconfig={}", cp.kubeconfig("admin").display()))
-            .arg("--leader-election=false")
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("starting the csi-snapshotter sidecar"),
-    );
+    let csi = Csi::start(&cp).await;
+    let state = csi.state.clone();
 
     let ns = "life";
     cp.kubectl_ok(&["create", "namespace", ns])
