@@ -31,11 +31,13 @@ use crate::decide::census::{Census, PoolKey, Scope};
 ///     clusterName: prod-eu-1                      # GKE's goog-k8s-cluster-name value
 ///     clusterLabel: goog-k8s-cluster-name
 ///     keyFile: /etc/volume-leftovers/gce/key.json # absent: Application Default Credentials
+///     snapshots: true                             # also the PD CSI driver's snapshots
 /// ebs:
 ///   - region: eu-west-1
 ///     account: "123456789012"     # a label of the scope
 ///     clusterName: prod-eu-1
 ///     clusterTag: my-cluster-tag  # an extra tag key naming the cluster
+///     snapshots: true             # also the EBS CSI driver's snapshots (ec2:DescribeSnapshots)
 /// ```
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -79,6 +81,11 @@ pub(crate) struct GceSection {
     /// Another Compute endpoint than Google's (the tests' server).
     #[serde(default)]
     pub(crate) endpoint: Option<String>,
+    /// Also census the project's snapshots that the PD CSI driver made, against the
+    /// VolumeSnapshotContents that name them (needs `compute.snapshots.list`). Off by default:
+    /// a role granted for the disks alone would fail it.
+    #[serde(default)]
+    pub(crate) snapshots: bool,
 }
 
 /// One EBS region (of one account).
@@ -99,6 +106,12 @@ pub(crate) struct EbsSection {
     /// Another EC2 endpoint than the region's (a VPC endpoint; the tests' moto).
     #[serde(default)]
     pub(crate) endpoint: Option<String>,
+    /// Also census the region's snapshots that the EBS CSI driver made (tag
+    /// `CSIVolumeSnapshotName`), against the VolumeSnapshotContents that name them (needs
+    /// `ec2:DescribeSnapshots`). Off by default: a policy granted for the volumes alone would
+    /// fail it.
+    #[serde(default)]
+    pub(crate) snapshots: bool,
 }
 
 /// A GCE location as the configuration names it.
@@ -161,6 +174,13 @@ impl GceSection {
             })
             .collect()
     }
+
+    /// The scope of its snapshots, when they are censused.
+    pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
+        self.snapshots.then(|| Scope::GceSnapshots {
+            project: self.project.clone(),
+        })
+    }
 }
 
 impl EbsSection {
@@ -170,6 +190,14 @@ impl EbsSection {
             account: self.account.clone(),
             region: self.region.clone(),
         }
+    }
+
+    /// The scope of its snapshots, when they are censused.
+    pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
+        self.snapshots.then(|| Scope::EbsSnapshots {
+            account: self.account.clone(),
+            region: self.region.clone(),
+        })
     }
 }
 
@@ -248,21 +276,23 @@ impl CensusConfig {
     }
 
     /// The census before any listing: every scope known up front (each Ceph pool, each
-    /// configured GCE location, each EBS region) answers Unknown; the scopes of an aggregated
-    /// GCE listing join as they are listed.
+    /// configured GCE location, each EBS region, the snapshots of each section that asks for
+    /// them) answers Unknown; the scopes of an aggregated GCE listing join as they are listed.
     /// Each cloud section's `clusterName` names this cluster in its scopes (else the file's).
     pub fn census(&self, image_grace: Duration) -> Census {
         let mut c = Census::new(
             self.pools()
                 .map(Scope::from)
                 .chain(self.gce.iter().flat_map(GceSection::scopes))
-                .chain(self.ebs.iter().map(EbsSection::scope)),
+                .chain(self.gce.iter().filter_map(GceSection::snapshot_scope))
+                .chain(self.ebs.iter().map(EbsSection::scope))
+                .chain(self.ebs.iter().filter_map(EbsSection::snapshot_scope)),
             self.cluster_name.as_deref(),
             image_grace,
         );
         for g in &self.gce {
             let name = g.cluster_name.as_deref();
-            for s in g.scopes() {
+            for s in g.scopes().into_iter().chain(g.snapshot_scope()) {
                 c.name_cluster(&s, name);
             }
             if g.locations.is_none() {
@@ -270,7 +300,9 @@ impl CensusConfig {
             }
         }
         for e in &self.ebs {
-            c.name_cluster(&e.scope(), e.cluster_name.as_deref());
+            for s in std::iter::once(e.scope()).chain(e.snapshot_scope()) {
+                c.name_cluster(&s, e.cluster_name.as_deref());
+            }
         }
         c
     }

@@ -168,16 +168,21 @@ pub(crate) struct DiskFacts {
     pub(crate) cluster: Option<String>,
     /// A regional disk's replica zones.
     pub(crate) replica_zones: Vec<String>,
+    /// A backend snapshot's source disk, as a CSI volume handle names it (GCE
+    /// `projects/p/zones/z/disks/d`, EBS `vol-...`), when the backend records it.
+    pub(crate) source_disk: Option<String>,
 }
 
-/// The PV and claim a provisioner recorded a disk for.
+/// The PV and claim a provisioner recorded a disk for; for a backend snapshot, the
+/// VolumeSnapshotContent (in `pv`) and VolumeSnapshot (in `pvc`, `pvc_namespace`) the CSI
+/// driver recorded it for (`kubernetes.io/created-for/volumesnapshot...`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CreatedFor {
-    /// The PV's name.
+    /// The PV's name (a snapshot's: the VolumeSnapshotContent's).
     pub(crate) pv: Option<String>,
-    /// The claim's name.
+    /// The claim's name (a snapshot's: the VolumeSnapshot's).
     pub(crate) pvc: Option<String>,
-    /// The claim's namespace.
+    /// The claim's namespace (a snapshot's: the VolumeSnapshot's).
     pub(crate) pvc_namespace: Option<String>,
 }
 
@@ -600,7 +605,11 @@ impl Census {
                 if age < self.image_grace {
                     return None;
                 }
-                Some(orphan(key, n, seen, d, &owner, ours, now))
+                Some(if key.holds_snapshots() {
+                    snapshot_orphan(key, n, seen, d, &owner, ours, now)
+                } else {
+                    orphan(key, n, seen, d, &owner, ours, now)
+                })
             })
             .collect()
     }
@@ -625,6 +634,72 @@ pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
             ],
             name,
         ),
+        // A snapshot's scope adds a part no zone, region or account can be, so that no
+        // snapshot's name can be a disk's.
+        Scope::GceSnapshots { project } => {
+            hashed_name("gce", &[project.as_bytes(), b"snapshots"], name)
+        }
+        Scope::EbsSnapshots { account, region } => hashed_name(
+            "ebs",
+            &[
+                account.as_deref().unwrap_or_default().as_bytes(),
+                region.as_bytes(),
+                b"snapshots",
+            ],
+            name,
+        ),
+    }
+}
+
+/// The backend snapshot a VolumeSnapshotContent's handle names, as the census keys it: the
+/// snapshot scope's kind and the snapshot's name in it (GCE
+/// `projects/<project>/global/snapshots/<name>`: the project and the name; EBS `snap-...`: the
+/// id, in whichever region). `None` for any other handle (an RBD snapshot, a GCE image).
+pub fn snapshot_handle_ref(handle: &str) -> Option<SnapshotHandleRef> {
+    if let Some(rest) = handle.strip_prefix("projects/") {
+        let (project, name) = rest.split_once("/global/snapshots/")?;
+        return (!project.is_empty() && !name.is_empty() && !name.contains('/')).then(|| {
+            SnapshotHandleRef::Gce {
+                project: project.to_string(),
+                name: name.to_string(),
+            }
+        });
+    }
+    let hex = handle.strip_prefix("snap-")?;
+    (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| SnapshotHandleRef::Ebs(handle.to_string()))
+}
+
+/// A backend snapshot named by a handle ([`snapshot_handle_ref`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotHandleRef {
+    /// A GCE snapshot: global in its project.
+    Gce { project: String, name: String },
+    /// An EBS snapshot id: unique across regions and accounts, so it names a snapshot of
+    /// whichever region holds it.
+    Ebs(String),
+}
+
+impl SnapshotHandleRef {
+    /// Its name in `scope`, when `scope` can hold it.
+    pub(crate) fn name_in(&self, scope: &Scope) -> Option<&str> {
+        match (self, scope) {
+            (SnapshotHandleRef::Gce { project, name }, Scope::GceSnapshots { project: p })
+                if p == project =>
+            {
+                Some(name)
+            }
+            (SnapshotHandleRef::Ebs(id), Scope::EbsSnapshots { .. }) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// The handle a VolumeSnapshotContent would carry for the snapshot `name` of `scope`.
+fn snapshot_handle_of(scope: &Scope, name: &str) -> String {
+    match scope {
+        Scope::GceSnapshots { project } => format!("projects/{project}/global/snapshots/{name}"),
+        _ => name.to_string(),
     }
 }
 
@@ -733,6 +808,122 @@ fn orphan(
     }
 }
 
+/// The finding about a backend snapshot no VolumeSnapshotContent names: what the listing read
+/// of it, in `status.image` (where it is, its id, size, creation, the cluster it names) and
+/// `status.snapshot` (the handle a content would carry, the content and snapshot the driver
+/// recorded it for, its size).
+fn snapshot_orphan(
+    key: &Scope,
+    name: &str,
+    seen: &Seen,
+    d: &DiskFacts,
+    owner: &Owner,
+    cluster_name: Option<&str>,
+    now: &Time,
+) -> Finding {
+    use crate::model::crd::SnapshotInfo;
+    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+    let size = i64::try_from(d.size).ok();
+    let (driver, what) = match key {
+        Scope::GceSnapshots { project } => (
+            GCE_PD_CSI_DRIVER,
+            format!("GCE snapshot {name} (project {project})"),
+        ),
+        Scope::EbsSnapshots { region, .. } => {
+            (EBS_CSI_DRIVER, format!("EBS snapshot {name} ({region})"))
+        }
+        _ => ("", name.to_string()),
+    };
+    let recorded = d.created_for.as_ref();
+    let mut message =
+        format!("{what} is not named by any VolumeSnapshotContent or ContentDeleted tombstone.");
+    message.push_str(&snapshot_ownership_sentence(d, cluster_name));
+    let mut hints = orphan_hints(d, owner);
+    hints.retain(|h| *h != Hint::DiskInUse);
+    Finding {
+        volume_name: String::new(),
+        volume_uid: String::new(),
+        storage_class_name: None,
+        object_name: Some(disk_leftover_name(key, name)),
+        status: VolumeLeftoverStatus {
+            reason: Reason::SnapshotWithoutContent,
+            state: State::Open,
+            observed_generation: None,
+            conditions: Vec::new(),
+            acknowledged: None,
+            message,
+            hints,
+            phase: String::new(),
+            phase_since: None,
+            phase_message: None,
+            reclaim_policy: String::new(),
+            storage_class: None,
+            claim: None,
+            capacity: size.map(crate::model::quantity::format_bytes),
+            capacity_bytes: size,
+            access_modes: Vec::new(),
+            volume_mode: String::new(),
+            source: VolumeSourceInfo {
+                kind: "csi".into(),
+                driver: Some(driver.to_string()),
+                volume_handle: d.source_disk.clone(),
+                ..VolumeSourceInfo::default()
+            },
+            first_seen: now.clone(),
+            subject: Subject::BackendSnapshot,
+            deleted_at: None,
+            image: Some(ImageInfo {
+                name: name.to_string(),
+                id: Some(seen.id.clone()),
+                size_bytes: size,
+                created: d.created.map(Time),
+                owner: d.cluster.as_ref().map(|c| ImageOwner {
+                    cluster_name: Some(c.clone()),
+                    ..ImageOwner::default()
+                }),
+                ..image_location(key)
+            }),
+            cost: None,
+            snapshot: Some(SnapshotInfo {
+                content: recorded.and_then(|c| c.pv.clone()),
+                snapshot: recorded.and_then(|c| match (&c.pvc_namespace, &c.pvc) {
+                    (Some(ns), Some(n)) => Some(format!("{ns}/{n}")),
+                    _ => None,
+                }),
+                snapshot_handle: Some(snapshot_handle_of(key, name)),
+                restore_size_bytes: size,
+                since: d.created.map(Time),
+                ..SnapshotInfo::default()
+            }),
+        },
+    }
+}
+
+/// What the CSI driver recorded of a backend snapshot (with its leading space): the content
+/// and snapshot it was cut for, and whether the cluster it names is this one.
+fn snapshot_ownership_sentence(d: &DiskFacts, cluster_name: Option<&str>) -> String {
+    let Some(c) = &d.created_for else {
+        return " The CSI driver recorded no VolumeSnapshot for it: it may belong to another cluster sharing the account or project, or to none.".into();
+    };
+    let snapshot = match (&c.pvc_namespace, &c.pvc) {
+        (Some(ns), Some(n)) => format!("{ns}/{n}"),
+        _ => "?".into(),
+    };
+    let content = c.pv.as_deref().unwrap_or("?");
+    let recorded = format!(
+        " The CSI driver cut it for VolumeSnapshot {snapshot} (VolumeSnapshotContent {content})"
+    );
+    match (d.cluster.as_deref(), cluster_name) {
+        (Some(c), Some(_)) => format!("{recorded} in this cluster ({c})."),
+        (Some(c), None) => format!(
+            "{recorded} in cluster {c}; this operator's clusterName is not configured, so it cannot tell whether that is this cluster."
+        ),
+        (None, _) => format!(
+            "{recorded} without naming a cluster: it may belong to another cluster sharing the account or project."
+        ),
+    }
+}
+
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
@@ -752,8 +943,10 @@ fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
                 ..VolumeSourceInfo::default()
             };
         }
-        Scope::Gce { .. } | Scope::GceProject { .. } => ("gcePersistentDisk", name),
-        Scope::Ebs { .. } => ("awsElasticBlockStore", name),
+        Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => {
+            ("gcePersistentDisk", name)
+        }
+        Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => ("awsElasticBlockStore", name),
     };
     VolumeSourceInfo {
         kind: kind.into(),
@@ -773,8 +966,10 @@ fn image_location(key: &Scope) -> ImageInfo {
             (!k.namespace.is_empty()).then(|| k.namespace.clone()),
         ),
         Scope::Gce { project, location } => (project.clone(), location.clone(), None),
-        Scope::GceProject { project } => (project.clone(), String::new(), None),
-        Scope::Ebs { account, region } => {
+        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
+            (project.clone(), String::new(), None)
+        }
+        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
             (account.clone().unwrap_or_default(), region.clone(), None)
         }
     };
@@ -787,9 +982,24 @@ fn image_location(key: &Scope) -> ImageInfo {
 }
 
 /// The scope a published finding's `image` block names: the inverse of [`image_location`],
-/// told apart by the recorded source's type.
-pub(crate) fn recorded_scope(source_kind: &str, i: &ImageInfo) -> Scope {
-    match source_kind {
+/// told apart by the recorded source's type (a backend snapshot's is `csi` with its driver).
+pub(crate) fn recorded_scope(source: &VolumeSourceInfo, i: &ImageInfo) -> Scope {
+    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+    match (source.kind.as_str(), source.driver.as_deref()) {
+        ("csi", Some(GCE_PD_CSI_DRIVER)) => {
+            return Scope::GceSnapshots {
+                project: i.cluster_id.clone(),
+            };
+        }
+        ("csi", Some(EBS_CSI_DRIVER)) => {
+            return Scope::EbsSnapshots {
+                account: Some(i.cluster_id.clone()).filter(|a| !a.is_empty()),
+                region: i.pool.clone(),
+            };
+        }
+        _ => {}
+    }
+    match source.kind.as_str() {
         "gcePersistentDisk" => Scope::Gce {
             project: i.cluster_id.clone(),
             location: i.pool.clone(),
@@ -835,8 +1045,12 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
         Scope::Gce { project, location } => {
             format!("GCE persistent disk {name} (project {project}, {location})")
         }
-        Scope::GceProject { project } => format!("GCE persistent disk {name} (project {project})"),
-        Scope::Ebs { region, .. } => format!("EBS volume {name} ({region})"),
+        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
+            format!("GCE persistent disk {name} (project {project})")
+        }
+        Scope::Ebs { region, .. } | Scope::EbsSnapshots { region, .. } => {
+            format!("EBS volume {name} ({region})")
+        }
     };
     let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
     m.push_str(&ownership_sentence(
@@ -847,7 +1061,7 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
     if !d.in_use.is_empty() {
         let used = match key {
             Scope::Ceph(_) => "open or mapped by",
-            Scope::Gce { .. } | Scope::GceProject { .. } | Scope::Ebs { .. } => "attached to",
+            _ => "attached to",
         };
         m.push_str(&format!(
             " It is {used} {}: in use, not a plain orphan.",
@@ -867,10 +1081,12 @@ fn ownership_sentence(
     // Who records the ownership (as a sentence's subject too), and what several clusters share.
     let (who, subject, shared) = match key {
         Scope::Ceph(_) => ("ceph-csi", "ceph-csi", "pool"),
-        Scope::Gce { .. } | Scope::GceProject { .. } => {
+        Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => {
             ("GCE PD CSI driver", "The GCE PD CSI driver", "project")
         }
-        Scope::Ebs { .. } => ("EBS CSI driver", "The EBS CSI driver", "account"),
+        Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => {
+            ("EBS CSI driver", "The EBS CSI driver", "account")
+        }
     };
     let Some(o) = owner else {
         return format!(

@@ -633,7 +633,8 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
         | Reason::SnapshotDeleteStuck
         | Reason::ContentNeverBound
         | Reason::SnapshotContentMissing
-        | Reason::ContentDeleted => String::new(),
+        | Reason::ContentDeleted
+        | Reason::SnapshotWithoutContent => String::new(),
     }
 }
 

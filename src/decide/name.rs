@@ -549,7 +549,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         // Images without a volume keep their facts (`leftover::needs_record`).
         let key = s
             .record()
-            .and_then(|r| Some(recorded_scope(&r.source.kind, r.image.as_ref()?)));
+            .and_then(|r| Some(recorded_scope(&r.source, r.image.as_ref()?)));
         let vouched = key
             .as_ref()
             .is_none_or(|k| !cs.census.covers(k) || cs.census.is_trusted(k));

@@ -107,7 +107,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         // The volume's delete was observed (or its absence after a relist): final, no grace.
         Reason::VolumeDeleted => (Duration::ZERO, ClockStart::Observed),
         // Confirmed by two censuses (and the image's own grace) before it is a finding.
-        Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk => {
+        Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk | Reason::SnapshotWithoutContent => {
             (Duration::ZERO, ClockStart::Observed)
         }
         // Held back by their own rules (`decide::snapshot::grace_of`, which reads what the
@@ -124,7 +124,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // pipeline waits the delete grace.
     let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
-        Reason::VolumeDeleted | Reason::DiskWithoutVolume => false,
+        Reason::VolumeDeleted | Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent => false,
         r if r.is_snapshot() => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
@@ -332,7 +332,8 @@ fn decided_on_claims(r: Reason) -> bool {
         | Reason::ReclaimFailed
         | Reason::VolumeDeleted
         | Reason::VolumeWithoutDisk
-        | Reason::DiskWithoutVolume => false,
+        | Reason::DiskWithoutVolume
+        | Reason::SnapshotWithoutContent => false,
         Reason::SnapshotDeleted
         | Reason::SnapshotRecreated
         | Reason::SnapshotDeleteStuck

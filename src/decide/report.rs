@@ -16,7 +16,9 @@ pub(crate) fn severity(r: Reason) -> &'static str {
         // A Bound volume whose claim is gone, or a failed reclaim: data may be at risk now.
         Reason::BoundClaimMissing | Reason::ReclaimFailed => "high",
         // The disk may still bill and hold data, and the record is the last one of it.
-        Reason::VolumeDeleted | Reason::DiskWithoutVolume => "medium",
+        Reason::VolumeDeleted | Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent => {
+            "medium"
+        }
         // The PV's data is gone (a Bound one: data loss).
         Reason::VolumeWithoutDisk => "high",
         Reason::ClaimDeleted

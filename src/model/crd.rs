@@ -488,16 +488,20 @@ pub enum Subject {
     SnapshotContent,
     /// A CSI VolumeSnapshot.
     Snapshot,
+    /// A snapshot in the storage backend (a GCE snapshot, an EBS snapshot) that no
+    /// VolumeSnapshotContent names.
+    BackendSnapshot,
 }
 
 impl Subject {
     /// Every subject, in a fixed order.
-    pub const ALL: [Subject; 5] = [
+    pub const ALL: [Subject; 6] = [
         Subject::Volume,
         Subject::Disk,
         Subject::VolumeAndDisk,
         Subject::SnapshotContent,
         Subject::Snapshot,
+        Subject::BackendSnapshot,
     ];
 
     /// The subject as written in the object.
@@ -508,6 +512,7 @@ impl Subject {
             Subject::VolumeAndDisk => "VolumeAndDisk",
             Subject::SnapshotContent => "SnapshotContent",
             Subject::Snapshot => "Snapshot",
+            Subject::BackendSnapshot => "BackendSnapshot",
         }
     }
 }
@@ -600,11 +605,17 @@ pub enum Reason {
     /// A Retain VolumeSnapshotContent was deleted: the backend snapshot was kept, and this object
     /// is its last record (a tombstone, like `VolumeDeleted`).
     ContentDeleted,
+    /// A snapshot in a censused scope (a GCE project's snapshots that the PD CSI driver made, an
+    /// EBS region's snapshots tagged `CSIVolumeSnapshotName`; opt-in per section with
+    /// `snapshots: true`) that no VolumeSnapshotContent or `ContentDeleted` tombstone names,
+    /// older than the census's image grace period. Nothing attributing it to this cluster: hint
+    /// `OwnerUnknown`. The snapshot's counterpart of `DiskWithoutVolume`.
+    SnapshotWithoutContent,
 }
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
@@ -623,6 +634,7 @@ impl Reason {
         Reason::ContentNeverBound,
         Reason::SnapshotContentMissing,
         Reason::ContentDeleted,
+        Reason::SnapshotWithoutContent,
     ];
 
     /// The reason as written in the object and its labels.
@@ -646,6 +658,7 @@ impl Reason {
             Reason::ContentNeverBound => "ContentNeverBound",
             Reason::SnapshotContentMissing => "SnapshotContentMissing",
             Reason::ContentDeleted => "ContentDeleted",
+            Reason::SnapshotWithoutContent => "SnapshotWithoutContent",
         }
     }
 

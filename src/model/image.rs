@@ -84,8 +84,22 @@ pub enum Scope {
         /// The project id.
         project: String,
     },
+    /// The snapshots of a GCE project that the PD CSI driver made (snapshots are global: one
+    /// scope per project), censused when its section says `snapshots: true`.
+    GceSnapshots {
+        /// The project id.
+        project: String,
+    },
     /// The EBS volumes of one AWS region, of one account when several are censused.
     Ebs {
+        /// The account id, when the configuration names one.
+        account: Option<String>,
+        /// The region (`eu-west-1`).
+        region: String,
+    },
+    /// The EBS snapshots of one AWS region (of one account) that the EBS CSI driver made (tag
+    /// `CSIVolumeSnapshotName`), censused when its section says `snapshots: true`.
+    EbsSnapshots {
         /// The account id, when the configuration names one.
         account: Option<String>,
         /// The region (`eu-west-1`).
@@ -98,9 +112,18 @@ impl Scope {
     pub(crate) fn backend(&self) -> &'static str {
         match self {
             Scope::Ceph(_) => "ceph",
-            Scope::Gce { .. } | Scope::GceProject { .. } => "gce",
-            Scope::Ebs { .. } => "ebs",
+            Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => "gce",
+            Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => "ebs",
         }
+    }
+
+    /// Whether it holds backend snapshots (named by VolumeSnapshotContents), not disks (named
+    /// by PersistentVolumes).
+    pub(crate) fn holds_snapshots(&self) -> bool {
+        matches!(
+            self,
+            Scope::GceSnapshots { .. } | Scope::EbsSnapshots { .. }
+        )
     }
 }
 
@@ -116,6 +139,15 @@ impl fmt::Display for Scope {
             Scope::Ceph(k) => k.fmt(f),
             Scope::Gce { project, location } => write!(f, "gce:{project}/{location}"),
             Scope::GceProject { project } => write!(f, "gce:{project}"),
+            Scope::GceSnapshots { project } => write!(f, "gce:{project}/snapshots"),
+            Scope::EbsSnapshots {
+                account: Some(a),
+                region,
+            } => write!(f, "ebs:{a}/{region}/snapshots"),
+            Scope::EbsSnapshots {
+                account: None,
+                region,
+            } => write!(f, "ebs:{region}/snapshots"),
             Scope::Ebs {
                 account: Some(a),
                 region,

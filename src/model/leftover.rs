@@ -218,7 +218,10 @@ pub(crate) fn needs_record(s: &VolumeLeftoverStatus, keep: Keep) -> bool {
     keep.report
         || matches!(
             s.reason,
-            Reason::VolumeDeleted | Reason::DiskWithoutVolume | Reason::ContentDeleted
+            Reason::VolumeDeleted
+                | Reason::DiskWithoutVolume
+                | Reason::SnapshotWithoutContent
+                | Reason::ContentDeleted
         )
         || (may_become_tombstone(s) && !keep.volume_seen)
 }

@@ -338,8 +338,12 @@ fn scope_keys(scope: &Scope) -> Option<DiskKeys> {
             };
             (Some(project.clone()), zone, region, None)
         }
-        Scope::GceProject { project } => (Some(project.clone()), None, None, None),
-        Scope::Ebs { account, region } => (None, None, Some(region.clone()), account.clone()),
+        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
+            (Some(project.clone()), None, None, None)
+        }
+        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
+            (None, None, Some(region.clone()), account.clone())
+        }
     };
     Some(DiskKeys {
         backend: scope.backend(),
@@ -385,7 +389,7 @@ pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
     let s = &f.status;
     if s.subject == Subject::Disk && s.reason == Reason::DiskWithoutVolume {
         let image = s.image.as_ref()?;
-        let scope = recorded_scope(&s.source.kind, image);
+        let scope = recorded_scope(&s.source, image);
         let keys = scope_keys(&scope)?;
         let seen = census
             .pools

@@ -76,6 +76,7 @@ pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&s
         }),
         cluster,
         replica_zones: Vec::new(),
+        source_disk: None,
     }
 }
 

@@ -68,6 +68,7 @@ pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
         }),
         cluster: d.cluster.clone().filter(|c| !c.is_empty()),
         replica_zones: d.replica_zones.clone(),
+        source_disk: None,
     }
 }
 

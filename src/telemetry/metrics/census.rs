@@ -36,7 +36,11 @@ impl From<&Scope> for CensusLabels {
     fn from(scope: &Scope) -> CensusLabels {
         match scope {
             Scope::Ceph(k) => CensusLabels::from(k.to_string().as_str()),
-            Scope::Gce { .. } | Scope::GceProject { .. } | Scope::Ebs { .. } => {
+            Scope::Gce { .. }
+            | Scope::GceProject { .. }
+            | Scope::GceSnapshots { .. }
+            | Scope::Ebs { .. }
+            | Scope::EbsSnapshots { .. } => {
                 let backend = scope.backend();
                 let full = scope.to_string();
                 let name = full
