@@ -3,13 +3,13 @@
 //! appear or go, and which names to decide again. No client, no clock, no log: the loop passes
 //! the time and what names images, and performs what comes back.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{
     Census, DiskRef, FailureKind, Resolved, Scope, ScopeState, Snapshot, disk_leftover_name,
-    disk_ref,
+    disk_ref, snapshot_handle_ref,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
 use crate::model::finding::Finding;
@@ -26,6 +26,10 @@ pub struct CensusState {
     /// The findings about images no volume names whose details the last census could not
     /// read: what is published about them stays.
     pub held: BTreeMap<String, Scope>,
+    /// The snapshot scopes whose last listing could not be compared with the
+    /// VolumeSnapshotContents (their store was not current): nothing is concluded about their
+    /// snapshots, and what is published about them stays.
+    pub unconcluded: BTreeSet<Scope>,
 }
 
 impl CensusState {
@@ -35,6 +39,7 @@ impl CensusState {
             census,
             orphans: BTreeMap::new(),
             held: BTreeMap::new(),
+            unconcluded: BTreeSet::new(),
         }
     }
 }
@@ -49,6 +54,11 @@ pub struct Naming {
     pub leftovers: Vec<(String, Reason, Option<VolumeSourceInfo>)>,
     /// The sources named by tombstones not written yet (a delete just watched).
     pub tombstones: Vec<VolumeSourceInfo>,
+    /// The backend snapshots named now: every VolumeSnapshotContent's handle (excluded ones
+    /// too: a backup tool's snapshot is named), each `ContentDeleted` tombstone's, written or
+    /// not. `None` when the content store is not current (or the kind is not served): then
+    /// no snapshot scope concludes anything.
+    pub snapshot_handles: Option<Vec<String>>,
 }
 
 /// What the pool's census gauges say.
@@ -124,7 +134,19 @@ where
         // Nothing is concluded: what is published stays.
         return out;
     }
-    let referenced = references(&state.census, key, naming().borrow(), &mut out.mark);
+    let naming = naming();
+    let naming = naming.borrow();
+    let referenced = if key.holds_snapshots() {
+        let Some(handles) = &naming.snapshot_handles else {
+            // Which snapshots the contents name is not known: nothing is concluded.
+            state.unconcluded.insert(key.clone());
+            return out;
+        };
+        state.unconcluded.remove(key);
+        snapshot_references(key, handles, naming, &mut out.mark)
+    } else {
+        references(&state.census, key, naming, &mut out.mark)
+    };
     hold_unread(state, key, &referenced);
     replace_orphans(state, key, &referenced, now, &mut out.mark);
     out
@@ -210,6 +232,25 @@ fn references(
     }
     referenced.extend(naming.tombstones.iter().filter_map(in_pool));
     referenced
+}
+
+/// Which snapshots of the snapshot scope `key` a content or a tombstone names; marks every
+/// finding about a snapshot without a content (each scope's are replaced).
+fn snapshot_references(
+    key: &Scope,
+    handles: &[String],
+    naming: &Naming,
+    marks: &mut Vec<String>,
+) -> HashSet<String> {
+    for (name, reason, _) in &naming.leftovers {
+        if *reason == Reason::SnapshotWithoutContent {
+            marks.push(name.clone());
+        }
+    }
+    handles
+        .iter()
+        .filter_map(|h| Some(snapshot_handle_ref(h)?.name_in(key)?.to_string()))
+        .collect()
 }
 
 /// The disks of `key` nothing names whose details could not be read: what is published about

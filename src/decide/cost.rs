@@ -33,7 +33,9 @@ pub fn estimate(s: &VolumeLeftoverStatus, table: &PriceTable, now: &Time) -> Opt
     if s.reason == Reason::VolumeWithoutDisk {
         return None;
     }
-    if s.reason.is_snapshot() {
+    // A backend snapshot no content names is priced as the snapshots of its driver, from its
+    // creation (when its content went is not known).
+    if s.reason.is_snapshot() || s.reason == Reason::SnapshotWithoutContent {
         let snapshot = s.snapshot.as_ref()?;
         let since = snapshot
             .since

@@ -192,6 +192,9 @@ pub(crate) struct Images<'a> {
     pub(crate) orphans: &'a BTreeMap<String, (Scope, Finding)>,
     /// Unreferenced images whose details could not be read: what is published about them stays.
     pub(crate) held: &'a BTreeMap<String, Scope>,
+    /// Snapshot scopes whose last listing could not be compared with the contents: what is
+    /// published about their snapshots stays.
+    pub(crate) unconcluded: &'a std::collections::BTreeSet<Scope>,
 }
 
 /// The settings a decision follows.
@@ -520,9 +523,12 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
     /// census says so (`None`: not an image's name).
     fn decide_image(&self, name: &str, existing: Option<&Leftover>, now: &Time) -> Option<Action> {
         let managed = existing.filter(|o| o.managed);
-        let published_image = managed
-            .and_then(|o| o.status.as_ref())
-            .filter(|s| s.reason == Reason::DiskWithoutVolume);
+        let published_image = managed.and_then(|o| o.status.as_ref()).filter(|s| {
+            matches!(
+                s.reason,
+                Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent
+            )
+        });
         let cs = match &self.images {
             Some(cs) => cs,
             // The census was turned off: nobody vouches for these any more.
@@ -550,9 +556,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         let key = s
             .record()
             .and_then(|r| Some(recorded_scope(&r.source, r.image.as_ref()?)));
-        let vouched = key
-            .as_ref()
-            .is_none_or(|k| !cs.census.covers(k) || cs.census.is_trusted(k));
+        let vouched = key.as_ref().is_none_or(|k| {
+            !cs.census.covers(k) || (cs.census.is_trusted(k) && !cs.unconcluded.contains(k))
+        });
         Some(if vouched {
             // The pool's census no longer finds it unreferenced (or the pool is no longer
             // censused; a zone or region of a project listed as a whole is, before its first

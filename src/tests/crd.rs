@@ -134,6 +134,7 @@ fn reason_all_lists_every_reason_once() {
             Reason::ContentNeverBound => 15,
             Reason::SnapshotContentMissing => 16,
             Reason::ContentDeleted => 17,
+            Reason::SnapshotWithoutContent => 18,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
@@ -184,6 +185,7 @@ fn hint_and_subject_all_list_every_value_once() {
             Subject::VolumeAndDisk => 2,
             Subject::SnapshotContent => 3,
             Subject::Snapshot => 4,
+            Subject::BackendSnapshot => 5,
         }
     }
     for (i, h) in Hint::ALL.into_iter().enumerate() {

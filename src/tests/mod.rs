@@ -4,6 +4,7 @@
 mod census;
 mod census_cloud;
 mod census_result;
+mod census_snapshots;
 mod classify;
 mod cli;
 mod cost;

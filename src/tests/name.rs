@@ -49,6 +49,7 @@ struct World {
     census: Option<Census>,
     orphans: BTreeMap<String, (Scope, Finding)>,
     held: BTreeMap<String, Scope>,
+    unconcluded: std::collections::BTreeSet<Scope>,
     ttl: Option<Duration>,
     prices: Option<crate::model::price::PriceTable>,
 }
@@ -74,6 +75,7 @@ fn world() -> World {
         census: None,
         orphans: BTreeMap::new(),
         held: BTreeMap::new(),
+        unconcluded: Default::default(),
         ttl: None,
         prices: None,
     }
@@ -111,6 +113,7 @@ impl World {
                 census,
                 orphans: &self.orphans,
                 held: &self.held,
+                unconcluded: &self.unconcluded,
             }),
             rules: Rules {
                 graces: GRACES,

@@ -268,7 +268,7 @@ proptest! {
             }
             Reason::ReclaimFailed => prop_assert_eq!(phase, "Failed"),
             Reason::VolumeDeleted => prop_assert!(false, "a tombstone from a live volume"),
-            Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk => {
+            Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk | Reason::SnapshotWithoutContent => {
                 prop_assert!(false, "a census finding without a census")
             }
             Reason::SnapshotDeleted

@@ -22,6 +22,7 @@ impl Loop {
         report: CensusReport,
         wall: &Time,
         naming: &mut Option<crate::decide::census_result::Naming>,
+        contents_current: bool,
     ) {
         use crate::decide::census_result::{Gauge, census_result};
         let Some(cs) = self.census.as_mut() else {
@@ -39,7 +40,10 @@ impl Loop {
             &key,
             result.map_err(|e| (e.kind, e.message)),
             wall,
-            || &*naming.get_or_insert_with(|| Self::census_naming(stores, scheduler)),
+            || {
+                &*naming
+                    .get_or_insert_with(|| Self::census_naming(stores, scheduler, contents_current))
+            },
         );
         self.gauge(match out.gauge {
             Gauge::Done { images, unread } => super::effects::Gauge::CensusDone {
@@ -65,12 +69,16 @@ impl Loop {
         }
     }
 
-    /// What names disks now, as the stores and the tombstones not written yet say.
+    /// What names disks and backend snapshots now, as the stores and the tombstones not
+    /// written yet say (the snapshots only when the content store is current).
     fn census_naming(
         stores: &Stores,
         scheduler: &mut Scheduler,
+        contents_current: bool,
     ) -> crate::decide::census_result::Naming {
+        let snapshot_handles = contents_current.then(|| Self::snapshot_handles(stores, scheduler));
         crate::decide::census_result::Naming {
+            snapshot_handles,
             volumes: stores
                 .pv
                 .state()
@@ -105,6 +113,83 @@ impl Loop {
         }
     }
 
+    /// Every backend snapshot named now: each content's handles, each `ContentDeleted`
+    /// tombstone's (written, or not yet).
+    fn snapshot_handles(stores: &Stores, scheduler: &mut Scheduler) -> Vec<String> {
+        let mut handles: Vec<String> = stores
+            .vsc
+            .state()
+            .iter()
+            .flat_map(|c| {
+                let status = c.status.as_ref().and_then(|s| s.snapshot_handle.as_deref());
+                let source = c.spec.source.snapshot_handle.as_deref();
+                status.into_iter().chain(source).map(str::to_string)
+            })
+            .collect();
+        let recorded = |s: &crate::model::crd::VolumeLeftoverStatus| {
+            (s.reason == Reason::ContentDeleted)
+                .then(|| s.snapshot.as_ref()?.snapshot_handle.clone())
+                .flatten()
+        };
+        handles.extend(
+            stores
+                .vl
+                .state()
+                .iter()
+                .filter(|o| o.managed)
+                .filter_map(|o| {
+                    let s = o.status.as_ref()?;
+                    (s.reason == Reason::ContentDeleted)
+                        .then(|| recorded(&s.record()?))
+                        .flatten()
+                }),
+        );
+        for n in scheduler.names_where(|st| st.memo().is_some_and(|m| m.tombstone.is_some())) {
+            if let Some(h) = scheduler
+                .memo(&n)
+                .tombstone
+                .as_deref()
+                .and_then(|t| recorded(&t.status))
+            {
+                handles.push(h);
+            }
+        }
+        handles
+    }
+
+    /// A content names a backend snapshot that was reported as named by nothing: that finding
+    /// goes.
+    fn snapshot_named(&mut self, content: &crate::model::snapshot::SnapshotContent) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let status = content
+            .status
+            .as_ref()
+            .and_then(|s| s.snapshot_handle.as_deref());
+        let source = content.spec.source.snapshot_handle.as_deref();
+        for r in status
+            .into_iter()
+            .chain(source)
+            .filter_map(crate::decide::census::snapshot_handle_ref)
+        {
+            let names: Vec<String> = cs
+                .census
+                .pools
+                .keys()
+                .filter_map(|scope| {
+                    let n = r.name_in(scope)?;
+                    Some(crate::decide::census::disk_leftover_name(scope, n))
+                })
+                .collect();
+            for name in names {
+                if cs.orphans.remove(&name).is_some() {
+                    self.scheduler.mark(&name);
+                }
+            }
+        }
+    }
+
     /// A volume names an image that was reported as referenced by nothing: that finding goes.
     fn image_referenced(&mut self, pv: &Volume) {
         let Some(cs) = self.census.as_mut() else {
@@ -134,11 +219,27 @@ impl Loop {
     /// tombstone's record, the same for each of a GCE listing's twenty zones and regions, and
     /// nothing the reports do changes it (they change the census and mark names, not the stores
     /// or what the scheduler keeps).
-    pub(super) fn census_done(&mut self, reports: Vec<CensusReport>, wall: &Time) {
+    pub(super) fn census_done(
+        &mut self,
+        reports: Vec<CensusReport>,
+        wall: &Time,
+        now: tokio::time::Instant,
+    ) {
+        use crate::telemetry::{Kind, Trust};
+        let contents_current =
+            self.health.trust(Kind::volumesnapshotcontents, now) == Trust::Current;
         let mut naming = None;
         for report in reports {
-            self.on_census(report, wall, &mut naming);
+            self.on_census(report, wall, &mut naming, contents_current);
         }
+    }
+
+    /// [`Loop::snapshot_named`], for the rest of the loop.
+    pub(super) fn content_names_snapshot(
+        &mut self,
+        content: &crate::model::snapshot::SnapshotContent,
+    ) {
+        self.snapshot_named(content);
     }
 
     /// [`Loop::image_referenced`], for the rest of the loop.

@@ -181,6 +181,7 @@ impl Ctx<'_> {
                 census: &c.census,
                 orphans: &c.orphans,
                 held: &c.held,
+                unconcluded: &c.unconcluded,
             }),
             rules: name::Rules {
                 graces: self.settings.graces,

@@ -46,7 +46,7 @@ impl Loop {
     pub(super) fn on_input(&mut self, input: Input, now: Instant, wall: &Time) {
         let at = At { now, wall };
         match input {
-            Input::Census(reports) => self.census_done(reports, wall),
+            Input::Census(reports) => self.census_done(reports, wall, now),
             Input::Pv(item) => self.on_feed(Kind::persistentvolumes, *item, Self::on_volume, at),
             Input::Pvc(item) => {
                 self.on_feed(Kind::persistentvolumeclaims, *item, Self::on_claim, at)
@@ -89,6 +89,7 @@ impl Loop {
     fn on_content(&mut self, change: Changed<SnapshotContent>, at: At) {
         match change {
             Changed::Applied(c) => {
+                self.content_names_snapshot(&c);
                 for name in self.snapshots.apply_content(&c) {
                     self.scheduler.mark(&name);
                 }

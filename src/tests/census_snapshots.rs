@@ -1,0 +1,251 @@
+//! The census of backend snapshots (GCE snapshots, EBS snapshots a CSI driver made), without a
+//! cloud: a snapshot no VolumeSnapshotContent or `ContentDeleted` tombstone names is a
+//! `SnapshotWithoutContent` finding once it is older than the image grace and not another
+//! cluster's; nothing is concluded while the content store is not current, and what is
+//! published then stays.
+
+use std::time::Duration;
+
+use super::fixtures::{now, now_plus};
+use crate::census::config::CensusConfig;
+use crate::decide::census::{
+    CreatedFor, DiskFacts, Scope, Seen, Snapshot, SnapshotHandleRef, disk_leftover_name,
+    snapshot_handle_ref,
+};
+use crate::decide::census_result::{CensusState, Naming, census_result};
+use crate::model::crd::{Hint, Reason, Subject};
+
+const CONFIG: &str = r#"
+clusterName: prod
+gce:
+  - project: proj
+    locations: [europe-west1-b]
+    snapshots: true
+ebs:
+  - region: eu-west-1
+    snapshots: true
+  - region: us-east-1
+"#;
+
+fn state() -> CensusState {
+    let c = CensusConfig::parse(CONFIG).expect("config parses");
+    CensusState::new(c.census(Duration::from_secs(3600)))
+}
+
+fn ebs_snapshots() -> Scope {
+    Scope::EbsSnapshots {
+        account: None,
+        region: "eu-west-1".into(),
+    }
+}
+
+fn gce_snapshots() -> Scope {
+    Scope::GceSnapshots {
+        project: "proj".into(),
+    }
+}
+
+/// A snapshot `age` seconds old, cut for `default/<snapshot>` by content `<content>`, naming
+/// `cluster`.
+fn snap(age: i64, cluster: Option<&str>, recorded: Option<(&str, &str)>) -> Seen {
+    Seen {
+        id: "1234".into(),
+        detail: Some(Box::new(DiskFacts {
+            size: 8 << 30,
+            created: Some(now_plus(-age).0),
+            cluster: cluster.map(str::to_string),
+            source_disk: Some("vol-0aaa".into()),
+            created_for: recorded.map(|(content, snapshot)| CreatedFor {
+                pv: Some(content.into()),
+                pvc: Some(snapshot.into()),
+                pvc_namespace: Some("default".into()),
+            }),
+            ..DiskFacts::default()
+        })),
+    }
+}
+
+fn listing(snaps: Vec<(&str, Seen)>) -> Snapshot {
+    Snapshot {
+        started: now_plus(-10),
+        pool_id: 0,
+        images: snaps.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
+        trash: Default::default(),
+        unread: Default::default(),
+    }
+}
+
+fn names(handles: Option<&[&str]>) -> Naming {
+    Naming {
+        snapshot_handles: handles.map(|h| h.iter().map(|s| s.to_string()).collect()),
+        ..Naming::default()
+    }
+}
+
+#[test]
+fn a_snapshot_no_content_names_is_a_finding_with_what_the_driver_recorded() {
+    let mut s = state();
+    let key = ebs_snapshots();
+    let snaps = listing(vec![
+        (
+            "snap-0aa",
+            snap(7200, Some("prod"), Some(("snapcontent-1", "db-1"))),
+        ),
+        (
+            "snap-0bb",
+            snap(7200, Some("prod"), Some(("snapcontent-2", "db-2"))),
+        ),
+    ]);
+    let out = census_result(&mut s, &key, Ok(snaps), &now(), || {
+        names(Some(&["snap-0bb"]))
+    });
+    let name = disk_leftover_name(&key, "snap-0aa");
+    assert_eq!(
+        s.orphans.keys().collect::<Vec<_>>(),
+        vec![&name],
+        "only the snapshot no content names"
+    );
+    assert!(out.mark.contains(&name));
+    let f = &s.orphans[&name].1.status;
+    assert_eq!(f.reason, Reason::SnapshotWithoutContent);
+    assert_eq!(f.subject, Subject::BackendSnapshot);
+    assert!(f.hints.is_empty(), "{:?}", f.hints);
+    let sn = f.snapshot.as_ref().expect("status.snapshot");
+    assert_eq!(sn.snapshot_handle.as_deref(), Some("snap-0aa"));
+    assert_eq!(sn.content.as_deref(), Some("snapcontent-1"));
+    assert_eq!(sn.snapshot.as_deref(), Some("default/db-1"));
+    assert_eq!(sn.restore_size_bytes, Some(8 << 30));
+    assert_eq!(f.source.driver.as_deref(), Some("ebs.csi.aws.com"));
+    assert_eq!(f.source.volume_handle.as_deref(), Some("vol-0aaa"));
+    assert!(
+        f.message.starts_with(
+            "EBS snapshot snap-0aa (eu-west-1) is not named by any VolumeSnapshotContent"
+        ),
+        "{}",
+        f.message
+    );
+    // Its name is not the name of a volume of that id in the volume scope.
+    let volumes = Scope::Ebs {
+        account: None,
+        region: "eu-west-1".into(),
+    };
+    assert_ne!(name, disk_leftover_name(&volumes, "snap-0aa"));
+}
+
+#[test]
+fn young_other_clusters_and_unattributed_snapshots() {
+    let mut s = state();
+    let key = gce_snapshots();
+    let snaps = listing(vec![
+        ("young", snap(60, Some("prod"), Some(("c", "s")))),
+        ("theirs", snap(7200, Some("staging"), Some(("c", "s")))),
+        ("nobodys", snap(7200, None, None)),
+    ]);
+    census_result(&mut s, &key, Ok(snaps), &now(), || names(Some(&[])));
+    let found: Vec<&str> = s
+        .orphans
+        .values()
+        .map(|(_, f)| f.status.image.as_ref().unwrap().name.as_str())
+        .collect();
+    assert_eq!(
+        found,
+        vec!["nobodys"],
+        "not the young one, not another cluster's"
+    );
+    let f = &s.orphans.values().next().unwrap().1.status;
+    assert_eq!(f.hints, vec![Hint::OwnerUnknown]);
+    assert_eq!(
+        f.snapshot.as_ref().unwrap().snapshot_handle.as_deref(),
+        Some("projects/proj/global/snapshots/nobodys")
+    );
+    assert_eq!(f.source.driver.as_deref(), Some("pd.csi.storage.gke.io"));
+}
+
+#[test]
+fn a_gce_handle_names_the_snapshot_of_its_project_only() {
+    let mut s = state();
+    let key = gce_snapshots();
+    let snaps = listing(vec![(
+        "snapshot-1",
+        snap(7200, Some("prod"), Some(("c", "s"))),
+    )]);
+    census_result(&mut s, &key, Ok(snaps.clone()), &now(), || {
+        names(Some(&["projects/other/global/snapshots/snapshot-1"]))
+    });
+    assert_eq!(
+        s.orphans.len(),
+        1,
+        "another project's snapshot of that name"
+    );
+    census_result(&mut s, &key, Ok(snaps), &now(), || {
+        names(Some(&["projects/proj/global/snapshots/snapshot-1"]))
+    });
+    assert!(
+        s.orphans.is_empty(),
+        "named by a content now: {:?}",
+        s.orphans
+    );
+}
+
+#[test]
+fn nothing_is_concluded_while_the_contents_are_not_known() {
+    let mut s = state();
+    let key = ebs_snapshots();
+    let snaps = || listing(vec![("snap-0aa", snap(7200, Some("prod"), None))]);
+    census_result(&mut s, &key, Ok(snaps()), &now(), || names(Some(&[])));
+    assert_eq!(s.orphans.len(), 1);
+    // The content store is not current: the published finding stays, none is added or cleared.
+    let out = census_result(&mut s, &key, Ok(snaps()), &now(), || names(None));
+    assert_eq!(s.orphans.len(), 1, "what is published stays");
+    assert!(out.mark.is_empty(), "nothing decided again: {:?}", out.mark);
+    assert!(s.unconcluded.contains(&key));
+    census_result(&mut s, &key, Ok(snaps()), &now(), || {
+        names(Some(&["snap-0aa"]))
+    });
+    assert!(s.orphans.is_empty());
+    assert!(!s.unconcluded.contains(&key));
+}
+
+#[test]
+fn a_volume_scope_is_not_a_snapshot_scope() {
+    // The disk census of a region does not read the contents, and a snapshot scope is only
+    // there when its section asks for it.
+    let s = state();
+    assert!(s.census.pools.contains_key(&ebs_snapshots()));
+    assert!(!s.census.pools.contains_key(&Scope::EbsSnapshots {
+        account: None,
+        region: "us-east-1".into()
+    }));
+    assert!(
+        !Scope::Ebs {
+            account: None,
+            region: "eu-west-1".into()
+        }
+        .holds_snapshots()
+    );
+}
+
+#[test]
+fn handles_are_parsed_by_their_shape() {
+    assert_eq!(
+        snapshot_handle_ref("snap-0123abcd"),
+        Some(SnapshotHandleRef::Ebs("snap-0123abcd".into()))
+    );
+    assert_eq!(
+        snapshot_handle_ref("projects/p/global/snapshots/snapshot-1"),
+        Some(SnapshotHandleRef::Gce {
+            project: "p".into(),
+            name: "snapshot-1".into()
+        })
+    );
+    for other in [
+        "projects/p/global/images/image-1",
+        "snap-",
+        "snap-xyz",
+        "0001-0009-rook-ceph-0000000000000002-abc",
+        "projects//global/snapshots/x",
+        "projects/p/global/snapshots/",
+    ] {
+        assert_eq!(snapshot_handle_ref(other), None, "{other}");
+    }
+}
