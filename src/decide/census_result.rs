@@ -30,6 +30,11 @@ pub struct CensusState {
     /// VolumeSnapshotContents (their store was not current): nothing is concluded about their
     /// snapshots, and what is published about them stays.
     pub unconcluded: BTreeSet<Scope>,
+    /// The handles of contents deleted lately, with when the delete was seen: a listing that
+    /// began before a content's delete may hold its snapshot (a Delete-policy content goes
+    /// only once its backend snapshot is deleted, after the listing), so the snapshot counts
+    /// as named for that listing.
+    named_lately: Vec<(String, Time)>,
 }
 
 impl CensusState {
@@ -40,9 +45,23 @@ impl CensusState {
             orphans: BTreeMap::new(),
             held: BTreeMap::new(),
             unconcluded: BTreeSet::new(),
+            named_lately: Vec::new(),
         }
     }
+
+    /// A content naming `handles` was deleted at `at`; what was deleted before
+    /// [`NAMED_LATELY`] is forgotten.
+    pub fn content_gone(&mut self, handles: impl IntoIterator<Item = String>, at: &Time) {
+        let horizon = at.0 - jiff::SignedDuration::try_from(NAMED_LATELY).unwrap_or_default();
+        self.named_lately.retain(|(_, t)| t.0 >= horizon);
+        self.named_lately
+            .extend(handles.into_iter().map(|h| (h, at.clone())));
+    }
 }
+
+/// How long a deleted content's handle keeps naming its snapshot for the listings that began
+/// before the delete: longer than any listing takes (their deadline is minutes).
+pub const NAMED_LATELY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
@@ -143,7 +162,17 @@ where
             return out;
         };
         state.unconcluded.remove(key);
-        snapshot_references(key, handles, naming, &mut out.mark)
+        let started = state.census.pools[key]
+            .current
+            .as_ref()
+            .map(|c| c.started.clone());
+        let lately = state
+            .named_lately
+            .iter()
+            .filter(|(_, at)| started.as_ref().is_some_and(|s| at.0 >= s.0))
+            .map(|(h, _)| h);
+        let handles: Vec<&String> = handles.iter().chain(lately).collect();
+        snapshot_references(key, &handles, naming, &mut out.mark)
     } else {
         references(&state.census, key, naming, &mut out.mark)
     };
@@ -238,7 +267,7 @@ fn references(
 /// finding about a snapshot without a content (each scope's are replaced).
 fn snapshot_references(
     key: &Scope,
-    handles: &[String],
+    handles: &[&String],
     naming: &Naming,
     marks: &mut Vec<String>,
 ) -> HashSet<String> {

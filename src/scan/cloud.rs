@@ -316,6 +316,15 @@ pub(crate) struct DiskKeys {
     pub(crate) created_for_pv: Option<String>,
     /// The claim (`namespace/name`) it was created for.
     pub(crate) created_for_claim: Option<String>,
+    /// A backend snapshot's: the handle a VolumeSnapshotContent would carry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot_handle: Option<String>,
+    /// A backend snapshot's: the VolumeSnapshotContent the CSI driver recorded it was cut for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) created_for_content: Option<String>,
+    /// A backend snapshot's: the VolumeSnapshot (`namespace/name`) it was cut for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) created_for_snapshot: Option<String>,
 }
 
 fn time(t: Option<jiff::Timestamp>) -> Option<String> {
@@ -382,12 +391,23 @@ fn with_facts(mut k: DiskKeys, id: &str, d: &DiskFacts, ours: Option<&str>) -> D
     k
 }
 
+/// A backend snapshot's keys: the handle a content would carry, and what the driver recorded
+/// of it as a content and a snapshot (not as a PV and a claim).
+fn as_snapshot(mut k: DiskKeys, handle: Option<&str>) -> DiskKeys {
+    k.snapshot_handle = handle.map(str::to_string);
+    k.created_for_content = k.created_for_pv.take();
+    k.created_for_snapshot = k.created_for_claim.take();
+    k
+}
+
 /// The cloud keys of a finding's line, when it is about a cloud disk: a disk no PV names (its
 /// scope and what the last listing read of it), or a PV whose disk the listings did not find
 /// (its scope).
 pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
     let s = &f.status;
-    if s.subject == Subject::Disk && s.reason == Reason::DiskWithoutVolume {
+    let unnamed = (s.subject == Subject::Disk && s.reason == Reason::DiskWithoutVolume)
+        || (s.subject == Subject::BackendSnapshot && s.reason == Reason::SnapshotWithoutContent);
+    if unnamed {
         let image = s.image.as_ref()?;
         let scope = recorded_scope(&s.source, image);
         let keys = scope_keys(&scope)?;
@@ -396,12 +416,20 @@ pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
             .get(&scope)
             .and_then(|st| st.current.as_ref())
             .and_then(|snap| snap.images.get(&image.name));
-        return Some(
-            match seen.and_then(|seen| Some((seen, seen.detail.as_deref()?))) {
-                Some((seen, d)) => with_facts(keys, &seen.id, d, census.cluster_name.as_deref()),
-                None => keys,
-            },
-        );
+        let keys = match seen.and_then(|seen| Some((seen, seen.detail.as_deref()?))) {
+            Some((seen, d)) => with_facts(keys, &seen.id, d, census.cluster_name.as_deref()),
+            None => keys,
+        };
+        return Some(match s.subject {
+            Subject::BackendSnapshot => {
+                let handle = s
+                    .snapshot
+                    .as_ref()
+                    .and_then(|i| i.snapshot_handle.as_deref());
+                as_snapshot(keys, handle)
+            }
+            _ => keys,
+        });
     }
     if s.reason == Reason::VolumeWithoutDisk {
         // As the classification located it (no zones: see `Facts::image`).

@@ -332,10 +332,13 @@ impl Reader {
         referenced: &mut Referenced,
     ) -> Result<(), ScanError> {
         let api: Api<crate::model::crd::VolumeLeftover> = Api::all(self.client.clone());
+        // A `ContentDeleted` tombstone names its backend snapshot as a `VolumeDeleted` one its
+        // disk.
         let selector = format!(
-            "{}={},{}={}",
+            "{} in ({},{}),{}={}",
             crate::model::labels::LABEL_REASON,
             Reason::VolumeDeleted.as_str(),
+            Reason::ContentDeleted.as_str(),
             crate::model::labels::MANAGED_BY,
             crate::model::labels::MANAGED_BY_VALUE
         );
@@ -349,7 +352,14 @@ impl Reader {
                 },
                 |items| {
                     for o in items {
-                        if let Some(r) = o.status.as_ref().and_then(|s| disk_ref(&s.source, &[])) {
+                        let Some(s) = o.status.as_ref() else {
+                            continue;
+                        };
+                        if s.reason == Reason::ContentDeleted {
+                            let handle =
+                                s.snapshot.as_ref().and_then(|i| i.snapshot_handle.clone());
+                            note_snapshots(census, handle, referenced);
+                        } else if let Some(r) = disk_ref(&s.source, &[]) {
                             note_reference(census, r, referenced);
                         }
                     }
@@ -440,6 +450,28 @@ fn note_reference(census: &Census, image: DiskRef, referenced: &mut Referenced) 
             .entry(key.clone())
             .or_default()
             .insert(image.name().to_string());
+    }
+}
+
+/// Notes in `referenced` the backend snapshots the handles name, in each censused snapshot
+/// scope that can hold them.
+pub(crate) fn note_snapshots(
+    census: &Census,
+    handles: impl IntoIterator<Item = String>,
+    referenced: &mut Referenced,
+) {
+    for r in handles
+        .into_iter()
+        .filter_map(|h| crate::decide::census::snapshot_handle_ref(&h))
+    {
+        for scope in census.pools.keys() {
+            if let Some(name) = r.name_in(scope) {
+                referenced
+                    .entry(scope.clone())
+                    .or_default()
+                    .insert(name.to_string());
+            }
+        }
     }
 }
 
@@ -892,6 +924,24 @@ pub async fn run(
         server: server.to_string(),
         timeout,
     };
+    // The contents before the snapshot listings, and again after them (the snapshot part): a
+    // snapshot named by either is named. One deleted between the listings and the second read
+    // went with its content (a Delete-policy content goes once its snapshot is deleted), and
+    // is named by the first.
+    let snapshot_census = census.is_some_and(|cs| {
+        cs.config
+            .census(cs.image_grace)
+            .pools
+            .keys()
+            .any(Scope::holds_snapshots)
+    });
+    let handles_before = if snapshot_census {
+        snapshot_reader
+            .content_handles(&snapshots_asked.exclusions)
+            .await?
+    } else {
+        None
+    };
     let state = match census {
         Some(cs) => {
             let mut c = census_twice(cs).await;
@@ -908,23 +958,31 @@ pub async fn run(
         state.as_ref().map(|(c, _)| std::sync::Arc::new(c.clone())),
     )
     .await?;
+    let mut census_state = None;
     if let (Some(cs), Some((mut c, cloud_failed))) = (census, state) {
         let unnamed = unnamed_images(&c, &report.referenced);
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
         report.findings.extend(orphans(&c, &report.referenced));
         report.cloud_failed = cloud_failed.into_values().collect();
-        report.disks = report
-            .findings
-            .iter()
-            .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(&c, f)?)))
-            .collect();
+        census_state = Some(c);
     }
     // After the volumes: a server that cannot be reached, or an identity that may not list PVs,
     // is reported as such, not as a failed snapshot discovery.
     report.snapshots = snapshot_reader
         .snapshot_part(snapshots_asked, &wall_clock(), &mut report.missing)
         .await?;
+    if let Some(c) = &census_state {
+        let handles = handles_before.zip(report.snapshots.handles.clone());
+        let (found, unknown) = snapshot_orphans(c, handles, &mut report.referenced);
+        report.findings.extend(found);
+        report.census_failed.extend(unknown);
+        report.disks = report
+            .findings
+            .iter()
+            .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(c, f)?)))
+            .collect();
+    }
     if let Some(table) = prices {
         let now = wall_clock();
         for f in &mut report.findings {
@@ -996,12 +1054,40 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
     failed
 }
 
-/// The findings about the images nothing names, every pool's.
+/// The findings about the snapshots no content names, every snapshot scope's, from the
+/// contents' handles read before and after the listings (`None`: either read failed, or the
+/// snapshot kinds are not served); with no handles, a line per scope saying nothing is known.
+fn snapshot_orphans(
+    c: &Census,
+    handles: Option<(Vec<String>, Vec<String>)>,
+    referenced: &mut Referenced,
+) -> (Vec<Finding>, Vec<String>) {
+    let scopes: Vec<&Scope> = c.pools.keys().filter(|k| k.holds_snapshots()).collect();
+    let Some((before, after)) = handles else {
+        let unknown = scopes
+            .into_iter()
+            .filter(|k| c.is_trusted(k))
+            .map(|k| format!("{k}: the VolumeSnapshotContents could not be read (not served, or forbidden); nothing is said about its snapshots"))
+            .collect();
+        return (Vec::new(), unknown);
+    };
+    note_snapshots(c, before.into_iter().chain(after), referenced);
+    let now = wall_clock();
+    let empty = HashSet::new();
+    let found = scopes
+        .into_iter()
+        .flat_map(|k| c.orphans(k, referenced.get(k).unwrap_or(&empty), &now))
+        .collect();
+    (found, Vec::new())
+}
+
+/// The findings about the images nothing names, every pool's (not the snapshot scopes': see
+/// [`snapshot_orphans`]).
 fn orphans(c: &Census, referenced: &Referenced) -> Vec<Finding> {
     let now = wall_clock();
     let empty = HashSet::new();
     let mut found = Vec::new();
-    for k in c.pools.keys() {
+    for k in c.pools.keys().filter(|k| !k.holds_snapshots()) {
         let refs = referenced.get(k).unwrap_or(&empty);
         found.extend(c.orphans(k, refs, &now));
     }

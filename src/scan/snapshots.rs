@@ -67,6 +67,9 @@ pub struct SnapshotScan {
     /// Objects whose second look (a 403, a timeout) could not tell whether the finding stands,
     /// each with the error: the report is incomplete.
     pub unknown: Vec<String>,
+    /// The backend snapshots the contents name (their handles, excluded contents' too), when
+    /// the contents were listed.
+    pub handles: Option<Vec<String>>,
 }
 
 /// What one lookup answers: the listed objects, or `None` when their list was forbidden
@@ -120,6 +123,20 @@ impl Reader {
         crate::watch::served::snapshots_served(&self.client, self.timeout)
             .await
             .map_err(|e| self.error("discover", "snapshot.storage.k8s.io/v1", e))
+    }
+
+    /// The backend snapshots every VolumeSnapshotContent names; `None` when the kind is not
+    /// served or may not be listed (the snapshot part says which).
+    pub(super) async fn content_handles(
+        &self,
+        exclusions: &SnapshotExclusions,
+    ) -> Result<Option<Vec<String>>, ScanError> {
+        if !self.snapshots_served().await? {
+            return Ok(None);
+        }
+        let mut ignored = Vec::new();
+        let contents = unless_forbidden(self.contents(exclusions).await, "", &mut ignored)?;
+        Ok(contents.map(|c| handles_of(&c)))
     }
 
     /// Every VolumeSnapshotContent, as the lean form the operator keeps.
@@ -250,6 +267,7 @@ impl Reader {
         };
         let mut out = SnapshotScan {
             served: true,
+            handles: contents.as_deref().map(handles_of),
             ..SnapshotScan::default()
         };
         let mut found = Vec::new();
@@ -566,4 +584,19 @@ pub(crate) fn write(
             super::write_table(w, &header, &table)
         }
     }
+}
+
+/// The backend snapshots the contents name: each one's `status.snapshotHandle` and
+/// `spec.source.snapshotHandle`.
+fn handles_of(contents: &[SnapshotContent]) -> Vec<String> {
+    contents
+        .iter()
+        .flat_map(|c| {
+            let status = c.status.as_ref().and_then(|s| s.snapshot_handle.as_deref());
+            status
+                .into_iter()
+                .chain(c.spec.source.snapshot_handle.as_deref())
+                .map(str::to_string)
+        })
+        .collect()
 }

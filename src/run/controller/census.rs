@@ -190,6 +190,20 @@ impl Loop {
         }
     }
 
+    /// A content was deleted at `wall`: the snapshot it named still counts as named for the
+    /// listings that began before.
+    fn content_deleted(&mut self, content: &crate::model::snapshot::SnapshotContent, wall: &Time) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        let status = content
+            .status
+            .as_ref()
+            .and_then(|s| s.snapshot_handle.as_deref());
+        let source = content.spec.source.snapshot_handle.as_deref();
+        cs.content_gone(status.into_iter().chain(source).map(str::to_string), wall);
+    }
+
     /// A volume names an image that was reported as referenced by nothing: that finding goes.
     fn image_referenced(&mut self, pv: &Volume) {
         let Some(cs) = self.census.as_mut() else {
@@ -232,6 +246,15 @@ impl Loop {
         for report in reports {
             self.on_census(report, wall, &mut naming, contents_current);
         }
+    }
+
+    /// [`Loop::content_deleted`], for the rest of the loop.
+    pub(super) fn content_gone(
+        &mut self,
+        content: &crate::model::snapshot::SnapshotContent,
+        wall: &Time,
+    ) {
+        self.content_deleted(content, wall);
     }
 
     /// [`Loop::snapshot_named`], for the rest of the loop.

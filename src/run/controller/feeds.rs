@@ -95,6 +95,7 @@ impl Loop {
                 }
             }
             Changed::Deleted(c) => {
+                self.content_gone(&c, at.wall);
                 self.stash_content_tombstone(&c, at);
                 for name in self.snapshots.delete_content(&c) {
                     self.scheduler.mark(&name);
@@ -108,6 +109,7 @@ impl Loop {
                 // Their delete was not watched: what the store last had says whether each left
                 // its backend snapshot, as a watched delete's last object does.
                 for c in &gone {
+                    self.content_gone(c, at.wall);
                     self.stash_content_tombstone(c, at);
                     for name in self.snapshots.delete_content(c) {
                         self.scheduler.mark(&name);
