@@ -249,3 +249,20 @@ fn handles_are_parsed_by_their_shape() {
         assert_eq!(snapshot_handle_ref(other), None, "{other}");
     }
 }
+
+#[test]
+fn a_content_deleted_after_the_listing_began_still_names_its_snapshot() {
+    // The listing began at now-10 and holds the snapshot; its Delete-policy content went at
+    // now-5, once the driver had deleted it. That listing is not proof of an orphan.
+    let mut s = state();
+    let key = ebs_snapshots();
+    let snaps = || listing(vec![("snap-0aa", snap(7200, Some("prod"), None))]);
+    s.content_gone(["snap-0aa".to_string()], &now_plus(-5));
+    census_result(&mut s, &key, Ok(snaps()), &now(), || names(Some(&[])));
+    assert!(s.orphans.is_empty(), "{:?}", s.orphans.keys());
+    // A delete seen before the listing began does not name it: the snapshot outlived it.
+    let mut s = state();
+    s.content_gone(["snap-0aa".to_string()], &now_plus(-60));
+    census_result(&mut s, &key, Ok(snaps()), &now(), || names(Some(&[])));
+    assert_eq!(s.orphans.len(), 1);
+}
