@@ -470,11 +470,13 @@ fn the_cloud_census_values_render_the_config_the_key_mounts_and_the_identity_ann
                 {"project": "my-project", "locations": ["europe-west1", "europe-west1-b"],
                  "keyFile": "/etc/volume-leftovers/gce/key.json"},
                 {"project": "other-project", "clusterName": "prod-eu-2",
-                 "clusterLabel": "my-cluster-label", "keyFile": "/etc/volume-leftovers/gce/key.json"},
+                 "clusterLabel": "my-cluster-label", "snapshots": true,
+                 "keyFile": "/etc/volume-leftovers/gce/key.json"},
             ],
             "ebs": [
                 {"region": "eu-west-1", "account": "123456789012"},
-                {"region": "us-east-1", "clusterName": "prod-us-1", "clusterTag": "my-cluster-tag"},
+                {"region": "us-east-1", "clusterName": "prod-us-1", "clusterTag": "my-cluster-tag",
+                 "snapshots": true},
             ],
         })
     );
