@@ -629,3 +629,162 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
     operator.stop();
     let _ = leftovers.delete(&name, &Default::default()).await;
 }
+
+/// Creates a snapshot of `volume` with these tags; returns its id.
+async fn create_snapshot(ec2: &aws_sdk_ec2::Client, volume: &str, tags: &[(&str, &str)]) -> String {
+    let mut req = ec2.create_snapshot().volume_id(volume);
+    if !tags.is_empty() {
+        let mut spec = TagSpecification::builder().resource_type(ResourceType::Snapshot);
+        for (k, v) in tags {
+            spec = spec.tags(Tag::builder().key(*k).value(*v).build());
+        }
+        req = req.tag_specifications(spec.build());
+    }
+    req.send()
+        .await
+        .expect("CreateSnapshot")
+        .snapshot_id()
+        .expect("an id")
+        .to_string()
+}
+
+/// A pre-provisioned VolumeSnapshotContent naming the backend snapshot `handle`.
+fn content_of(name: &str, handle: &str) -> String {
+    format!(
+        "apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotContent
+metadata:
+  name: {name}
+spec:
+  deletionPolicy: Retain
+  driver: ebs.csi.aws.com
+  source:
+    snapshotHandle: {handle}
+  volumeSnapshotRef:
+    namespace: default
+    name: {name}
+"
+    )
+}
+
+/// The EBS snapshot census (`snapshots: true`) end to end, on a control plane of its own with
+/// the snapshot CRDs: the snapshot the EBS CSI driver cut that no content names becomes
+/// `SnapshotWithoutContent` with what the driver recorded; the one a content names, another
+/// cluster's, and one without the driver's tag are nothing; a content that starts naming the
+/// reported snapshot (an import) clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ebs_snapshot_census_reports_the_snapshots_no_content_names() {
+    let Some(moto) = moto() else { return };
+    let cp = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
+    let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("tools/snapshot-crds.sh");
+    assert!(crds.status.success(), "tools/snapshot-crds.sh failed");
+    for p in String::from_utf8_lossy(&crds.stdout).lines() {
+        cp.kubectl_ok(&["apply", "-f", p])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let admin = cp.admin().await;
+    let region = "eu-central-1";
+    let ec2 = writer(moto.port, region).await;
+    let cluster = unique("e2e-eks");
+    let ours = format!("kubernetes.io/cluster/{cluster}");
+    let volume = create_volume(&ec2, "eu-central-1a", &[(ours.as_str(), "owned")]).await;
+    let csi = |snapshot: &'static str| {
+        vec![
+            (ours.clone(), "owned".to_string()),
+            (
+                "CSIVolumeSnapshotName".into(),
+                format!("snapshot-{snapshot}"),
+            ),
+            (
+                "kubernetes.io/created-for/volumesnapshot/name".into(),
+                snapshot.to_string(),
+            ),
+            (
+                "kubernetes.io/created-for/volumesnapshot/namespace".into(),
+                "shop".to_string(),
+            ),
+            (
+                "kubernetes.io/created-for/volumesnapshotcontent/name".into(),
+                format!("snapcontent-{snapshot}"),
+            ),
+        ]
+    };
+    let tags = |t: &[(String, String)]| -> Vec<(String, String)> { t.to_vec() };
+    let make = async |t: Vec<(String, String)>| {
+        let t: Vec<(&str, &str)> = t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        create_snapshot(&ec2, &volume, &t).await
+    };
+    let orphan = make(tags(&csi("nightly"))).await;
+    let named = make(tags(&csi("kept"))).await;
+    let mut other = csi("theirs");
+    other[0] = (
+        "kubernetes.io/cluster/another-cluster".into(),
+        "owned".into(),
+    );
+    let theirs = make(other).await;
+    let by_hand = make(vec![(ours.clone(), "owned".into())]).await;
+    let file = cp.dir.join("named-content.yaml");
+    std::fs::write(&file, content_of("kept-content", &named)).unwrap();
+    cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let dir = cp.dir.join(unique("ebs-snapshots"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("census.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "clusterName: {cluster}\nebs:\n  - region: {region}\n    endpoint: http://127.0.0.1:{}\n    snapshots: true\n",
+            moto.port
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let log = dir.join("operator.log");
+    let _operator = start_operator(&cp, &config, port, &log);
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    let scope = Scope::EbsSnapshots {
+        account: None,
+        region: region.into(),
+    };
+    let name = disk_leftover_name(&scope, &orphan);
+    let found = wait_leftover(&leftovers, &name, "SnapshotWithoutContent", |o| {
+        reason(o) == Some(Reason::SnapshotWithoutContent)
+    })
+    .await;
+    let s = found.status.clone().unwrap();
+    assert_eq!(s.subject, Subject::BackendSnapshot);
+    assert!(s.hints.is_empty(), "ours: {:?}", s.hints);
+    assert_eq!(s.source.driver.as_deref(), Some("ebs.csi.aws.com"));
+    assert_eq!(s.source.volume_handle.as_deref(), Some(volume.as_str()));
+    let snap = s.snapshot.expect("status.snapshot");
+    assert_eq!(snap.snapshot_handle.as_deref(), Some(orphan.as_str()));
+    assert_eq!(snap.content.as_deref(), Some("snapcontent-nightly"));
+    assert_eq!(snap.snapshot.as_deref(), Some("shop/nightly"));
+    assert_eq!(
+        scraped(
+            port,
+            &format!(r#"volume_leftovers_census_up{{backend="ebs",scope="{region}/snapshots"}}"#)
+        ),
+        Some(1.0)
+    );
+    // The one a content names, another cluster's, one the driver did not cut: nothing.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for not in [&named, &theirs, &by_hand] {
+        let n = disk_leftover_name(&scope, not);
+        assert!(
+            leftovers.get_opt(&n).await.unwrap().is_none(),
+            "{not}: no finding"
+        );
+    }
+    // A content imports the reported snapshot: its finding goes.
+    std::fs::write(&file, content_of("imported-content", &orphan)).unwrap();
+    cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_leftover_gone(&leftovers, &name).await;
+}
