@@ -782,6 +782,32 @@ async fn the_ebs_snapshot_census_reports_the_snapshots_no_content_names() {
             "{not}: no finding"
         );
     }
+    // `scan` says the same, with the snapshot's keys.
+    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args(["scan", "--census-image-grace", "0s", "--census-config"])
+        .arg(&config)
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .env("AWS_ACCESS_KEY_ID", KEY_ID)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("scan reports {name}: {stdout}\n{stderr}"));
+    assert_eq!(line["reason"], "SnapshotWithoutContent", "{line}");
+    assert_eq!(line["snapshot_handle"], orphan.as_str(), "{line}");
+    assert_eq!(line["created_for_content"], "snapcontent-nightly", "{line}");
+    assert_eq!(line["created_for_snapshot"], "shop/nightly", "{line}");
+    assert_eq!(line["scope"], format!("ebs:{region}/snapshots"), "{line}");
+    for not in [&named, &theirs, &by_hand] {
+        let n = disk_leftover_name(&scope, not);
+        assert!(!stdout.contains(&n), "scan: {not} is no finding: {stdout}");
+    }
     // A content imports the reported snapshot: its finding goes.
     std::fs::write(&file, content_of("imported-content", &orphan)).unwrap();
     cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
