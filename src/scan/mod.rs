@@ -1057,7 +1057,7 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
 /// The findings about the snapshots no content names, every snapshot scope's, from the
 /// contents' handles read before and after the listings (`None`: either read failed, or the
 /// snapshot kinds are not served); with no handles, a line per scope saying nothing is known.
-fn snapshot_orphans(
+pub(crate) fn snapshot_orphans(
     c: &Census,
     handles: Option<(Vec<String>, Vec<String>)>,
     referenced: &mut Referenced,

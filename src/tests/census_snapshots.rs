@@ -266,3 +266,24 @@ fn a_content_deleted_after_the_listing_began_still_names_its_snapshot() {
     census_result(&mut s, &key, Ok(snaps()), &now(), || names(Some(&[])));
     assert_eq!(s.orphans.len(), 1);
 }
+
+#[test]
+fn scan_says_it_does_not_know_a_scope_whose_contents_it_could_not_read() {
+    let mut s = state();
+    let key = ebs_snapshots();
+    let snaps = || listing(vec![("snap-0aa", snap(7200, Some("prod"), None))]);
+    s.census.record(&key, Ok(snaps()));
+    let mut referenced = Default::default();
+    let (found, unknown) = crate::scan::snapshot_orphans(&s.census, None, &mut referenced);
+    assert!(found.is_empty(), "no content is not \"no content\"");
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(unknown[0].starts_with("ebs:eu-west-1/snapshots: "), "{}", unknown[0]);
+    // Named before the listings or after them: named.
+    let handles = Some((vec!["snap-0aa".to_string()], Vec::new()));
+    let (found, unknown) = crate::scan::snapshot_orphans(&s.census, handles, &mut referenced);
+    assert!(found.is_empty() && unknown.is_empty(), "{found:?} {unknown:?}");
+    let mut referenced = Default::default();
+    let handles = Some((Vec::new(), vec!["snap-0bb".to_string()]));
+    let (found, _) = crate::scan::snapshot_orphans(&s.census, handles, &mut referenced);
+    assert_eq!(found.len(), 1);
+}
