@@ -2,8 +2,8 @@
 //! (`aws-sdk-ec2`, `DescribeVolumes` through its paginator) and returns every volume's facts
 //! ([`EbsVolume`]), or why there is no list ([`ListError`]).
 //!
-//! **I/O: reads EC2 (`ec2:DescribeVolumes` only, `docs/iam/ebs-census-policy.json`); writes
-//! nothing.** Credentials come from `aws-config`'s default chain (environment keys, IRSA's web
+//! **I/O: reads EC2 (`ec2:DescribeVolumes`; `ec2:DescribeSnapshots` for the CSI driver's
+//! snapshots ([`Ebs::list_snapshots`]), `docs/iam/ebs-census-policy.json`); writes nothing.** Credentials come from `aws-config`'s default chain (environment keys, IRSA's web
 //! identity token, EKS Pod Identity, the instance profile) or from keys given
 //! ([`CredentialSource::Keys`], e.g. from a Secret). Every request is bounded
 //! ([`EbsConfig::attempt_timeout`] per attempt, [`EbsConfig::request_timeout`] per page with its
