@@ -736,7 +736,10 @@ async fn the_documented_policy_is_enough_and_no_more() {
         credentials: keys("census"),
         ..config(&moto.url, "us-east-1")
     };
-    let listing = Ebs::connect(cfg).await.list().await.expect("a listing");
+    let census = Ebs::connect(cfg).await;
+    let listing = census.list().await.expect("a listing");
+    // ... and its snapshots (the policy's second statement, for `snapshots: true`) ...
+    census.list_snapshots().await.expect("a snapshot listing");
     assert_eq!(
         listing
             .volumes
@@ -770,4 +773,97 @@ async fn the_documented_policy_is_enough_and_no_more() {
     assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
     assert_eq!(err.code.as_deref(), Some("AccessDenied"));
     assert_eq!(err.status, Some(403));
+}
+
+/// Cuts a snapshot of `volume` with these tags; returns its id.
+async fn create_snapshot(ec2: &aws_sdk_ec2::Client, volume: &str, tags: &[(&str, &str)]) -> String {
+    let mut spec = TagSpecification::builder().resource_type(ResourceType::Snapshot);
+    for (k, v) in tags {
+        spec = spec.tags(Tag::builder().key(*k).value(*v).build());
+    }
+    let mut req = ec2.create_snapshot().volume_id(volume);
+    if !tags.is_empty() {
+        req = req.tag_specifications(spec.build());
+    }
+    req.send()
+        .await
+        .expect("CreateSnapshot")
+        .snapshot_id()
+        .expect("an id")
+        .to_string()
+}
+
+#[tokio::test]
+async fn only_the_csi_drivers_snapshots_are_listed_with_their_facts() {
+    let Some(moto) = moto(&[]) else { return };
+    let region = "eu-west-1";
+    let ec2 = writer(&moto.url, region).await;
+    let volume = create_volume(&ec2, "eu-west-1a", 12, &[("CSIVolumeName", "pvc-1")]).await;
+    let csi = create_snapshot(
+        &ec2,
+        &volume,
+        &[
+            ("CSIVolumeSnapshotName", "snapcontent-1"),
+            (
+                "kubernetes.io/created-for/volumesnapshotcontent/name",
+                "snapcontent-1",
+            ),
+            ("kubernetes.io/created-for/volumesnapshot/name", "nightly"),
+            ("kubernetes.io/created-for/volumesnapshot/namespace", "shop"),
+            ("kubernetes.io/cluster/prod", "owned"),
+        ],
+    )
+    .await;
+    // Cut by hand (or by a backup tool): not the driver's, not listed.
+    let _by_hand = create_snapshot(&ec2, &volume, &[("team", "ops")]).await;
+
+    let listing = Ebs::connect(config(&moto.url, region))
+        .await
+        .list_snapshots()
+        .await
+        .expect("a listing");
+    assert_eq!(listing.pages, 1);
+    let [s] = &listing.snapshots[..] else {
+        panic!("exactly the driver's snapshot: {listing:?}")
+    };
+    assert_eq!(s.id, csi);
+    assert_eq!(s.volume_id.as_deref(), Some(volume.as_str()));
+    assert_eq!(s.source_volume(), Some(volume.as_str()));
+    assert_eq!(s.size_bytes, Some(12 << 30));
+    assert!(s.start_time.is_some());
+    let tags = s.csi_tags();
+    assert_eq!(tags.content_name.as_deref(), Some("snapcontent-1"));
+    assert_eq!(tags.volume_snapshot_name.as_deref(), Some("nightly"));
+    assert_eq!(tags.volume_snapshot_namespace.as_deref(), Some("shop"));
+    assert_eq!(s.attribution(None).clusters, vec!["prod".to_string()]);
+
+    // The volumes' listing is unchanged by the snapshots.
+    let volumes = Ebs::connect(config(&moto.url, region))
+        .await
+        .list()
+        .await
+        .unwrap();
+    assert_eq!(volumes.volumes.len(), 1);
+}
+
+#[tokio::test]
+async fn a_403_on_describe_snapshots_is_forbidden() {
+    let proxy = proxy(None, Mode::Error(403, "UnauthorizedOperation")).await;
+    let err = Ebs::connect(config(&proxy.url, "us-east-1"))
+        .await
+        .list_snapshots()
+        .await
+        .expect_err("the listing fails");
+    assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
+    assert_eq!(err.code.as_deref(), Some("UnauthorizedOperation"));
+    assert!(err.to_string().contains("EBS snapshots"), "{err}");
+    let seen = proxy.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "not retried: {seen:?}");
+    // The request asked for this account's own snapshots, the driver's tag present.
+    assert_eq!(form_value(&seen[0], "Action"), Some("DescribeSnapshots"));
+    assert_eq!(form_value(&seen[0], "Owner.1"), Some("self"), "{seen:?}");
+    assert!(
+        seen[0].contains("Filter.1.Name=tag-key&Filter.1.Value.1=CSIVolumeSnapshotName"),
+        "{seen:?}"
+    );
 }

@@ -551,3 +551,87 @@ fn the_servers_validator_rejects_what_the_discovery_document_does_not_allow() {
     }
     assert!(!validate("DiskList", json!({"items": {"zones/z": {}}})));
 }
+
+/// A snapshot the PD CSI driver cut of `disk` for the VolumeSnapshot `shop/<name>`.
+fn csi_snapshot(name: &str, id: u64, disk: &str) -> Value {
+    json!({
+        "name": name, "id": id.to_string(), "diskSizeGb": "20", "status": "READY",
+        "storageBytes": "1048576", "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
+        "sourceDisk": disk, "labels": {"goog-k8s-cluster-name": "prod"},
+        "description": json!({
+            "kubernetes.io/created-for/volumesnapshot/name": format!("vs-{name}"),
+            "kubernetes.io/created-for/volumesnapshot/namespace": "shop",
+            "kubernetes.io/created-for/volumesnapshotcontent/name": format!("snapcontent-{id}"),
+            "storage.gke.io/created-by": "pd.csi.storage.gke.io",
+        }).to_string(),
+    })
+}
+
+#[test]
+fn only_the_csi_drivers_snapshots_are_listed_across_pages() {
+    let mut state = world();
+    state["snapshots"] = json!([
+        csi_snapshot("snapshot-1", 51, "regions/us-central1/disks/pvc-r1"),
+        {"name": "nightly-by-hand", "id": "52", "diskSizeGb": "10", "status": "READY",
+         "description": "a backup made by hand", "sourceDisk": "zones/us-central1-a/disks/pvc-a1"},
+        csi_snapshot("snapshot-2", 53, "zones/us-central1-a/disks/pvc-a1"),
+        {"name": "scheduled", "id": "54", "diskSizeGb": "10", "status": "READY"},
+        csi_snapshot("snapshot-3", 55, "zones/us-central1-b/disks/pvc-b1"),
+    ]);
+    let Some(fake) = Fake::start(state) else {
+        return;
+    };
+    let mut config = fake.config(Locations::All);
+    config.page_size = 2;
+    let listing =
+        runtime().block_on(async { GceLister::new(config).await.unwrap().list_snapshots().await });
+    let snapshots = listing.result.expect("a listing");
+    let names: Vec<&str> = snapshots.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["snapshot-1", "snapshot-2", "snapshot-3"]);
+    assert_eq!(listing.pages, 3, "five snapshots, two a page");
+    assert_eq!(fake.requests_to("global/snapshots"), 3);
+    let s = &snapshots[0];
+    assert_eq!(s.id, 51);
+    assert_eq!(s.size_bytes, 20 << 30);
+    assert_eq!(
+        s.source_disk.as_deref(),
+        Some("projects/p-shared/regions/us-central1/disks/pvc-r1")
+    );
+    assert_eq!(s.cluster.as_deref(), Some("prod"));
+    assert_eq!(s.created_for.pv_name.as_deref(), Some("snapcontent-51"));
+    assert_eq!(s.created_for.pvc_name.as_deref(), Some("vs-snapshot-1"));
+    assert_eq!(s.created_for.pvc_namespace.as_deref(), Some("shop"));
+    assert_eq!(
+        snapshots[1].source_disk.as_deref(),
+        Some("projects/p-shared/zones/us-central1-a/disks/pvc-a1")
+    );
+}
+
+#[test]
+fn a_403_on_the_snapshots_is_forbidden_and_the_disks_still_list() {
+    let mut state = world();
+    state["snapshots"] = json!([csi_snapshot(
+        "snapshot-1",
+        51,
+        "zones/us-central1-a/disks/pvc-a1"
+    )]);
+    state["errors"] = json!({
+        "global/snapshots": {"status": 403, "message": "Required 'compute.snapshots.list' permission for 'projects/p-shared'"},
+    });
+    let Some(fake) = Fake::start(state) else {
+        return;
+    };
+    let (snapshots, disks) = runtime().block_on(async {
+        let lister = GceLister::new(fake.config(Locations::All)).await.unwrap();
+        (lister.list_snapshots().await, lister.list().await)
+    });
+    let err = snapshots.result.expect_err("forbidden");
+    assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
+    assert!(err.message.contains("compute.snapshots.list"), "{err}");
+    assert_eq!(
+        fake.requests_to("global/snapshots"),
+        1,
+        "a 403 is not retried"
+    );
+    assert!(disks.scopes.iter().all(|s| s.result.is_ok()), "{disks:?}");
+}

@@ -2,11 +2,12 @@
 """The project's own Compute Engine test server: NOT Google's, NOT an emulator.
 
 No emulator of the Compute Engine API exists, so the GCE census tests (tests/gce.rs) talk to
-this small server instead. It serves the three read calls the census makes:
+this small server instead. It serves the four read calls the census makes:
 
     GET /compute/v1/projects/P/aggregated/disks
     GET /compute/v1/projects/P/zones/Z/disks
     GET /compute/v1/projects/P/regions/R/disks
+    GET /compute/v1/projects/P/global/snapshots
 
 with `maxResults`/`pageToken`/`nextPageToken`, the aggregated `items` map keyed `zones/Z` and
 `regions/R` with a `NO_RESULTS_ON_PAGE` warning for every scope without disks on the page, and
@@ -15,7 +16,7 @@ errors injected per scope (an HTTP status with Google's error body, or a request
 It cannot drift from the real API's shape unnoticed: **every response body it sends is validated
 against Google's published discovery document for compute v1** (`--discovery`, from the
 `google-api-python-client` wheel, installed by scripts/gce-python.sh) — the schema of the
-method's response (`DiskAggregatedList`, `DiskList`), unknown fields and wrong types rejected.
+method's response (`DiskAggregatedList`, `DiskList`, `SnapshotList`), unknown fields and wrong types rejected.
 A response that fails is not sent: the client gets a 500 naming the violation. The query
 parameters of each request are checked against the method's declared parameters too.
 
@@ -36,12 +37,14 @@ State (`--state FILE`, JSON):
      "zones": ["us-central1-a", ...], "regions": ["us-central1", ...],   # the scopes that exist
      "disks": [{"zone": "us-central1-a", ...Disk fields as the API returns them...},
                {"region": "us-central1", "replicaZones": [...], ...}],
+     "snapshots": [{...Snapshot fields..., "sourceDisk": "zones/us-central1-a/disks/d"}],
      "errors": {"zones/us-central1-b": {"status": 403},
+                "global/snapshots": {"status": 403},                     # snapshots.list
                 "regions/europe-west1": {"hang": 30},
                 "aggregated": {"status": 500}},                         # the aggregated call
      "unreachable": ["zones/asia-east1-a"]}                             # UNREACHABLE in aggregated
 
-`selfLink`, `kind`, `zone`/`region` URLs are filled in. `GET /_fake/requests` (not Compute's)
+`selfLink`, `kind`, `zone`/`region` URLs (and a snapshot's `sourceDisk` URL) are filled in. `GET /_fake/requests` (not Compute's)
 answers how many requests each path has had, so that tests can count retries and pages. `--validate SCHEMA` checks a body on
 stdin against a schema and exits 1 when it does not match (the tests prove the validator fails).
 
@@ -266,6 +269,14 @@ class Snapshot:
         self.regions = list(s.get("regions", []))
         self.errors = dict(s.get("errors", {}))
         self.unreachable = list(s.get("unreachable", []))
+        self.snapshots = []
+        for sn in s.get("snapshots", []):
+            sn = dict(sn)
+            sn.setdefault("kind", "compute#snapshot")
+            sn["selfLink"] = f"{COMPUTE}/projects/{self.project}/global/snapshots/{sn['name']}"
+            if "sourceDisk" in sn and not sn["sourceDisk"].startswith("http"):
+                sn["sourceDisk"] = f"{COMPUTE}/projects/{self.project}/{sn['sourceDisk']}"
+            self.snapshots.append(sn)
         self.disks = {}  # scope -> [disk]
         for z in self.zones:
             self.disks[f"zones/{z}"] = []
@@ -349,6 +360,7 @@ def make_handler(state, validator, keys, doc):
         "aggregated": doc["resources"]["disks"]["methods"]["aggregatedList"],
         "zones": doc["resources"]["disks"]["methods"]["list"],
         "regions": doc["resources"]["regionDisks"]["methods"]["list"],
+        "snapshots": doc["resources"]["snapshots"]["methods"]["list"],
     }
 
     class Handler(BaseHTTPRequestHandler):
@@ -400,21 +412,23 @@ def make_handler(state, validator, keys, doc):
             if broken:
                 sys.stderr.write(broken + "\n")
                 return self.send_json(500, google_error(500, broken, "backendError"))
-            m = re.fullmatch(r"/compute/v1/projects/([^/]+)/(?:aggregated/disks|(zones|regions)/([^/]+)/disks)",
+            m = re.fullmatch(r"/compute/v1/projects/([^/]+)/(?:aggregated/disks|(zones|regions)/([^/]+)/disks|global/(snapshots))",
                              url.path)
             if not m:
                 return self.send_json(404, google_error(404, f"no such path {url.path}", "notFound"))
             if not self.authenticated():
                 return
             project, kind, location = m.group(1), m.group(2), m.group(3)
-            method = methods[kind or "aggregated"]
+            snapshots = m.group(4) is not None
+            method = methods["snapshots" if snapshots else kind or "aggregated"]
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             unknown = set(query) - set(method["parameters"]) - STANDARD_PARAMS
             if unknown:
                 return self.send_json(400, google_error(400, f"unknown parameters {sorted(unknown)}", "invalidParameter"))
             if project != snap.project:
-                return self.send_json(403, google_error(403, f"Required 'compute.disks.list' permission for 'projects/{project}'", "forbidden"))
-            scope = f"{kind}/{location}" if kind else "aggregated"
+                permission = "compute.snapshots.list" if snapshots else "compute.disks.list"
+                return self.send_json(403, google_error(403, f"Required '{permission}' permission for 'projects/{project}'", "forbidden"))
+            scope = "global/snapshots" if snapshots else f"{kind}/{location}" if kind else "aggregated"
             err = snap.errors.get(scope)
             if err:
                 if "hang" in err:
@@ -423,6 +437,17 @@ def make_handler(state, validator, keys, doc):
                 status = int(err["status"])
                 return self.send_json(status, google_error(status, err.get("message", f"injected {status} for {scope}"), REASONS.get(status, "backendError")))
             try:
+                if snapshots:
+                    items, token = page_of(snap.snapshots, query)
+                    body = {"kind": "compute#snapshotList",
+                            "id": f"projects/{project}/global/snapshots",
+                            "items": items,
+                            "selfLink": f"{COMPUTE}/projects/{project}/global/snapshots"}
+                    if not items:
+                        del body["items"]
+                    if token:
+                        body["nextPageToken"] = token
+                    return self.send_valid(method["response"]["$ref"], body)
                 if kind:
                     if scope not in snap.disks:
                         return self.send_json(404, google_error(404, f"The resource 'projects/{project}/{scope}' was not found", "notFound"))

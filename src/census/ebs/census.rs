@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
-use super::{Ebs, EbsConfig, EbsVolume, ErrorCategory, ListError, Listing};
+use super::{
+    Ebs, EbsConfig, EbsSnapshot, EbsVolume, ErrorCategory, ListError, Listing, SnapshotListing,
+};
 use crate::census::config::{CensusConfig, EbsSection};
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
@@ -44,9 +46,25 @@ pub(crate) fn scope_of(config: &EbsConfig) -> Scope {
     }
 }
 
+/// The neutral scope of a configured region's snapshots.
+pub(crate) fn snapshot_scope_of(config: &EbsConfig) -> Scope {
+    Scope::EbsSnapshots {
+        account: config.account.clone(),
+        region: config.region.clone(),
+    }
+}
+
+/// Of the clusters the tags name (sorted), `ours` when it is one of them (the disk is this
+/// cluster's), else the first (another's).
+fn cluster_of(clusters: Vec<String>, ours: Option<&str>) -> Option<String> {
+    match ours {
+        Some(o) if clusters.iter().any(|c| c == o) => Some(o.to_string()),
+        _ => clusters.into_iter().next(),
+    }
+}
+
 /// What the decisions read of one volume. `ours` is this cluster's name; `cluster_tag` the
-/// configured extra tag naming a volume's cluster. Of the clusters the tags name, `ours` when
-/// it is one of them (the volume is this cluster's), else the first (another's).
+/// configured extra tag naming a volume's cluster.
 pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&str>) -> DiskFacts {
     let mut in_use: Vec<String> = v
         .attachments
@@ -58,11 +76,7 @@ pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&s
     let tags = v.csi_tags();
     let pv = tags.pv_name.or(tags.volume_name);
     let recorded = pv.is_some() || tags.pvc_name.is_some() || tags.pvc_namespace.is_some();
-    let clusters = v.attribution(cluster_tag).clusters;
-    let cluster = match ours {
-        Some(o) if clusters.iter().any(|c| c == o) => Some(o.to_string()),
-        _ => clusters.into_iter().next(),
-    };
+    let cluster = cluster_of(v.attribution(cluster_tag).clusters, ours);
     DiskFacts {
         size: v.size_bytes.unwrap_or(0),
         created: v.created,
@@ -80,25 +94,50 @@ pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&s
     }
 }
 
-/// A region's complete listing as a census snapshot: every volume, by id, with its details.
-pub(crate) fn snapshot_of(
-    listing: &Listing,
-    started: Time,
+/// What the decisions read of one snapshot: its volume's size, its start as its creation, the
+/// volume it was cut from, the VolumeSnapshotContent (as `pv`) and VolumeSnapshot (as `pvc`)
+/// its tags name, its cluster as for a volume. Nothing holds a snapshot the way an instance
+/// holds a volume: `in_use` is empty.
+pub(crate) fn snapshot_facts_of(
+    s: &EbsSnapshot,
     ours: Option<&str>,
     cluster_tag: Option<&str>,
-) -> Snapshot {
+) -> DiskFacts {
+    let tags = s.csi_tags();
+    // The extra metadata's content name first; the driver's own tag names the same content.
+    let pv = tags.content_name.or(tags.snapshot_name);
+    let recorded = pv.is_some()
+        || tags.volume_snapshot_name.is_some()
+        || tags.volume_snapshot_namespace.is_some();
+    DiskFacts {
+        size: s.size_bytes.unwrap_or(0),
+        created: s.start_time,
+        kind: None,
+        in_use: Vec::new(),
+        last_detached: None,
+        created_for: recorded.then_some(CreatedFor {
+            pv,
+            pvc: tags.volume_snapshot_name,
+            pvc_namespace: tags.volume_snapshot_namespace,
+        }),
+        cluster: cluster_of(s.attribution(cluster_tag).clusters, ours),
+        replica_zones: Vec::new(),
+        source_disk: s.source_volume().map(str::to_string),
+    }
+}
+
+/// A complete listing as a census snapshot: every item by its id, with its details.
+fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) -> Snapshot {
     Snapshot {
         started,
         pool_id: 0,
-        images: listing
-            .volumes
-            .iter()
-            .map(|v| {
+        images: items
+            .map(|(id, facts)| {
                 (
-                    v.id.clone(),
+                    id.clone(),
                     Seen {
-                        id: v.id.clone(),
-                        detail: Some(Box::new(facts_of(v, ours, cluster_tag))),
+                        id,
+                        detail: Some(Box::new(facts)),
                     },
                 )
             })
@@ -108,7 +147,62 @@ pub(crate) fn snapshot_of(
     }
 }
 
-/// The report of one listing.
+/// A region's complete listing as a census snapshot: every volume, by id, with its details.
+pub(crate) fn snapshot_of(
+    listing: &Listing,
+    started: Time,
+    ours: Option<&str>,
+    cluster_tag: Option<&str>,
+) -> Snapshot {
+    census_of(
+        started,
+        listing
+            .volumes
+            .iter()
+            .map(|v| (v.id.clone(), facts_of(v, ours, cluster_tag))),
+    )
+}
+
+/// A region's complete listing of the driver's snapshots as a census snapshot: every one, by
+/// its id (`snap-…`, what a VolumeSnapshotContent's `snapshotHandle` names), with its details.
+pub(crate) fn snapshots_census_of(
+    listing: &SnapshotListing,
+    started: Time,
+    ours: Option<&str>,
+    cluster_tag: Option<&str>,
+) -> Snapshot {
+    census_of(
+        started,
+        listing
+            .snapshots
+            .iter()
+            .map(|s| (s.id.clone(), snapshot_facts_of(s, ours, cluster_tag))),
+    )
+}
+
+/// The report of one listing for `key`: its census and pages, or its failure and the pages
+/// read before it.
+fn report(
+    key: Scope,
+    result: Result<(Snapshot, u32), ListError>,
+    elapsed: Duration,
+) -> CensusReport {
+    let (result, requests) = match result {
+        Ok((census, pages)) => (Ok(census), u64::from(pages)),
+        Err(e) => {
+            let pages = u64::from(e.pages);
+            (Err(CensusFailure::caused(e.category, None, e)), pages)
+        }
+    };
+    CensusReport {
+        key,
+        result,
+        requests,
+        elapsed,
+    }
+}
+
+/// The report of one listing of the volumes.
 pub fn report_of(
     result: Result<Listing, ListError>,
     config: &EbsConfig,
@@ -117,33 +211,37 @@ pub fn report_of(
     started: Time,
     elapsed: Duration,
 ) -> CensusReport {
-    let (result, requests) = match result {
-        Ok(l) => (
-            Ok(snapshot_of(&l, started, ours, cluster_tag)),
-            u64::from(l.pages),
-        ),
-        Err(e) => {
-            let pages = u64::from(e.pages);
-            (Err(CensusFailure::caused(e.category, None, e)), pages)
-        }
-    };
-    CensusReport {
-        key: scope_of(config),
-        result,
-        requests,
-        elapsed,
-    }
+    let result = result.map(|l| (snapshot_of(&l, started, ours, cluster_tag), l.pages));
+    report(scope_of(config), result, elapsed)
 }
 
-/// Runs one region's census until `tx` is closed: lists every `interval` and sends its report.
+/// The report of one listing of the snapshots ([`Scope::EbsSnapshots`]).
+pub fn snapshots_report_of(
+    result: Result<SnapshotListing, ListError>,
+    config: &EbsConfig,
+    ours: Option<&str>,
+    cluster_tag: Option<&str>,
+    started: Time,
+    elapsed: Duration,
+) -> CensusReport {
+    let result = result.map(|l| (snapshots_census_of(&l, started, ours, cluster_tag), l.pages));
+    report(snapshot_scope_of(config), result, elapsed)
+}
+
+/// Runs one region's census until `tx` is closed: lists every `interval` and sends its
+/// report, then, with `snapshots`, lists the driver's snapshots and sends their report (each
+/// listing succeeds or fails on its own: a policy without `ec2:DescribeSnapshots` fails only
+/// the snapshots).
 pub(crate) async fn run(
     config: EbsConfig,
     ours: Option<String>,
     cluster_tag: Option<String>,
+    snapshots: bool,
     interval: Duration,
     tx: mpsc::Sender<CensusReport>,
 ) {
     let ebs = Ebs::connect(config.clone()).await;
+    let (ours, cluster_tag) = (ours.as_deref(), cluster_tag.as_deref());
     loop {
         if tx.is_closed() {
             return;
@@ -151,16 +249,19 @@ pub(crate) async fn run(
         let started = Instant::now();
         let at = wall_clock();
         let result = ebs.list().await;
-        let report = report_of(
-            result,
-            &config,
-            ours.as_deref(),
-            cluster_tag.as_deref(),
-            at,
-            started.elapsed(),
-        );
+        let report = report_of(result, &config, ours, cluster_tag, at, started.elapsed());
         if tx.send(report).await.is_err() {
             return;
+        }
+        if snapshots {
+            let started = Instant::now();
+            let at = wall_clock();
+            let result = ebs.list_snapshots().await;
+            let report =
+                snapshots_report_of(result, &config, ours, cluster_tag, at, started.elapsed());
+            if tx.send(report).await.is_err() {
+                return;
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
@@ -184,7 +285,7 @@ pub(crate) fn config_of(section: &EbsSection, timeout: Duration, deadline: Durat
 
 /// Every `ebs` section's census, each region listed on its own every `interval`, until `tx`
 /// is closed. A section's `clusterName` (else the file's) is the cluster its volumes' tags are
-/// read against.
+/// read against; a section with `snapshots: true` reports its snapshots too.
 pub(crate) async fn run_all(
     config: CensusConfig,
     interval: Duration,
@@ -199,6 +300,7 @@ pub(crate) async fn run_all(
                 .clone()
                 .or_else(|| config.cluster_name.clone()),
             s.cluster_tag.clone(),
+            s.snapshots,
             interval,
             tx.clone(),
         )
@@ -308,6 +410,7 @@ mod tests {
         ] {
             let e = ListError {
                 category: c,
+                resource: crate::census::ebs::Resource::Volumes,
                 scope: config.scope(),
                 code: None,
                 status: None,
@@ -319,5 +422,112 @@ mod tests {
             assert_eq!(f.category(), want);
             assert_eq!(f.kind.name, c.as_str());
         }
+    }
+
+    fn snapshot(volume_id: Option<&str>, tags: &[(&str, &str)]) -> EbsSnapshot {
+        EbsSnapshot {
+            id: "snap-0abc".into(),
+            volume_id: volume_id.map(str::to_string),
+            size_bytes: Some(8 << 30),
+            start_time: Some("2026-01-01T00:00:00Z".parse().unwrap()),
+            state: Some("completed".into()),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_maps_to_the_neutral_facts() {
+        let s = snapshot(
+            Some("vol-0123abcd"),
+            &[
+                ("CSIVolumeSnapshotName", "snapcontent-1"),
+                (
+                    "kubernetes.io/created-for/volumesnapshotcontent/name",
+                    "snapcontent-1",
+                ),
+                ("kubernetes.io/created-for/volumesnapshot/name", "nightly"),
+                ("kubernetes.io/created-for/volumesnapshot/namespace", "shop"),
+                ("kubernetes.io/cluster/prod", "owned"),
+            ],
+        );
+        let f = snapshot_facts_of(&s, Some("prod"), None);
+        assert_eq!(f.size, 8 << 30);
+        assert_eq!(f.created, Some("2026-01-01T00:00:00Z".parse().unwrap()));
+        assert_eq!(f.source_disk.as_deref(), Some("vol-0123abcd"));
+        assert_eq!(f.kind, None);
+        assert!(f.in_use.is_empty());
+        assert_eq!(
+            f.created_for,
+            Some(CreatedFor {
+                pv: Some("snapcontent-1".into()),
+                pvc: Some("nightly".into()),
+                pvc_namespace: Some("shop".into()),
+            })
+        );
+        assert_eq!(f.owner(Some("prod")), Owner::Ours);
+
+        // A copy names EC2's placeholder volume; the driver's tag alone names the content.
+        let s = snapshot(
+            Some("vol-ffffffff"),
+            &[("CSIVolumeSnapshotName", "snapcontent-2"), ("team", "prod")],
+        );
+        let f = snapshot_facts_of(&s, Some("prod"), Some("team"));
+        assert_eq!(f.source_disk, None, "a copy's placeholder names no volume");
+        assert_eq!(
+            f.created_for,
+            Some(CreatedFor {
+                pv: Some("snapcontent-2".into()),
+                pvc: None,
+                pvc_namespace: None,
+            })
+        );
+        assert_eq!(f.cluster.as_deref(), Some("prod"), "the configured tag");
+        let f = snapshot_facts_of(&snapshot(None, &[]), None, None);
+        assert_eq!(
+            (f.source_disk, f.created_for, f.cluster),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn a_snapshot_listing_is_its_own_report_keyed_by_snapshot_id() {
+        let mut config = EbsConfig::new("eu-west-1");
+        config.account = Some("123456789012".into());
+        let started = Time(jiff::Timestamp::UNIX_EPOCH);
+        let ok = SnapshotListing {
+            snapshots: vec![snapshot(Some("vol-1"), &[])],
+            pages: 2,
+        };
+        let r = snapshots_report_of(Ok(ok), &config, None, None, started.clone(), Duration::ZERO);
+        assert_eq!(
+            r.key,
+            Scope::EbsSnapshots {
+                account: Some("123456789012".into()),
+                region: "eu-west-1".into()
+            }
+        );
+        assert_eq!(r.requests, 2);
+        let census = r.result.unwrap();
+        assert_eq!(census.images["snap-0abc"].id, "snap-0abc");
+        assert!(census.images["snap-0abc"].detail.is_some());
+        let e = ListError {
+            category: ErrorCategory::Forbidden,
+            resource: crate::census::ebs::Resource::Snapshots,
+            scope: config.scope(),
+            code: Some("UnauthorizedOperation".into()),
+            status: Some(403),
+            pages: 0,
+            message: "no".into(),
+        };
+        assert!(
+            e.to_string()
+                .starts_with("listing EBS snapshots in 123456789012/eu-west-1")
+        );
+        let r = snapshots_report_of(Err(e), &config, None, None, started, Duration::ZERO);
+        assert_eq!(r.requests, 0);
+        assert_eq!(r.result.unwrap_err().category(), FailureCategory::Forbidden);
     }
 }

@@ -1,6 +1,6 @@
-//! Pure: the facts of one EBS volume as the census keeps them, what its tags say (the PV and
-//! claim the EBS CSI driver recorded, which cluster it belongs to), and the category of an EC2
-//! error. No I/O, no SDK types: [`super`] maps the SDK's answer into these.
+//! Pure: the facts of one EBS volume or snapshot as the census keeps them, what their tags say
+//! (the PV and claim, or the VolumeSnapshotContent and VolumeSnapshot, the EBS CSI driver
+//! recorded; which cluster they belong to), and the category of an EC2 error. No I/O, no SDK types: [`super`] maps the SDK's answer into these.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +24,22 @@ pub(crate) const TAG_KUBERNETES_CLUSTER: &str = "KubernetesCluster";
 /// the driver writes `true` whatever the cluster, so it proves the driver, not the owner.
 pub(crate) const TAG_EBS_CSI_CLUSTER: &str = "ebs.csi.aws.com/cluster";
 
+/// Tag the EBS CSI driver sets on every snapshot it cuts: the VolumeSnapshotContent's name
+/// (`snapcontent-<uid>`). The snapshot census lists only the snapshots that carry it.
+pub(crate) const TAG_CSI_SNAPSHOT_NAME: &str = "CSIVolumeSnapshotName";
+/// The external-snapshotter's `--extra-create-metadata` tags (the driver turns the parameters
+/// into tags): the VolumeSnapshotContent's name ...
+pub(crate) const TAG_SNAPSHOT_CONTENT_NAME: &str =
+    "kubernetes.io/created-for/volumesnapshotcontent/name";
+/// ... the VolumeSnapshot's name ...
+pub(crate) const TAG_SNAPSHOT_NAME: &str = "kubernetes.io/created-for/volumesnapshot/name";
+/// ... and its namespace.
+pub(crate) const TAG_SNAPSHOT_NAMESPACE: &str =
+    "kubernetes.io/created-for/volumesnapshot/namespace";
+/// The volume id EC2 (and moto) report as the source of a snapshot that was copied, not cut
+/// from a volume: it names no volume.
+pub(crate) const PLACEHOLDER_VOLUME_ID: &str = "vol-ffffffff";
+
 /// One EBS volume as `DescribeVolumes` reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EbsVolume {
@@ -43,6 +59,23 @@ pub struct EbsVolume {
     pub(crate) snapshot_id: Option<String>,
     /// Its attachments. Any attachment means the volume is in use (a hint, never an orphan).
     pub attachments: Vec<EbsAttachment>,
+    /// Every tag, key to value.
+    pub tags: BTreeMap<String, String>,
+}
+
+/// One EBS snapshot as `DescribeSnapshots` reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EbsSnapshot {
+    /// `snap-…`, what an `ebs.csi.aws.com` VolumeSnapshotContent's `snapshotHandle` names.
+    pub id: String,
+    /// The volume it was cut from (`vol-…`; [`PLACEHOLDER_VOLUME_ID`] for a copy).
+    pub volume_id: Option<String>,
+    /// The size of that volume in bytes (EC2 reports whole GiB).
+    pub size_bytes: Option<u64>,
+    /// When it was started (EC2's `StartTime`: a snapshot has no other creation time).
+    pub start_time: Option<Timestamp>,
+    /// `pending`, `completed`, `error`, `recoverable`, `recovering`.
+    pub state: Option<String>,
     /// Every tag, key to value.
     pub tags: BTreeMap<String, String>,
 }
@@ -71,6 +104,20 @@ pub struct CsiTags {
     pub pvc_name: Option<String>,
     /// `kubernetes.io/created-for/pvc/namespace`.
     pub pvc_namespace: Option<String>,
+}
+
+/// What the EBS CSI driver recorded about the VolumeSnapshotContent and VolumeSnapshot a
+/// snapshot was cut for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotCsiTags {
+    /// `CSIVolumeSnapshotName`: the VolumeSnapshotContent's name, always set by the driver.
+    pub snapshot_name: Option<String>,
+    /// `kubernetes.io/created-for/volumesnapshotcontent/name` (extra create metadata).
+    pub content_name: Option<String>,
+    /// `kubernetes.io/created-for/volumesnapshot/name`.
+    pub volume_snapshot_name: Option<String>,
+    /// `kubernetes.io/created-for/volumesnapshot/namespace`.
+    pub volume_snapshot_namespace: Option<String>,
 }
 
 /// Which clusters a volume's tags attribute it to.
@@ -106,28 +153,59 @@ impl EbsVolume {
     /// Which clusters the tags attribute it to; `cluster_tag_key` is an operator-configured tag
     /// whose value is a cluster name.
     pub fn attribution(&self, cluster_tag_key: Option<&str>) -> Attribution {
-        let mut clusters: Vec<String> = Vec::new();
-        for (k, v) in &self.tags {
-            let name = if let Some(name) = k.strip_prefix(TAG_CLUSTER_PREFIX) {
-                Some(name)
-            } else if k == TAG_KUBERNETES_CLUSTER || Some(k.as_str()) == cluster_tag_key {
-                Some(v.as_str())
-            } else {
-                None
-            };
-            if let Some(name) = name.filter(|n| !n.is_empty()) {
-                clusters.push(name.to_string());
-            }
+        attribution(&self.tags, cluster_tag_key)
+    }
+}
+
+impl EbsSnapshot {
+    /// The VolumeSnapshotContent and VolumeSnapshot the driver recorded in its tags.
+    pub fn csi_tags(&self) -> SnapshotCsiTags {
+        let tag = |k: &str| self.tags.get(k).filter(|v| !v.is_empty()).cloned();
+        SnapshotCsiTags {
+            snapshot_name: tag(TAG_CSI_SNAPSHOT_NAME),
+            content_name: tag(TAG_SNAPSHOT_CONTENT_NAME),
+            volume_snapshot_name: tag(TAG_SNAPSHOT_NAME),
+            volume_snapshot_namespace: tag(TAG_SNAPSHOT_NAMESPACE),
         }
-        clusters.sort();
-        clusters.dedup();
-        Attribution {
-            clusters,
-            created_by_csi_driver: self
-                .tags
-                .get(TAG_EBS_CSI_CLUSTER)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+    }
+
+    /// The volume it was cut from, as an `ebs.csi.aws.com` volume handle names it: `None` for
+    /// a copy (EC2's placeholder id) or anything that is no volume id.
+    pub fn source_volume(&self) -> Option<&str> {
+        self.volume_id
+            .as_deref()
+            .filter(|v| *v != PLACEHOLDER_VOLUME_ID && crate::model::csi::is_ebs_volume_id(v))
+    }
+
+    /// Which clusters the tags attribute it to, as for a volume (the driver copies
+    /// `--extra-tags` and the cluster tags onto its snapshots).
+    pub fn attribution(&self, cluster_tag_key: Option<&str>) -> Attribution {
+        attribution(&self.tags, cluster_tag_key)
+    }
+}
+
+/// Which clusters `tags` attribute a volume or snapshot to.
+fn attribution(tags: &BTreeMap<String, String>, cluster_tag_key: Option<&str>) -> Attribution {
+    let mut clusters: Vec<String> = Vec::new();
+    for (k, v) in tags {
+        let name = if let Some(name) = k.strip_prefix(TAG_CLUSTER_PREFIX) {
+            Some(name)
+        } else if k == TAG_KUBERNETES_CLUSTER || Some(k.as_str()) == cluster_tag_key {
+            Some(v.as_str())
+        } else {
+            None
+        };
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            clusters.push(name.to_string());
         }
+    }
+    clusters.sort();
+    clusters.dedup();
+    Attribution {
+        clusters,
+        created_by_csi_driver: tags
+            .get(TAG_EBS_CSI_CLUSTER)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
     }
 }
 

@@ -2,8 +2,8 @@
 //! (`aws-sdk-ec2`, `DescribeVolumes` through its paginator) and returns every volume's facts
 //! ([`EbsVolume`]), or why there is no list ([`ListError`]).
 //!
-//! **I/O: reads EC2 (`ec2:DescribeVolumes` only, `docs/iam/ebs-census-policy.json`); writes
-//! nothing.** Credentials come from `aws-config`'s default chain (environment keys, IRSA's web
+//! **I/O: reads EC2 (`ec2:DescribeVolumes`; `ec2:DescribeSnapshots` for the CSI driver's
+//! snapshots ([`Ebs::list_snapshots`]), `docs/iam/ebs-census-policy.json`); writes nothing.** Credentials come from `aws-config`'s default chain (environment keys, IRSA's web
 //! identity token, EKS Pod Identity, the instance profile) or from keys given
 //! ([`CredentialSource::Keys`], e.g. from a Secret). Every request is bounded
 //! ([`EbsConfig::attempt_timeout`] per attempt, [`EbsConfig::request_timeout`] per page with its
@@ -26,13 +26,18 @@ use aws_config::BehaviorVersion;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_credential_types::provider::error::CredentialsError;
+use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_ec2::types::{Filter, Volume};
+use aws_sdk_ec2::operation::describe_snapshots::DescribeSnapshotsOutput;
+use aws_sdk_ec2::operation::describe_volumes::DescribeVolumesOutput;
+use aws_sdk_ec2::types::{Filter, Snapshot, Volume};
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use futures::{Stream, StreamExt};
 use jiff::Timestamp;
 
 pub use facts::{
-    Attribution, CsiTags, EbsAttachment, EbsVolume, ErrorCategory, category_of_answer, gib_to_bytes,
+    Attribution, CsiTags, EbsAttachment, EbsSnapshot, EbsVolume, ErrorCategory, SnapshotCsiTags,
+    category_of_answer, gib_to_bytes,
 };
 
 /// Where the census's credentials come from.
@@ -141,12 +146,82 @@ pub struct Listing {
     pub pages: u32,
 }
 
+/// A complete listing of one scope's snapshots that the EBS CSI driver cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotListing {
+    /// Every such snapshot, in EC2's order.
+    pub snapshots: Vec<EbsSnapshot>,
+    /// Pages read (one request each, retries not counted).
+    pub pages: u32,
+}
+
+/// What a listing reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// `DescribeVolumes`.
+    Volumes,
+    /// `DescribeSnapshots`.
+    Snapshots,
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Resource::Volumes => "volumes",
+            Resource::Snapshots => "snapshots",
+        })
+    }
+}
+
+/// A paginator's pages as a [`Stream`] (the SDK's own stream type is in a crate this one does
+/// not depend on; its `next` is all a listing needs).
+macro_rules! stream {
+    ($pages:expr) => {
+        futures::stream::unfold(
+            $pages,
+            |mut p| async move { p.next().await.map(|x| (x, p)) },
+        )
+    };
+}
+
+/// One page of a Describe call: its items' facts and the next page's token.
+trait Page {
+    /// The facts of one item.
+    type Item;
+    /// Appends the page's items' facts to `out`.
+    fn items_into(&self, out: &mut Vec<Self::Item>);
+    /// The next page's token.
+    fn next_token(&self) -> Option<&str>;
+}
+
+impl Page for DescribeVolumesOutput {
+    type Item = EbsVolume;
+    fn items_into(&self, out: &mut Vec<EbsVolume>) {
+        out.extend(self.volumes().iter().map(volume_facts));
+    }
+    fn next_token(&self) -> Option<&str> {
+        DescribeVolumesOutput::next_token(self)
+    }
+}
+
+impl Page for DescribeSnapshotsOutput {
+    type Item = EbsSnapshot;
+    fn items_into(&self, out: &mut Vec<EbsSnapshot>) {
+        out.extend(self.snapshots().iter().map(snapshot_facts));
+    }
+    fn next_token(&self) -> Option<&str> {
+        DescribeSnapshotsOutput::next_token(self)
+    }
+}
+
 /// Why a scope could not be listed. Nothing of a failed listing is returned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("listing EBS volumes in {scope}: {category:?}: {message}")]
+#[error("listing EBS {resource} in {scope}: {category:?}: {message}")]
 pub struct ListError {
     /// What kind of problem it is.
     pub category: ErrorCategory,
+    /// What was being listed.
+    pub resource: Resource,
     /// The scope (`<account>/<region>`).
     pub(crate) scope: String,
     /// EC2's error code, when it answered one (`UnauthorizedOperation`).
@@ -216,27 +291,51 @@ impl Ebs {
 
     /// Lists every volume of the scope (the tag filters applied): all pages, or an error.
     pub async fn list(&self) -> Result<Listing, ListError> {
-        let mut pages = 0u32;
-        match tokio::time::timeout(self.config.deadline, self.read_pages(&mut pages)).await {
-            Ok(r) => r,
-            Err(_) => Err(self.error(
-                ErrorCategory::Timeout,
-                None,
-                None,
-                pages,
-                format!(
-                    "the listing did not finish within its deadline of {:?}",
-                    self.config.deadline
-                ),
-            )),
-        }
+        let pages = self
+            .client
+            .describe_volumes()
+            .set_filters(self.filters(&[]))
+            .into_paginator()
+            .page_size(self.config.page_size.clamp(5, 500))
+            // The paginator would end quietly on a repeated token: a partial list that looks
+            // complete. It goes on instead, and the repeat is caught in `read_pages`.
+            .stop_on_duplicate_token(false)
+            .send();
+        let (volumes, pages) = self.read_pages(Resource::Volumes, stream!(pages)).await?;
+        Ok(Listing { volumes, pages })
     }
 
-    async fn read_pages(&self, pages: &mut u32) -> Result<Listing, ListError> {
+    /// Lists the scope's snapshots that the EBS CSI driver cut (this account's own, tagged
+    /// `CSIVolumeSnapshotName`, the tag filters applied): all pages, or an error.
+    /// `ec2:DescribeSnapshots` is the one permission it needs.
+    pub async fn list_snapshots(&self) -> Result<SnapshotListing, ListError> {
+        let csi = TagFilter {
+            key: facts::TAG_CSI_SNAPSHOT_NAME.to_string(),
+            values: Vec::new(),
+        };
+        let pages = self
+            .client
+            .describe_snapshots()
+            // Without it EC2 lists every public snapshot and those shared with the account
+            // too: millions, none of them this cluster's.
+            .owner_ids("self")
+            .set_filters(self.filters(&[csi]))
+            .into_paginator()
+            // EC2 accepts 5 to 1,000 snapshots a page; the volumes' bound keeps one setting.
+            .page_size(self.config.page_size.clamp(5, 500))
+            .stop_on_duplicate_token(false)
+            .send();
+        let (snapshots, pages) = self.read_pages(Resource::Snapshots, stream!(pages)).await?;
+        Ok(SnapshotListing { snapshots, pages })
+    }
+
+    /// The configured tag filters and `extra` as EC2 filters (`None`: none at all).
+    fn filters(&self, extra: &[TagFilter]) -> Option<Vec<Filter>> {
         let filters: Vec<Filter> = self
             .config
             .tag_filters
             .iter()
+            .chain(extra)
             .map(|f| {
                 if f.values.is_empty() {
                     Filter::builder().name("tag-key").values(&f.key).build()
@@ -248,47 +347,68 @@ impl Ebs {
                 }
             })
             .collect();
-        let mut stream = self
-            .client
-            .describe_volumes()
-            .set_filters((!filters.is_empty()).then_some(filters))
-            .into_paginator()
-            .page_size(self.config.page_size.clamp(5, 500))
-            // The paginator would end quietly on a repeated token: a partial list that looks
-            // complete. It goes on instead, and the repeat is caught below.
-            .stop_on_duplicate_token(false)
-            .send();
-        let mut volumes = Vec::new();
-        let mut tokens = std::collections::HashSet::new();
-        while let Some(page) = stream.next().await {
-            let page = page.map_err(|e| {
-                let status = e.raw_response().map(|r| r.status().as_u16());
-                let (category, code, status) = categorise(&e, status);
-                let message = DisplayErrorContext(&e).to_string();
-                self.error(category, code, status, *pages, message)
-            })?;
-            *pages += 1;
-            volumes.extend(page.volumes().iter().map(volume_facts));
-            if let Some(token) = page.next_token().filter(|t| !t.is_empty())
-                && !tokens.insert(token.to_string())
-            {
-                return Err(self.error(
-                    ErrorCategory::Other,
-                    None,
-                    None,
-                    *pages,
-                    format!("page {} repeated an earlier page token", *pages),
-                ));
+        (!filters.is_empty()).then_some(filters)
+    }
+
+    /// Every page of one paginated Describe call (`pages`: the paginator's stream), within the
+    /// listing's deadline: every item and the pages read, or an error and nothing.
+    async fn read_pages<P, E>(
+        &self,
+        resource: Resource,
+        pages: impl Stream<Item = Result<P, SdkError<E, HttpResponse>>>,
+    ) -> Result<(Vec<P::Item>, u32), ListError>
+    where
+        P: Page,
+        E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    {
+        let mut read = 0u32;
+        let all = async {
+            let mut pages = std::pin::pin!(pages);
+            let mut items = Vec::new();
+            let mut tokens = std::collections::HashSet::new();
+            while let Some(page) = pages.next().await {
+                let page = page.map_err(|e| {
+                    let status = e.raw_response().map(|r| r.status().as_u16());
+                    let (category, code, status) = categorise(&e, status);
+                    let message = DisplayErrorContext(&e).to_string();
+                    self.error(resource, category, code, status, read, message)
+                })?;
+                read += 1;
+                page.items_into(&mut items);
+                if let Some(token) = page.next_token().filter(|t| !t.is_empty())
+                    && !tokens.insert(token.to_string())
+                {
+                    return Err(self.error(
+                        resource,
+                        ErrorCategory::Other,
+                        None,
+                        None,
+                        read,
+                        format!("page {read} repeated an earlier page token"),
+                    ));
+                }
             }
+            Ok(items)
+        };
+        match tokio::time::timeout(self.config.deadline, all).await {
+            Ok(items) => Ok((items?, read)),
+            Err(_) => Err(self.error(
+                resource,
+                ErrorCategory::Timeout,
+                None,
+                None,
+                read,
+                format!(
+                    "the listing did not finish within its deadline of {:?}",
+                    self.config.deadline
+                ),
+            )),
         }
-        Ok(Listing {
-            volumes,
-            pages: *pages,
-        })
     }
 
     fn error(
         &self,
+        resource: Resource,
         category: ErrorCategory,
         code: Option<String>,
         status: Option<u16>,
@@ -297,6 +417,7 @@ impl Ebs {
     ) -> ListError {
         ListError {
             category,
+            resource,
             scope: self.config.scope(),
             code,
             status,
@@ -368,6 +489,22 @@ fn volume_facts(v: &Volume) -> EbsVolume {
             })
             .collect(),
         tags: v
+            .tags()
+            .iter()
+            .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or("").to_string())))
+            .collect(),
+    }
+}
+
+/// The facts of one snapshot of a page.
+fn snapshot_facts(s: &Snapshot) -> EbsSnapshot {
+    EbsSnapshot {
+        id: s.snapshot_id().unwrap_or_default().to_string(),
+        volume_id: s.volume_id().filter(|v| !v.is_empty()).map(str::to_string),
+        size_bytes: s.volume_size().and_then(gib_to_bytes),
+        start_time: s.start_time().and_then(timestamp),
+        state: s.state().map(|s| s.as_str().to_string()),
+        tags: s
             .tags()
             .iter()
             .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or("").to_string())))

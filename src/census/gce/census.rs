@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
 use super::{
-    CredentialSource, ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, ListError, Location,
-    Locations, ProjectListing,
+    CredentialSource, ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, GceSnapshot,
+    ListError, Location, Locations, ProjectListing, SnapshotListing,
 };
 use crate::census::config::{CensusConfig, GceLocation, GceSection};
 use crate::census::{CensusFailure, CensusReport};
@@ -69,6 +69,69 @@ pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
         cluster: d.cluster.clone().filter(|c| !c.is_empty()),
         replica_zones: d.replica_zones.clone(),
         source_disk: None,
+    }
+}
+
+/// What the decisions read of one snapshot: the size of its disk, its creation, the disk it was
+/// cut from, the VolumeSnapshotContent (as `pv`) and VolumeSnapshot (as `pvc`) its description
+/// names, the cluster its labels name. Nothing holds a snapshot: `in_use` is empty.
+pub(crate) fn snapshot_facts_of(s: &GceSnapshot) -> DiskFacts {
+    let c = &s.created_for;
+    let recorded = c.pv_name.is_some() || c.pvc_name.is_some() || c.pvc_namespace.is_some();
+    DiskFacts {
+        size: s.size_bytes,
+        created: s.created,
+        kind: None,
+        in_use: Vec::new(),
+        last_detached: None,
+        created_for: recorded.then(|| CreatedFor {
+            pv: c.pv_name.clone(),
+            pvc: c.pvc_name.clone(),
+            pvc_namespace: c.pvc_namespace.clone(),
+        }),
+        cluster: s.cluster.clone().filter(|c| !c.is_empty()),
+        replica_zones: Vec::new(),
+        source_disk: s.source_disk.clone(),
+    }
+}
+
+/// The report of one listing of a project's snapshots ([`Scope::GceSnapshots`]): every
+/// snapshot the driver cut, by name (what a VolumeSnapshotContent's handle names), its numeric
+/// id as the id.
+pub fn snapshots_report_of(
+    listing: SnapshotListing,
+    project: &str,
+    started: Time,
+    elapsed: Duration,
+) -> CensusReport {
+    let result = listing
+        .result
+        .map(|snapshots| Snapshot {
+            started,
+            pool_id: 0,
+            images: snapshots
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.clone(),
+                        Seen {
+                            id: s.id.to_string(),
+                            detail: Some(Box::new(snapshot_facts_of(s))),
+                        },
+                    )
+                })
+                .collect(),
+            trash: Default::default(),
+            unread: Default::default(),
+        })
+        .map_err(failure);
+    CensusReport {
+        key: Scope::GceSnapshots {
+            project: project.to_string(),
+        },
+        result,
+        requests: listing.pages,
+        elapsed,
     }
 }
 
@@ -152,16 +215,23 @@ pub fn reports_of(
 }
 
 /// Runs one project's census until `tx` is closed: lists every `interval`, and sends one
-/// report per scope. `known` starts with the configured scopes (the project's own for an
-/// aggregated listing). A lister that cannot be made (credentials) is retried at the next turn,
-/// and its failure reported for the known scopes (the loop logs it once per change).
+/// report per scope; with `snapshots`, then lists the project's snapshots and sends their
+/// report (each listing succeeds or fails on its own: a role without `compute.snapshots.list`
+/// fails only the snapshots). `known` starts with the configured scopes (the project's own for
+/// an aggregated listing). A lister that cannot be made (credentials) is retried at the next
+/// turn, and its failure reported for the known scopes and the snapshots' (the loop logs it
+/// once per change).
 pub(crate) async fn run(
     config: GceConfig,
     mut known: BTreeSet<Scope>,
+    snapshots: bool,
     interval: Duration,
     tx: mpsc::Sender<CensusReport>,
 ) {
     let project = config.project.clone();
+    let snapshot_scope = snapshots.then(|| Scope::GceSnapshots {
+        project: project.clone(),
+    });
     let mut lister = None;
     loop {
         if tx.is_closed() {
@@ -173,7 +243,7 @@ pub(crate) async fn run(
             match GceLister::new(config.clone()).await {
                 Ok(l) => lister = Some(l),
                 Err(e) => {
-                    for key in known.iter().cloned() {
+                    for key in known.iter().chain(&snapshot_scope).cloned() {
                         if tx
                             .send(CensusReport {
                                 key,
@@ -193,6 +263,15 @@ pub(crate) async fn run(
         if let Some(l) = &lister {
             let listing = l.list().await;
             for r in reports_of(listing, &project, &mut known, at, started.elapsed()) {
+                if tx.send(r).await.is_err() {
+                    return;
+                }
+            }
+            if snapshots {
+                let started = Instant::now();
+                let at = wall_clock();
+                let listing = l.list_snapshots().await;
+                let r = snapshots_report_of(listing, &project, at, started.elapsed());
                 if tx.send(r).await.is_err() {
                     return;
                 }
@@ -231,7 +310,7 @@ pub(crate) fn config_of(section: &GceSection, timeout: Duration, deadline: Durat
 }
 
 /// Every `gce` section's census, each project listed on its own every `interval`, until `tx`
-/// is closed.
+/// is closed; a section with `snapshots: true` reports its snapshots too.
 pub(crate) async fn run_all(
     config: CensusConfig,
     interval: Duration,
@@ -243,6 +322,7 @@ pub(crate) async fn run_all(
         run(
             config_of(s, timeout, deadline),
             s.scopes().into_iter().collect(),
+            s.snapshots,
             interval,
             tx.clone(),
         )
@@ -403,5 +483,57 @@ mod tests {
         assert_eq!(reports.len(), 1);
         assert_eq!(reports[0].key, project);
         assert!(reports[0].result.is_err());
+    }
+
+    #[test]
+    fn a_snapshot_listing_is_one_report_keyed_by_name() {
+        let started = Time(jiff::Timestamp::UNIX_EPOCH);
+        let snap = GceSnapshot {
+            name: "snapshot-1".into(),
+            id: 77,
+            size_bytes: 10 << 30,
+            created: Some("2026-01-01T00:00:00Z".parse().unwrap()),
+            source_disk: Some("projects/p/zones/z/disks/d".into()),
+            created_for: GceCreatedFor {
+                pv_name: Some("snapcontent-1".into()),
+                pvc_name: Some("nightly".into()),
+                pvc_namespace: Some("shop".into()),
+            },
+            cluster: Some("prod".into()),
+        };
+        let ok = SnapshotListing {
+            result: Ok(vec![snap]),
+            pages: 3,
+        };
+        let r = snapshots_report_of(ok, "p", started.clone(), Duration::ZERO);
+        assert_eq!(
+            r.key,
+            Scope::GceSnapshots {
+                project: "p".into()
+            }
+        );
+        assert_eq!(r.requests, 3);
+        let census = r.result.unwrap();
+        let seen = &census.images["snapshot-1"];
+        assert_eq!(seen.id, "77");
+        let f = seen.detail.as_deref().unwrap();
+        assert_eq!(f.source_disk.as_deref(), Some("projects/p/zones/z/disks/d"));
+        assert_eq!(f.size, 10 << 30);
+        assert!(f.in_use.is_empty());
+        assert_eq!(
+            f.created_for,
+            Some(CreatedFor {
+                pv: Some("snapcontent-1".into()),
+                pvc: Some("nightly".into()),
+                pvc_namespace: Some("shop".into()),
+            })
+        );
+        assert_eq!(f.owner(Some("prod")), Owner::Ours);
+        let failed = SnapshotListing {
+            result: Err(ListError::new(ErrorCategory::Forbidden, "403")),
+            pages: 1,
+        };
+        let r = snapshots_report_of(failed, "p", started, Duration::ZERO);
+        assert_eq!(r.result.unwrap_err().category(), FailureCategory::Forbidden);
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use google_cloud_compute_v1::model::Disk;
+use google_cloud_compute_v1::model::{Disk, Snapshot};
 
 /// The description key under which the GCE PD CSI driver records the PV it made the disk for.
 pub(crate) const CREATED_FOR_PV_NAME: &str = "kubernetes.io/created-for/pv/name";
@@ -15,6 +15,19 @@ pub(crate) const CREATED_FOR_PV_NAME: &str = "kubernetes.io/created-for/pv/name"
 pub(crate) const CREATED_FOR_PVC_NAME: &str = "kubernetes.io/created-for/pvc/name";
 /// The description key of the claim's namespace.
 pub(crate) const CREATED_FOR_PVC_NAMESPACE: &str = "kubernetes.io/created-for/pvc/namespace";
+/// The description key under which the PD CSI driver records the VolumeSnapshotContent it cut
+/// a snapshot for ...
+pub(crate) const CREATED_FOR_CONTENT_NAME: &str =
+    "kubernetes.io/created-for/volumesnapshotcontent/name";
+/// ... the VolumeSnapshot's name ...
+pub(crate) const CREATED_FOR_SNAPSHOT_NAME: &str = "kubernetes.io/created-for/volumesnapshot/name";
+/// ... and its namespace.
+pub(crate) const CREATED_FOR_SNAPSHOT_NAMESPACE: &str =
+    "kubernetes.io/created-for/volumesnapshot/namespace";
+/// The description key naming the driver that made a disk or snapshot.
+pub(crate) const CREATED_BY: &str = "storage.gke.io/created-by";
+/// The PD CSI driver's name, the value of [`CREATED_BY`].
+pub(crate) const PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
 /// The label GKE puts on the disks a cluster's driver creates: the cluster's name.
 pub const GKE_CLUSTER_LABEL: &str = "goog-k8s-cluster-name";
 
@@ -154,9 +167,7 @@ impl GceCreatedFor {
     /// Reads the description; a description that is not such a JSON object (a disk made by
     /// hand, or by another tool) records nothing.
     pub(crate) fn parse(description: &str) -> GceCreatedFor {
-        let Ok(serde_json::Value::Object(m)) = serde_json::from_str(description) else {
-            return GceCreatedFor::default();
-        };
+        let m = description_object(description);
         let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_owned);
         GceCreatedFor {
             pv_name: get(CREATED_FOR_PV_NAME),
@@ -164,6 +175,65 @@ impl GceCreatedFor {
             pvc_namespace: get(CREATED_FOR_PVC_NAMESPACE),
         }
     }
+
+    /// Reads a snapshot's description in the neutral names: the VolumeSnapshotContent as the
+    /// `pv`, the VolumeSnapshot as the claim.
+    pub(crate) fn parse_snapshot(description: &str) -> GceCreatedFor {
+        let m = description_object(description);
+        let get = |k: &str| m.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+        GceCreatedFor {
+            pv_name: get(CREATED_FOR_CONTENT_NAME),
+            pvc_name: get(CREATED_FOR_SNAPSHOT_NAME),
+            pvc_namespace: get(CREATED_FOR_SNAPSHOT_NAMESPACE),
+        }
+    }
+}
+
+/// A description as the JSON object the CSI driver writes; empty when it is not one.
+fn description_object(description: &str) -> serde_json::Map<String, serde_json::Value> {
+    match serde_json::from_str(description) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// Whether a description says the PD CSI driver made the disk or snapshot.
+pub(crate) fn made_by_csi_driver(description: &str) -> bool {
+    description_object(description)
+        .get(CREATED_BY)
+        .and_then(|v| v.as_str())
+        == Some(PD_CSI_DRIVER)
+}
+
+/// What the census keeps of one snapshot the PD CSI driver cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GceSnapshot {
+    /// The snapshot's name (unique in the project: snapshots are global), what a
+    /// VolumeSnapshotContent's `snapshotHandle` names (`projects/p/global/snapshots/<name>`).
+    pub name: String,
+    /// Its numeric id (a new snapshot of the same name has another).
+    pub id: u64,
+    /// The size of the disk it was cut from, in bytes (`diskSizeGb` × 2³⁰).
+    pub size_bytes: u64,
+    /// When it was created.
+    pub(crate) created: Option<jiff::Timestamp>,
+    /// The disk it was cut from, as a CSI volume handle names it
+    /// (`projects/p/zones/z/disks/d`, `projects/p/regions/r/disks/d`), when its URL is one.
+    pub source_disk: Option<String>,
+    /// The VolumeSnapshotContent (as `pv_name`) and VolumeSnapshot (as the claim) recorded.
+    pub created_for: GceCreatedFor,
+    /// The cluster its labels name (as for a disk).
+    pub cluster: Option<String>,
+}
+
+/// A `sourceDisk` URL (`https://www.googleapis.com/compute/v1/projects/p/zones/z/disks/d`, or
+/// the same without the host) as a CSI volume handle names the disk; `None` for anything else.
+pub(crate) fn disk_handle(url: &str) -> Option<String> {
+    let path = url
+        .find("projects/")
+        .map(|i| &url[i..])
+        .filter(|p| crate::model::csi::parse_gce_handle(p).is_some())?;
+    Some(path.to_string())
 }
 
 /// What the census keeps of one disk.
@@ -274,6 +344,50 @@ pub(crate) fn facts_of(
     })
 }
 
+/// A snapshot's facts, from the API's answer; `None` for a snapshot the PD CSI driver did not
+/// cut (made by hand, by a schedule, by another tool: no VolumeSnapshotContent can name it as
+/// the driver's). `cluster_label` as for [`facts_of`]. A snapshot without a name or id is an
+/// error, so that the listing is not taken as complete.
+pub(crate) fn snapshot_facts_of(
+    s: Snapshot,
+    cluster_label: Option<&str>,
+) -> Result<Option<GceSnapshot>, ListError> {
+    let description = s.description.as_deref().unwrap_or_default();
+    if !made_by_csi_driver(description) {
+        return Ok(None);
+    }
+    let name = s
+        .name
+        .ok_or_else(|| ListError::new(ErrorCategory::Other, "a snapshot without a name"))?;
+    let bad =
+        |what: String| ListError::new(ErrorCategory::Other, format!("snapshot {name}: {what}"));
+    let id = s.id.ok_or_else(|| bad("no id".into()))?;
+    let size_gb = s.disk_size_gb.unwrap_or(0);
+    let size_bytes = u64::try_from(size_gb)
+        .ok()
+        .and_then(|g| g.checked_mul(1 << 30))
+        .ok_or_else(|| bad(format!("diskSizeGb {size_gb} out of range")))?;
+    let created = s
+        .creation_timestamp
+        .map(|t| {
+            t.parse::<jiff::Timestamp>()
+                .map_err(|e| bad(format!("creationTimestamp {t:?}: {e}")))
+        })
+        .transpose()?;
+    Ok(Some(GceSnapshot {
+        id,
+        size_bytes,
+        created,
+        source_disk: s.source_disk.as_deref().and_then(disk_handle),
+        created_for: GceCreatedFor::parse_snapshot(description),
+        cluster: s
+            .labels
+            .get(cluster_label.unwrap_or(GKE_CLUSTER_LABEL))
+            .cloned(),
+        name,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,5 +471,73 @@ mod tests {
         assert_eq!(ErrorCategory::of_status(429), Some(ErrorCategory::Quota));
         assert_eq!(ErrorCategory::of_status(503), Some(ErrorCategory::Server));
         assert_eq!(ErrorCategory::of_status(404), None);
+    }
+
+    fn snapshot(json: serde_json::Value) -> Snapshot {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_csi_snapshot_and_a_hand_made_one() {
+        let s = snapshot(serde_json::json!({
+            "name": "snapshot-7a1c", "id": "9912345678901234567", "diskSizeGb": "20",
+            "creationTimestamp": "2026-03-01T10:00:00.000-08:00",
+            "sourceDisk": "https://www.googleapis.com/compute/v1/projects/p/regions/us-central1/disks/pvc-0f3c",
+            "labels": {"goog-k8s-cluster-name": "prod"},
+            "description": "{\"kubernetes.io/created-for/volumesnapshot/name\":\"nightly\",\"kubernetes.io/created-for/volumesnapshot/namespace\":\"shop\",\"kubernetes.io/created-for/volumesnapshotcontent/name\":\"snapcontent-1\",\"storage.gke.io/created-by\":\"pd.csi.storage.gke.io\"}",
+        }));
+        let f = snapshot_facts_of(s, None).unwrap().expect("the driver's");
+        assert_eq!(f.name, "snapshot-7a1c");
+        assert_eq!(f.id, 9912345678901234567);
+        assert_eq!(f.size_bytes, 20 << 30);
+        assert_eq!(f.created.unwrap().to_string(), "2026-03-01T18:00:00Z");
+        assert_eq!(
+            f.source_disk.as_deref(),
+            Some("projects/p/regions/us-central1/disks/pvc-0f3c")
+        );
+        assert_eq!(f.cluster.as_deref(), Some("prod"));
+        assert_eq!(
+            f.created_for,
+            GceCreatedFor {
+                pv_name: Some("snapcontent-1".into()),
+                pvc_name: Some("nightly".into()),
+                pvc_namespace: Some("shop".into()),
+            }
+        );
+        for description in [
+            None,
+            Some("my backup"),
+            Some("{\"storage.gke.io/created-by\":\"other\"}"),
+        ] {
+            let s = snapshot(
+                serde_json::json!({"name": "by-hand", "id": "1", "description": description}),
+            );
+            assert_eq!(snapshot_facts_of(s, None).unwrap(), None, "{description:?}");
+        }
+        let nameless = snapshot(
+            serde_json::json!({"id": "2", "description": "{\"storage.gke.io/created-by\":\"pd.csi.storage.gke.io\"}"}),
+        );
+        assert_eq!(
+            snapshot_facts_of(nameless, None).unwrap_err().category,
+            ErrorCategory::Other
+        );
+    }
+
+    #[test]
+    fn source_disk_urls_become_handles() {
+        assert_eq!(
+            disk_handle("https://www.googleapis.com/compute/v1/projects/p/zones/z-a/disks/d")
+                .as_deref(),
+            Some("projects/p/zones/z-a/disks/d")
+        );
+        assert_eq!(
+            disk_handle("projects/p/zones/z/disks/d").as_deref(),
+            Some("projects/p/zones/z/disks/d")
+        );
+        assert_eq!(
+            disk_handle("https://x/compute/v1/projects/p/global/images/i"),
+            None
+        );
+        assert_eq!(disk_handle("d"), None);
     }
 }

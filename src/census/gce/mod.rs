@@ -1,7 +1,9 @@
-//! The GCE census, I/O: lists a project's persistent disks, zonal and regional, read-only,
-//! with Google's own clients (`google-cloud-compute-v1`, `google-cloud-auth`).
+//! The GCE census, I/O: lists a project's persistent disks, zonal and regional, and (when asked)
+//! the snapshots the PD CSI driver cut, read-only, with Google's own clients
+//! (`google-cloud-compute-v1`, `google-cloud-auth`).
 //!
-//! **I/O: reads Compute Engine (`compute.disks.list`, nothing else); writes nothing.** A listing
+//! **I/O: reads Compute Engine (`compute.disks.list`; `compute.snapshots.list` for the
+//! snapshots, nothing else); writes nothing.** A listing
 //! covers either every location of the project in one paginated `disks.aggregatedList` (zonal
 //! and regional disks alike, keyed `zones/Z` and `regions/R`), or the zones and regions it is
 //! given, each with its own paginated `disks.list` / `regionDisks.list` (a regional disk is in
@@ -22,7 +24,8 @@
 //!
 //! Least privilege: the one IAM permission `compute.disks.list` on the project, which
 //! `disks.list`, `regionDisks.list` and `disks.aggregatedList` all require (a custom role;
-//! `roles/compute.viewer` grants far more).
+//! `roles/compute.viewer` grants far more), and `compute.snapshots.list` for the snapshots
+//! (`snapshots.list`, global: one listing per project, complete or failed as a whole).
 
 pub mod census;
 pub mod facts;
@@ -32,7 +35,7 @@ use std::sync::Once;
 use std::time::Duration;
 
 use google_cloud_auth::credentials::{self, Credentials, service_account};
-use google_cloud_compute_v1::client::{Disks, RegionDisks};
+use google_cloud_compute_v1::client::{Disks, RegionDisks, Snapshots};
 use google_cloud_compute_v1::model::disks_scoped_list::warning::Code as ScopeWarning;
 use google_cloud_gax::error::Error as GaxError;
 use google_cloud_gax::exponential_backoff::ExponentialBackoffBuilder;
@@ -42,7 +45,8 @@ use google_cloud_gax::retry_result::RetryResult;
 use google_cloud_gax::retry_state::RetryState;
 
 pub use facts::{
-    ErrorCategory, GKE_CLUSTER_LABEL, GceCreatedFor, GceDisk, GceScope, ListError, Location,
+    ErrorCategory, GKE_CLUSTER_LABEL, GceCreatedFor, GceDisk, GceScope, GceSnapshot, ListError,
+    Location,
 };
 
 /// The OAuth scope the census asks for: read-only Compute.
@@ -135,12 +139,22 @@ pub struct ProjectListing {
     pub pages: u64,
 }
 
+/// A listing of one project's snapshots that the PD CSI driver cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotListing {
+    /// Every such snapshot (the others left out), or why they are unknown.
+    pub result: Result<Vec<GceSnapshot>, ListError>,
+    /// Pages requested (retries not counted).
+    pub pages: u64,
+}
+
 /// The Compute clients for one project.
 #[derive(Clone, Debug)]
 pub struct GceLister {
     config: GceConfig,
     disks: Disks,
     region_disks: RegionDisks,
+    snapshots: Snapshots,
 }
 
 /// rustls's process default is ring (kube's), installed once: google-cloud-auth signs with the
@@ -217,7 +231,8 @@ fn categorize(e: &GaxError) -> ErrorCategory {
     ErrorCategory::Other
 }
 
-fn list_error(scope: &GceScope, e: &GaxError) -> ListError {
+/// `what`: `the disks of <scope>`, `the snapshots of <project>`.
+fn list_error(what: &str, e: &GaxError) -> ListError {
     let category = categorize(e);
     // The service's own message when there is one (Compute names the missing permission).
     let detail = e
@@ -225,7 +240,7 @@ fn list_error(scope: &GceScope, e: &GaxError) -> ListError {
         .map(|s| s.message.clone())
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| e.to_string());
-    ListError::new(category, format!("listing the disks of {scope}: {detail}"))
+    ListError::new(category, format!("listing {what}: {detail}"))
 }
 
 impl GceLister {
@@ -265,11 +280,54 @@ impl GceLister {
         }
         let disks = client!(Disks);
         let region_disks = client!(RegionDisks);
+        let snapshots = client!(Snapshots);
         Ok(GceLister {
             config,
             disks,
             region_disks,
+            snapshots,
         })
+    }
+
+    /// Lists the project's snapshots once (`snapshots.list`: they are global), every page
+    /// within the deadline, and keeps those the PD CSI driver cut (its description says so).
+    /// Needs `compute.snapshots.list`; a page that fails fails the whole listing.
+    pub async fn list_snapshots(&self) -> SnapshotListing {
+        let mut pages = 0;
+        let what = format!("the snapshots of projects/{}", self.config.project);
+        let result = bounded(
+            self.config.deadline,
+            &what,
+            self.snapshot_pages(&what, &mut pages),
+        )
+        .await;
+        SnapshotListing { result, pages }
+    }
+
+    async fn snapshot_pages(
+        &self,
+        what: &str,
+        pages: &mut u64,
+    ) -> Result<Vec<GceSnapshot>, ListError> {
+        let label = self.config.cluster_label.as_deref();
+        let mut out = Vec::new();
+        let mut paginator = self
+            .snapshots
+            .list()
+            .set_project(&self.config.project)
+            .set_max_results(self.config.page_size)
+            .by_page();
+        while let Some(page) = paginator.next().await {
+            *pages += 1;
+            let page = page.map_err(|e| list_error(what, &e))?;
+            for s in page.items {
+                let facts = facts::snapshot_facts_of(s, label).map_err(|e| {
+                    ListError::new(e.category, format!("listing {what}: {}", e.message))
+                })?;
+                out.extend(facts);
+            }
+        }
+        Ok(out)
     }
 
     /// Lists the configured locations of the project once.
@@ -278,7 +336,13 @@ impl GceLister {
         let mut scopes = match &self.config.locations {
             Locations::All => {
                 let scope = self.scope(Location::All);
-                match bounded(self.config.deadline, &scope, self.aggregated(&mut pages)).await {
+                match bounded(
+                    self.config.deadline,
+                    format!("the disks of {scope}"),
+                    self.aggregated(&mut pages),
+                )
+                .await
+                {
                     Ok(scopes) => scopes,
                     Err(e) => vec![ScopeListing {
                         scope,
@@ -296,7 +360,7 @@ impl GceLister {
                     let scope = self.scope(location);
                     let result = bounded(
                         self.config.deadline,
-                        &scope,
+                        format!("the disks of {scope}"),
                         self.one_location(&scope, &mut pages),
                     )
                     .await;
@@ -329,7 +393,7 @@ impl GceLister {
             .by_page();
         while let Some(page) = paginator.next().await {
             *pages += 1;
-            let page = page.map_err(|e| list_error(&all, &e))?;
+            let page = page.map_err(|e| list_error(&format!("the disks of {all}"), &e))?;
             if let Some(w) = &page.warning
                 && w.code.as_ref().and_then(|c| c.name()) != Some("NO_RESULTS_ON_PAGE")
             {
@@ -415,7 +479,8 @@ impl GceLister {
                 let mut p = $paginator;
                 while let Some(page) = p.next().await {
                     *pages += 1;
-                    let page = page.map_err(|e| list_error(scope, &e))?;
+                    let page =
+                        page.map_err(|e| list_error(&format!("the disks of {scope}"), &e))?;
                     for d in page.items {
                         out.push(facts::facts_of(d, &scope.location, label).map_err(|e| {
                             ListError::new(
@@ -465,7 +530,7 @@ fn unknown_scope(all: &GceScope, key: &str) -> ListError {
 /// `work`, or a timeout error once `deadline` has passed.
 async fn bounded<T>(
     deadline: Duration,
-    scope: &GceScope,
+    what: impl std::fmt::Display,
     work: impl Future<Output = Result<T, ListError>>,
 ) -> Result<T, ListError> {
     tokio::time::timeout(deadline, work)
@@ -474,7 +539,7 @@ async fn bounded<T>(
             Err(ListError::new(
                 ErrorCategory::Timeout,
                 format!(
-                    "listing the disks of {scope} took longer than {:.1}s; it is abandoned",
+                    "listing {what} took longer than {:.1}s; it is abandoned",
                     deadline.as_secs_f64()
                 ),
             ))
