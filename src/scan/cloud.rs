@@ -33,6 +33,8 @@ pub struct ScopeFailure {
     pub(crate) kind: FailureKind,
     /// What failed, in one line.
     pub(crate) message: String,
+    /// What the scope holds, of which nothing is said: `disks` or `snapshots`.
+    pub(crate) holds: &'static str,
 }
 
 impl std::fmt::Display for ScopeFailure {
@@ -44,10 +46,11 @@ impl std::fmt::Display for ScopeFailure {
         };
         write!(
             f,
-            "the {backend} census of {} failed ({}): {}; nothing is said about its disks",
+            "the {backend} census of {} failed ({}): {}; nothing is said about its {}",
             self.scope,
             self.kind.category.as_str(),
-            self.message
+            self.message,
+            self.holds
         )
     }
 }
@@ -82,6 +85,11 @@ pub(crate) fn record(
                         scope: key.to_string(),
                         kind: f.kind,
                         message: f.message.clone(),
+                        holds: if key.holds_snapshots() {
+                            "snapshots"
+                        } else {
+                            "disks"
+                        },
                     },
                 );
                 Err(f.message)
@@ -130,7 +138,7 @@ mod gce {
 
     use super::{Failures, record};
     use crate::census::config::GceSection;
-    use crate::census::gce::census::{self, reports_of};
+    use crate::census::gce::census::{self, reports_of, snapshots_report_of};
     use crate::census::gce::{GceConfig, GceLister};
     use crate::census::{CensusFailure, CensusReport};
     use crate::decide::census::{Census, Scope};
@@ -143,13 +151,16 @@ mod gce {
         census::config_of(section, bounds.attempt_timeout, bounds.deadline)
     }
 
-    /// One project, listed twice.
+    /// One project, listed twice: its disks, then (with `snapshots: true`) its snapshots.
     pub(crate) async fn twice(section: &GceSection, census: &mut Census, failed: &mut Failures) {
         let project = section.project.clone();
         let mut known: BTreeSet<Scope> = section.scopes().into_iter().collect();
+        // A lister that cannot be made fails the snapshots' scope too: none was listed.
+        let unlisted: Vec<Scope> = section.snapshot_scope().into_iter().collect();
         let fail_known = |known: &BTreeSet<Scope>, e: CensusFailure| -> Vec<CensusReport> {
             known
                 .iter()
+                .chain(&unlisted)
                 .map(|key| CensusReport {
                     key: key.clone(),
                     result: Err(e.clone()),
@@ -173,6 +184,13 @@ mod gce {
             let listing = lister.list().await;
             let reports = reports_of(listing, &project, &mut known, at, started.elapsed());
             record(census, reports, ours, failed);
+            if section.snapshots {
+                let started = Instant::now();
+                let at = wall_clock();
+                let listing = lister.list_snapshots().await;
+                let report = snapshots_report_of(listing, &project, at, started.elapsed());
+                record(census, vec![report], ours, failed);
+            }
         }
     }
 }
@@ -191,6 +209,7 @@ mod gce {
         let reports = section
             .scopes()
             .into_iter()
+            .chain(section.snapshot_scope())
             .map(|key| CensusReport {
                 key,
                 result: Err(f.clone()),
@@ -208,7 +227,7 @@ mod ebs {
 
     use super::{Failures, record};
     use crate::census::config::EbsSection;
-    use crate::census::ebs::census::{self, report_of};
+    use crate::census::ebs::census::{self, report_of, snapshots_report_of};
     use crate::census::ebs::{Ebs, EbsConfig};
     use crate::decide::census::Census;
     use crate::engine::clock::wall_clock;
@@ -220,7 +239,8 @@ mod ebs {
         census::config_of(section, bounds.attempt_timeout, bounds.deadline)
     }
 
-    /// One region, listed twice. `top` is the file's `clusterName`.
+    /// One region, listed twice: its volumes, then (with `snapshots: true`) the driver's
+    /// snapshots. `top` is the file's `clusterName`.
     pub(crate) async fn twice(
         section: &EbsSection,
         top: Option<&str>,
@@ -243,6 +263,20 @@ mod ebs {
                 started.elapsed(),
             );
             record(census, vec![report], ours, failed);
+            if section.snapshots {
+                let started = Instant::now();
+                let at = wall_clock();
+                let listed = ebs.list_snapshots().await;
+                let report = snapshots_report_of(
+                    listed,
+                    &config,
+                    ours,
+                    section.cluster_tag.as_deref(),
+                    at,
+                    started.elapsed(),
+                );
+                record(census, vec![report], ours, failed);
+            }
         }
     }
 }
@@ -265,13 +299,16 @@ mod ebs {
             FailureKind::of(FailureCategory::Other),
             "this build has no EBS census (the ebs feature is off)".into(),
         );
-        let report = CensusReport {
-            key: section.scope(),
-            result: Err(f),
-            requests: 0,
-            elapsed: std::time::Duration::ZERO,
-        };
-        record(census, vec![report], None, failed);
+        let reports = std::iter::once(section.scope())
+            .chain(section.snapshot_scope())
+            .map(|key| CensusReport {
+                key,
+                result: Err(f.clone()),
+                requests: 0,
+                elapsed: std::time::Duration::ZERO,
+            })
+            .collect();
+        record(census, reports, None, failed);
     }
 }
 

@@ -277,11 +277,18 @@ fn scan_says_it_does_not_know_a_scope_whose_contents_it_could_not_read() {
     let (found, unknown) = crate::scan::snapshot_orphans(&s.census, None, &mut referenced);
     assert!(found.is_empty(), "no content is not \"no content\"");
     assert_eq!(unknown.len(), 1, "{unknown:?}");
-    assert!(unknown[0].starts_with("ebs:eu-west-1/snapshots: "), "{}", unknown[0]);
+    assert!(
+        unknown[0].starts_with("ebs:eu-west-1/snapshots: "),
+        "{}",
+        unknown[0]
+    );
     // Named before the listings or after them: named.
     let handles = Some((vec!["snap-0aa".to_string()], Vec::new()));
     let (found, unknown) = crate::scan::snapshot_orphans(&s.census, handles, &mut referenced);
-    assert!(found.is_empty() && unknown.is_empty(), "{found:?} {unknown:?}");
+    assert!(
+        found.is_empty() && unknown.is_empty(),
+        "{found:?} {unknown:?}"
+    );
     let mut referenced = Default::default();
     let handles = Some((Vec::new(), vec!["snap-0bb".to_string()]));
     let (found, _) = crate::scan::snapshot_orphans(&s.census, handles, &mut referenced);
