@@ -676,17 +676,7 @@ spec:
 async fn the_ebs_snapshot_census_reports_the_snapshots_no_content_names() {
     let Some(moto) = moto() else { return };
     let cp = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
-    let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("tools/snapshot-crds.sh");
-    assert!(crds.status.success(), "tools/snapshot-crds.sh failed");
-    for p in String::from_utf8_lossy(&crds.stdout).lines() {
-        cp.kubectl_ok(&["apply", "-f", p])
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
-        .unwrap_or_else(|e| panic!("{e}"));
+    crate::csi::apply_snapshot_crds(&cp);
     let admin = cp.admin().await;
     let region = "eu-central-1";
     let ec2 = writer(moto.port, region).await;

@@ -44,8 +44,8 @@ pub async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     .await
 }
 
-/// The CRDs and the snapshot-controller, on `cp`.
-pub fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
+/// The external-snapshotter's CRDs of its release, applied to `cp` and established.
+pub fn apply_snapshot_crds(cp: &ControlPlane) {
     let crds = Command::new(repo().join("tools/snapshot-crds.sh"))
         .stderr(Stdio::inherit())
         .output()
@@ -59,6 +59,11 @@ pub fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
     cp.kubectl_ok(&apply).unwrap_or_else(|e| panic!("{e}"));
     cp.kubectl_ok(&["wait", "--for=condition=Established", "crd", "--all"])
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The CRDs and the snapshot-controller, on `cp`.
+pub fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
+    apply_snapshot_crds(cp);
     let log = std::fs::File::create(cp.dir.join("snapshot-controller.log")).unwrap();
     Running(
         Command::new(controller)

@@ -863,3 +863,236 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
     recorder.stop();
     g.cleanup(&published).await;
 }
+
+// --- The project's snapshots (`snapshots: true`) ---------------------------------------------
+
+/// A snapshot as the PD CSI driver cuts it: its marker and what it was cut for in the
+/// description, the cluster's label.
+fn csi_snapshot(name: &str, id: &str, cluster: &str) -> Value {
+    json!({
+        "name": name, "id": id, "diskSizeGb": "20", "status": "READY",
+        "storageBytes": "1048576", "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
+        "sourceDisk": "zones/europe-west1-b/disks/pvc-source",
+        "labels": {"goog-k8s-cluster-name": cluster},
+        "description": json!({
+            "kubernetes.io/created-for/volumesnapshot/name": format!("vs-{name}"),
+            "kubernetes.io/created-for/volumesnapshot/namespace": "shop",
+            "kubernetes.io/created-for/volumesnapshotcontent/name": format!("snapcontent-{id}"),
+            "storage.gke.io/created-by": DRIVER,
+        }).to_string(),
+    })
+}
+
+/// A pre-provisioned VolumeSnapshotContent of the PD CSI driver naming `handle`.
+fn gce_content(name: &str, handle: &str) -> String {
+    format!(
+        "apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotContent
+metadata:
+  name: {name}
+spec:
+  deletionPolicy: Retain
+  driver: {DRIVER}
+  source:
+    snapshotHandle: {handle}
+  volumeSnapshotRef:
+    namespace: default
+    name: {name}
+"
+    )
+}
+
+/// `scan` with this census file, as the operator's identity.
+fn scan_with(cp: &ControlPlane, config: &Path) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+        .args(["scan", "--census-image-grace", "0s", "--census-config"])
+        .arg(config)
+        .env("KUBECONFIG", cp.kubeconfig("operator"))
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The GCE snapshot census end to end, on a control plane of its own. Before the snapshot CRDs
+/// are served, `scan` concludes nothing about the snapshots (exit 4, said per scope). Then: the
+/// PD CSI driver's snapshot no content names → `SnapshotWithoutContent` with the handle a
+/// content would carry (`projects/P/global/snapshots/NAME`), from the operator and from `scan`;
+/// the one a content names, another cluster's, one cut by hand → nothing; a project whose role
+/// lacks `compute.snapshots.list` (403) → its snapshots' `census_up` 0 and `scan` exit 4 naming
+/// them, its disks still censused; a content importing the reported snapshot clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
+    let cluster = unique("e2e-gke-snap");
+    let project = "p-snap";
+    let snap = Fake::start(
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique("gce-snap")),
+        json!({
+            "project": project,
+            "zones": ["europe-west1-b"], "regions": ["europe-west1"],
+            "snapshots": [
+                csi_snapshot("snapshot-orphan", "8101", &cluster),
+                csi_snapshot("snapshot-kept", "8102", &cluster),
+                csi_snapshot("snapshot-theirs", "8103", "another-cluster"),
+                {"name": "by-hand", "id": "8104", "diskSizeGb": "10", "status": "READY",
+                 "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
+                 "description": "a backup made by hand",
+                 "labels": {"goog-k8s-cluster-name": cluster}},
+            ],
+        }),
+    );
+    let denied = Fake::start(
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique("gce-snap-denied")),
+        json!({
+            "project": "p-denied",
+            "zones": ["europe-west1-b"],
+            "snapshots": [csi_snapshot("snapshot-hidden", "8201", &cluster)],
+            "errors": {"global/snapshots": {"status": 403, "message": "Required 'compute.snapshots.list' permission for 'projects/p-denied'"}},
+        }),
+    );
+    let Some((snap, denied)) = started(snap, denied) else {
+        return;
+    };
+    let cp = ControlPlane::start(Flavor::Full, true).unwrap_or_else(|e| panic!("{e}"));
+    let dir = cp.dir.join(unique("gce-snapshots"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("census.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "clusterName: {cluster}\ngce:\n{}{}",
+            snap.section(project, "    snapshots: true\n"),
+            denied.section(
+                "p-denied",
+                "    locations: [europe-west1-b]\n    snapshots: true\n"
+            ),
+        ),
+    )
+    .unwrap();
+    let scope = Scope::GceSnapshots {
+        project: project.into(),
+    };
+    let orphan = disk_leftover_name(&scope, "snapshot-orphan");
+    let handle = |name: &str| format!("projects/{project}/global/snapshots/{name}");
+
+    // A control plane just started answers 429 while the CRD's storage initializes.
+    let admin = cp.admin().await;
+    let leftovers = Api::<VolumeLeftover>::all(admin.clone());
+    wait_for("VolumeLeftovers to be listed", Duration::from_secs(60), || {
+        let leftovers = leftovers.clone();
+        async move { leftovers.list(&Default::default()).await.ok().map(|_| ()) }
+    })
+    .await;
+
+    // No snapshot CRDs yet: which snapshots the contents name is not known.
+    let (code, stdout, stderr) = scan_with(&cp, &config);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("gce:p-snap/snapshots: the VolumeSnapshotContents could not be read"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(&orphan), "nothing concluded:\n{stdout}");
+
+    crate::csi::apply_snapshot_crds(&cp);
+    let file = dir.join("content.yaml");
+    std::fs::write(&file, gce_content("kept-content", &handle("snapshot-kept"))).unwrap();
+    cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let log = dir.join("operator.log");
+    let _operator = start_operator(&cp, &config, port, &log);
+    let found = wait_leftover(&leftovers, &orphan, "SnapshotWithoutContent", |o| {
+        reason(o) == Some(Reason::SnapshotWithoutContent)
+    })
+    .await;
+    let s = found.status.clone().unwrap();
+    assert_eq!(s.subject, Subject::BackendSnapshot);
+    assert!(s.hints.is_empty(), "ours: {:?}", s.hints);
+    assert_eq!(s.source.driver.as_deref(), Some(DRIVER));
+    let info = s.snapshot.expect("status.snapshot");
+    assert_eq!(
+        info.snapshot_handle.as_deref(),
+        Some(handle("snapshot-orphan").as_str())
+    );
+    assert_eq!(info.content.as_deref(), Some("snapcontent-8101"));
+    assert_eq!(info.snapshot.as_deref(), Some("shop/vs-snapshot-orphan"));
+    let up = |scope: &str| {
+        scraped(
+            port,
+            &format!(r#"volume_leftovers_census_up{{backend="gce",scope="{scope}"}}"#),
+        )
+    };
+    wait_for(
+        "the denied project's snapshots down, its disks and p-snap's snapshots up",
+        Duration::from_secs(60),
+        || async {
+            (up("p-snap/snapshots") == Some(1.0)
+                && up("p-denied/snapshots") == Some(0.0)
+                && up("p-denied/europe-west1-b") == Some(1.0))
+            .then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let others = ["snapshot-kept", "snapshot-theirs", "by-hand"];
+    for not in others {
+        let n = disk_leftover_name(&scope, not);
+        assert!(
+            leftovers.get_opt(&n).await.unwrap().is_none(),
+            "{not}: no finding"
+        );
+    }
+    let hidden = disk_leftover_name(
+        &Scope::GceSnapshots {
+            project: "p-denied".into(),
+        },
+        "snapshot-hidden",
+    );
+    assert!(leftovers.get_opt(&hidden).await.unwrap().is_none());
+
+    // `scan` says the same, and that it does not know the denied project's snapshots.
+    let (code, stdout, stderr) = scan_with(&cp, &config);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("the GCE census of gce:p-denied/snapshots failed (forbidden)")
+            && stderr.contains("nothing is said about its snapshots"),
+        "{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["name"] == orphan.as_str())
+        .unwrap_or_else(|| panic!("scan reports {orphan}: {stdout}\n{stderr}"));
+    assert_eq!(line["reason"], "SnapshotWithoutContent", "{line}");
+    assert_eq!(
+        line["snapshot_handle"],
+        handle("snapshot-orphan").as_str(),
+        "{line}"
+    );
+    assert_eq!(line["created_for_content"], "snapcontent-8101", "{line}");
+    assert_eq!(
+        line["created_for_snapshot"], "shop/vs-snapshot-orphan",
+        "{line}"
+    );
+    assert_eq!(line["scope"], "gce:p-snap/snapshots", "{line}");
+    assert_eq!(line["project"], project, "{line}");
+    for not in others {
+        let n = disk_leftover_name(&scope, not);
+        assert!(!stdout.contains(&n), "scan: {not} is no finding: {stdout}");
+    }
+    assert!(!stdout.contains(&hidden), "Unknown, not orphaned: {stdout}");
+
+    // A content imports the reported snapshot: its finding goes.
+    std::fs::write(
+        &file,
+        gce_content("imported-content", &handle("snapshot-orphan")),
+    )
+    .unwrap();
+    cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_leftover_gone(&leftovers, &orphan).await;
+}
