@@ -254,13 +254,6 @@ fn ebs_pv(name: &str, class: &str, volume_id: &str, zone: &str) -> PersistentVol
     }
 }
 
-/// The operator's `/metrics` sample `sample`, when it answers.
-fn scraped(port: u16, sample: &str) -> Option<f64> {
-    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
-    body.lines()
-        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
-}
-
 /// Every VolumeLeftover's resourceVersion, by name.
 /// The operator binary with the census configuration `config`, its log in `log`.
 fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Running {
@@ -415,7 +408,7 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
         Some(1.0)
     );
     // Another cluster's volume, and the one a PV names: nobody's findings.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_census_settled(port, "ebs", "us-east-1").await;
     for not in [&theirs, &bound] {
         assert!(
             leftovers
@@ -764,7 +757,7 @@ async fn the_ebs_snapshot_census_reports_the_snapshots_no_content_names() {
         Some(1.0)
     );
     // The one a content names, another cluster's, one the driver did not cut: nothing.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_census_settled(port, "ebs", &format!("{region}/snapshots")).await;
     for not in [&named, &theirs, &by_hand] {
         let n = disk_leftover_name(&scope, not);
         assert!(

@@ -22,6 +22,12 @@
 //! hangs → `--census-timeout` ends each request, `census_up` 0, one log line (timeout), a Bound
 //! PV whose disk is gone meanwhile → nothing, the findings about the region unchanged.
 //!
+//! The project's snapshots (`snapshots: true`), on a control plane of its own: no snapshot CRDs
+//! → `scan` concludes nothing about them (exit 4); the PD CSI driver's snapshot no content
+//! names → SnapshotWithoutContent (operator and `scan`), a named one, another cluster's and a
+//! hand-made one → nothing; a project answering 403 on its snapshots → their scope Unknown, its
+//! disks still censused; a content importing the reported snapshot clears it.
+//!
 //! When the server's Python cannot be installed the tests skip, except in CI (`CI=true`).
 
 use std::io::{BufRead, BufReader};
@@ -199,13 +205,6 @@ fn gce_pv(name: &str, class: &str, handle: &str) -> PersistentVolume {
         }),
         status: None,
     }
-}
-
-/// The operator's `/metrics` sample `sample`, when it answers.
-fn scraped(port: u16, sample: &str) -> Option<f64> {
-    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
-    body.lines()
-        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -982,10 +981,14 @@ async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
     // A control plane just started answers 429 while the CRD's storage initializes.
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    wait_for("VolumeLeftovers to be listed", Duration::from_secs(60), || {
-        let leftovers = leftovers.clone();
-        async move { leftovers.list(&Default::default()).await.ok().map(|_| ()) }
-    })
+    wait_for(
+        "VolumeLeftovers to be listed",
+        Duration::from_secs(60),
+        || {
+            let leftovers = leftovers.clone();
+            async move { leftovers.list(&Default::default()).await.ok().map(|_| ()) }
+        },
+    )
     .await;
 
     // No snapshot CRDs yet: which snapshots the contents name is not known.
@@ -1037,7 +1040,7 @@ async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_census_settled(port, "gce", "p-snap/snapshots").await;
     let others = ["snapshot-kept", "snapshot-theirs", "by-hand"];
     for not in others {
         let n = disk_leftover_name(&scope, not);

@@ -1103,3 +1103,32 @@ pub fn kubeconfig_via(cp: &ControlPlane, who: &str, url: &str) -> PathBuf {
     std::fs::write(&path, text.replace(&original, url)).expect("write kubeconfig");
     path
 }
+
+/// The operator binary's `/metrics` sample `sample` (the series with its labels), when it
+/// answers.
+pub fn scraped(port: u16, sample: &str) -> Option<f64> {
+    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
+    body.lines()
+        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
+}
+
+/// Waits until the operator binary on `port` has completed two more listings of the cloud
+/// census scope (`backend`, `scope` as its metrics label it) than now, and has nothing queued
+/// and no write in flight: every listing before has been decided and what it decided written.
+/// An absence asserted after this is one the operator had the chance to get wrong.
+pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
+    let runs =
+        format!(r#"volume_leftovers_census_runs_total{{backend="{backend}",scope="{scope}"}}"#);
+    let start = scraped(port, &runs).unwrap_or(0.0);
+    wait_for(
+        &format!("two more listings of {backend}:{scope}, decided and written"),
+        Duration::from_secs(60),
+        || async {
+            (scraped(port, &runs).unwrap_or(0.0) >= start + 2.0
+                && scraped(port, "volume_leftovers_queued_volumes ") == Some(0.0)
+                && scraped(port, "volume_leftovers_writes_in_flight ") == Some(0.0))
+            .then_some(())
+        },
+    )
+    .await
+}
