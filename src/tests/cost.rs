@@ -321,6 +321,31 @@ fn a_tombstone_costs_since_its_delete_and_a_disk_since_its_last_detach() {
 }
 
 #[test]
+fn a_backend_snapshot_no_content_names_costs_by_its_drivers_snapshot_row_since_its_creation() {
+    // A GCE snapshot of 200 GiB (its disk's size) the census found no content naming, cut 30
+    // days ago: 200 × 0.05 = 10.00 a month; 30 days: 10.00 × 720 / 730 = 9.863… → 9.86.
+    let mut s = gce_volume("x", "1Gi", "standard-rwo", "h");
+    s.reason = Reason::SnapshotWithoutContent;
+    s.subject = Subject::BackendSnapshot;
+    s.storage_class = None;
+    s.capacity_bytes = None;
+    s.source.driver = Some("pd.csi.storage.gke.io".into());
+    s.snapshot = Some(crate::model::crd::SnapshotInfo {
+        snapshot_handle: Some("projects/p/global/snapshots/snapshot-1".into()),
+        restore_size_bytes: Some(200 << 30),
+        since: Some(now_plus(-30 * 86400)),
+        ..Default::default()
+    });
+    let c = cost(&s).expect("priced by the driver's snapshot row");
+    assert_eq!(c.priced_by, "driver pd.csi.storage.gke.io");
+    assert_eq!(c.since, now_plus(-30 * 86400));
+    assert_eq!((c.monthly_minor_units, c.accrued_minor_units), (1000, 986));
+    // The EBS driver has no snapshot row in this table (only a volume row): no estimate.
+    s.source.driver = Some("ebs.csi.aws.com".into());
+    assert_eq!(cost(&s), None);
+}
+
+#[test]
 fn without_a_size_a_row_or_a_disk_there_is_no_estimate() {
     let zonal = || {
         gce_volume(
