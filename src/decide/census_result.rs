@@ -109,6 +109,11 @@ pub enum CensusLog {
         category: FailureKind,
         message: String,
     },
+    /// A snapshot scope is listed but its snapshots are no longer compared: which ones the
+    /// VolumeSnapshotContents name is not known (their store is not current).
+    NotCompared,
+    /// A snapshot scope's snapshots are compared again.
+    ComparedAgain,
 }
 
 /// What to do about one census result.
@@ -157,11 +162,15 @@ where
     let naming = naming.borrow();
     let referenced = if key.holds_snapshots() {
         let Some(handles) = &naming.snapshot_handles else {
-            // Which snapshots the contents name is not known: nothing is concluded.
-            state.unconcluded.insert(key.clone());
+            // Which snapshots the contents name is not known: nothing is concluded (said once).
+            if state.unconcluded.insert(key.clone()) {
+                out.logs.push(CensusLog::NotCompared);
+            }
             return out;
         };
-        state.unconcluded.remove(key);
+        if state.unconcluded.remove(key) {
+            out.logs.push(CensusLog::ComparedAgain);
+        }
         let started = state.census.pools[key]
             .current
             .as_ref()

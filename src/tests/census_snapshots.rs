@@ -12,7 +12,7 @@ use crate::decide::census::{
     CreatedFor, DiskFacts, Scope, Seen, Snapshot, SnapshotHandleRef, disk_leftover_name,
     snapshot_handle_ref,
 };
-use crate::decide::census_result::{CensusState, Naming, census_result};
+use crate::decide::census_result::{CensusLog, CensusOutcome, CensusState, Naming, census_result};
 use crate::model::crd::{Hint, Reason, Subject};
 
 const CONFIG: &str = r#"
@@ -199,11 +199,25 @@ fn nothing_is_concluded_while_the_contents_are_not_known() {
     assert_eq!(s.orphans.len(), 1, "what is published stays");
     assert!(out.mark.is_empty(), "nothing decided again: {:?}", out.mark);
     assert!(s.unconcluded.contains(&key));
-    census_result(&mut s, &key, Ok(snaps()), &now(), || {
+    // Said once when it starts, not at every listing; once when it ends.
+    let said =
+        |out: &CensusOutcome, line: &CensusLog| out.logs.iter().filter(|l| *l == line).count();
+    assert_eq!(said(&out, &CensusLog::NotCompared), 1, "{:?}", out.logs);
+    let again = census_result(&mut s, &key, Ok(snaps()), &now(), || names(None));
+    assert_eq!(said(&again, &CensusLog::NotCompared), 0, "{:?}", again.logs);
+    let back = census_result(&mut s, &key, Ok(snaps()), &now(), || {
         names(Some(&["snap-0aa"]))
     });
+    assert_eq!(said(&back, &CensusLog::ComparedAgain), 1, "{:?}", back.logs);
     assert!(s.orphans.is_empty());
     assert!(!s.unconcluded.contains(&key));
+    let later = census_result(&mut s, &key, Ok(snaps()), &now(), || names(Some(&[])));
+    assert_eq!(
+        said(&later, &CensusLog::ComparedAgain),
+        0,
+        "{:?}",
+        later.logs
+    );
 }
 
 #[test]

@@ -427,6 +427,8 @@ fn emit_census(label: &str, line: CensusLog) {
         CensusLog::Failed { category, message } => {
             tracing::warn!(target: CENSUS, pool = %label, error = %message, category = %category, "the census of the pool failed: its images are Unknown (no finding about them is made or cleared) until it works again")
         }
+        // A Ceph pool is no snapshot scope.
+        CensusLog::NotCompared | CensusLog::ComparedAgain => {}
     }
 }
 
@@ -444,6 +446,12 @@ fn emit_cloud_census(backend: &str, scope: &str, line: CensusLog) {
         CensusLog::Unread { .. } | CensusLog::ReadAgain => {}
         CensusLog::Failed { category, message } => {
             tracing::warn!(target: CENSUS, backend, %scope, error = %message, category = %category, "the census of the scope failed: its disks are Unknown (no finding about them is made, changed or cleared) until it works again")
+        }
+        CensusLog::NotCompared => {
+            tracing::warn!(target: CENSUS, backend, %scope, "the scope's snapshots are listed but not compared: which ones the VolumeSnapshotContents name is not known (not served, forbidden, not listed yet or their watch failing); no finding about them is made, changed or cleared until it is")
+        }
+        CensusLog::ComparedAgain => {
+            tracing::info!(target: CENSUS, backend, %scope, "the scope's snapshots are compared with the VolumeSnapshotContents again")
         }
     }
 }
