@@ -368,7 +368,9 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Their siblings of the same listings decided twice more: the Unknown zones were too.
+    wait_census_settled(port, "gce", "p-agg/europe-west1-b").await;
+    wait_census_settled(port, "gce", "p-fixed/europe-west1-b").await;
     for not in [&unreachable_pv, &forbidden_pv] {
         assert!(
             leftovers.get_opt(not).await.unwrap().is_none(),

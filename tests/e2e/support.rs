@@ -1112,10 +1112,22 @@ pub fn scraped(port: u16, sample: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
 }
 
+/// The sum of the operator binary's `/metrics` series named `name` (every label set).
+pub fn scraped_sum(port: u16, name: &str) -> Option<f64> {
+    let (_, body) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
+    let values: Vec<f64> = body
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
 /// Waits until the operator binary on `port` has completed two more listings of the cloud
-/// census scope (`backend`, `scope` as its metrics label it) than now, and has nothing queued
-/// and no write in flight: every listing before has been decided and what it decided written.
-/// An absence asserted after this is one the operator had the chance to get wrong.
+/// census scope (`backend`, `scope` as its metrics label it) than now, and has nothing queued,
+/// no write in flight and no finding held in its grace: every listing before has been decided
+/// and what it decided written. An absence asserted after this is one the operator had the
+/// chance to get wrong.
 pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
     let runs =
         format!(r#"volume_leftovers_census_runs_total{{backend="{backend}",scope="{scope}"}}"#);
@@ -1126,7 +1138,8 @@ pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
         || async {
             (scraped(port, &runs).unwrap_or(0.0) >= start + 2.0
                 && scraped(port, "volume_leftovers_queued_volumes ") == Some(0.0)
-                && scraped(port, "volume_leftovers_writes_in_flight ") == Some(0.0))
+                && scraped(port, "volume_leftovers_writes_in_flight ") == Some(0.0)
+                && scraped_sum(port, "volume_leftovers_pending_findings") == Some(0.0))
             .then_some(())
         },
     )
