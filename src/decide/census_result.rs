@@ -35,6 +35,10 @@ pub struct CensusState {
     /// only once its backend snapshot is deleted, after the listing), so the snapshot counts
     /// as named for that listing.
     named_lately: Vec<(String, Time)>,
+    /// The disks of volumes deleted lately, with when the delete was seen: the same for
+    /// disks (a Delete-policy PV goes only once the driver deleted its disk, which a listing
+    /// that began before may still hold).
+    disks_named_lately: Vec<(DiskRef, Time)>,
 }
 
 impl CensusState {
@@ -46,7 +50,16 @@ impl CensusState {
             held: BTreeMap::new(),
             unconcluded: BTreeSet::new(),
             named_lately: Vec::new(),
+            disks_named_lately: Vec::new(),
         }
+    }
+
+    /// A volume naming `disk` was deleted at `at`; what was deleted before [`NAMED_LATELY`] is
+    /// forgotten.
+    pub fn volume_gone(&mut self, disk: DiskRef, at: &Time) {
+        let horizon = at.0 - jiff::SignedDuration::try_from(NAMED_LATELY).unwrap_or_default();
+        self.disks_named_lately.retain(|(_, t)| t.0 >= horizon);
+        self.disks_named_lately.push((disk, at.clone()));
     }
 
     /// A content naming `handles` was deleted at `at`; what was deleted before
@@ -59,8 +72,9 @@ impl CensusState {
     }
 }
 
-/// How long a deleted content's handle keeps naming its snapshot for the listings that began
-/// before the delete: longer than any listing takes (their deadline is minutes).
+/// How long a deleted content's handle (or a deleted volume's disk) keeps naming its snapshot
+/// (disk) for the listings that began before the delete: longer than any listing takes (their
+/// deadline is minutes).
 pub const NAMED_LATELY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// What names images now, as the loop's stores say: read only when the census may conclude.
@@ -160,6 +174,11 @@ where
     }
     let naming = naming();
     let naming = naming.borrow();
+    let started = state.census.pools[key]
+        .current
+        .as_ref()
+        .map(|c| c.started.clone());
+    let since_started = |at: &Time| started.as_ref().is_some_and(|s| at.0 >= s.0);
     let referenced = if key.holds_snapshots() {
         let Some(handles) = &naming.snapshot_handles else {
             // Which snapshots the contents name is not known: nothing is concluded (said once).
@@ -171,19 +190,21 @@ where
         if state.unconcluded.remove(key) {
             out.logs.push(CensusLog::ComparedAgain);
         }
-        let started = state.census.pools[key]
-            .current
-            .as_ref()
-            .map(|c| c.started.clone());
         let lately = state
             .named_lately
             .iter()
-            .filter(|(_, at)| started.as_ref().is_some_and(|s| at.0 >= s.0))
+            .filter(|(_, at)| since_started(at))
             .map(|(h, _)| h);
         let handles: Vec<&String> = handles.iter().chain(lately).collect();
         snapshot_references(key, &handles, naming, &mut out.mark)
     } else {
-        references(&state.census, key, naming, &mut out.mark)
+        let lately: Vec<&DiskRef> = state
+            .disks_named_lately
+            .iter()
+            .filter(|(_, at)| since_started(at))
+            .map(|(d, _)| d)
+            .collect();
+        references(&state.census, key, naming, &lately, &mut out.mark)
     };
     hold_unread(state, key, &referenced);
     replace_orphans(state, key, &referenced, now, &mut out.mark);
@@ -238,6 +259,7 @@ fn references(
     census: &Census,
     key: &Scope,
     naming: &Naming,
+    deleted_lately: &[&DiskRef],
     marks: &mut Vec<String>,
 ) -> HashSet<String> {
     let mut referenced = HashSet::new();
@@ -269,6 +291,8 @@ fn references(
         }
     }
     referenced.extend(naming.tombstones.iter().filter_map(in_pool));
+    // A volume deleted since the listing began named its disk when the listing saw it.
+    referenced.extend(deleted_lately.iter().copied().filter_map(in_scope));
     referenced
 }
 

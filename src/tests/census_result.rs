@@ -245,3 +245,29 @@ fn an_unreferenced_old_image_is_a_finding_until_something_names_it() {
     assert!(out.mark.is_empty(), "{:?}", out.mark);
     assert!(st.orphans.is_empty());
 }
+
+#[test]
+fn a_volume_deleted_after_the_listing_began_still_names_its_disk_for_that_listing() {
+    // A Delete-policy PV goes only once the driver deleted its disk: a listing that began
+    // before may still hold the disk while the PV is already gone from the store. The listing
+    // began a minute ago (`listing`).
+    let mut st = state();
+    let gone = leftover_name(&pool(), "gone-with-its-pv");
+    let lingering = leftover_name(&pool(), "left-long-ago");
+    let disk = |image: &str| disk_ref(&source(image), &[]).expect("a ceph-csi disk");
+    st.volume_gone(disk("gone-with-its-pv"), &now_plus(-30));
+    // A PV deleted before the listing began: its disk is really left.
+    st.volume_gone(disk("left-long-ago"), &now_plus(-120));
+    let s = old(old(listing(&[]), "gone-with-its-pv"), "left-long-ago");
+    run(&mut st, Ok(s.clone()), &now(), Naming::default());
+    assert_eq!(st.orphans.keys().collect::<Vec<_>>(), vec![&lingering]);
+    assert!(
+        !st.orphans.contains_key(&gone),
+        "a state only passing through"
+    );
+    // A later listing that still holds it (the driver's delete failed): now it is left.
+    let mut later = s;
+    later.started = now_plus(10);
+    run(&mut st, Ok(later), &now_plus(20), Naming::default());
+    assert!(st.orphans.contains_key(&gone), "{:?}", st.orphans.keys());
+}

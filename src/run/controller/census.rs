@@ -204,6 +204,21 @@ impl Loop {
         cs.content_gone(status.into_iter().chain(source).map(str::to_string), wall);
     }
 
+    /// A volume was deleted at `wall`: its disk stays named for the listings that began
+    /// before (see [`CensusState::volume_gone`](crate::decide::census_result::CensusState::volume_gone)).
+    fn volume_deleted(&mut self, pv: &Volume, wall: &Time) {
+        let Some(cs) = self.census.as_mut() else {
+            return;
+        };
+        if let Some(r) = pv
+            .spec
+            .as_ref()
+            .and_then(|s| disk_ref(&volume_source(s), &s.zones()))
+        {
+            cs.volume_gone(r, wall);
+        }
+    }
+
     /// A volume names an image that was reported as referenced by nothing: that finding goes.
     fn image_referenced(&mut self, pv: &Volume) {
         let Some(cs) = self.census.as_mut() else {
@@ -263,6 +278,11 @@ impl Loop {
         content: &crate::model::snapshot::SnapshotContent,
     ) {
         self.snapshot_named(content);
+    }
+
+    /// [`Loop::volume_deleted`], for the rest of the loop.
+    pub(super) fn volume_gone(&mut self, pv: &Volume, wall: &Time) {
+        self.volume_deleted(pv, wall);
     }
 
     /// [`Loop::image_referenced`], for the rest of the loop.

@@ -215,6 +215,7 @@ impl Loop {
             Changed::Deleted(pv) => {
                 let name = pv.name().to_string();
                 self.index.delete(&name);
+                self.volume_gone(&pv, at.wall);
                 self.stash_tombstone(&name, &pv, true, at);
                 self.scheduler.mark(&name);
             }
@@ -228,6 +229,7 @@ impl Loop {
                 // Their delete was not watched: what the store last had of each says
                 // whether it left its disk behind, as a watched delete's last object does.
                 for pv in &gone {
+                    self.volume_gone(pv, at.wall);
                     self.stash_tombstone(pv.name(), pv, false, at);
                     // Neither store names it any more: the sweep would not.
                     self.scheduler.mark(pv.name());
