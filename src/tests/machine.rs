@@ -684,3 +684,49 @@ async fn a_watched_delete_is_a_tombstone_dated_by_the_wall_clock_handed_in() {
     assert_eq!(status.reason, Reason::VolumeDeleted);
     assert_eq!(status.deleted_at, Some(deleted));
 }
+
+/// A Delete-policy PV goes only once ceph-csi deleted its image: a census whose listing began
+/// before the PV's delete still holds the image, and that is no leftover (a state only passing
+/// through). The same listing without the delete having been watched would report it.
+#[tokio::test(start_paused = true)]
+async fn an_image_whose_volume_was_deleted_after_the_listing_began_is_no_leftover() {
+    let mut w = census_world();
+    let p = pv("d").delete().bound().claim("ns", "c", "uid-1").csi(
+        "rbd.csi.ceph.com",
+        "0001-0024-handle-of-d",
+        [
+            ("clusterID", FSID),
+            ("pool", "k8s-rbd"),
+            ("imageName", "csi-vol-d"),
+        ],
+    );
+    let events = [
+        w.put_pv(&p),
+        w.put_claim(claim("ns", "c", "uid-1")),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ];
+    for event in events {
+        w.step(event);
+    }
+    // The claim and the PV deleted (the image already gone in Ceph); the listing began a
+    // minute before this step's wall clock and still lists the image.
+    let v = Volume::from(&p);
+    w.pv.apply_watcher_event(&watcher::Event::Delete(v.clone()));
+    w.step(Event::Input(Input::Pv(Box::new(FeedItem::Deleted(v)))));
+    let fx = w.step(census_done(&["csi-vol-d"]));
+    assert!(
+        writes(&fx).is_empty(),
+        "no DiskWithoutVolume for an image deleted with its PV: {:?}",
+        writes(&fx)
+    );
+    // A later listing that still lists it: the driver's delete did not happen; now it is left.
+    let mut later = listing(&["csi-vol-d"]);
+    later.started = now_plus(1);
+    let fx = w
+        .machine
+        .step(census_report(Ok(later)), Instant::now(), &now_plus(2));
+    assert_eq!(writes(&fx).len(), 1, "{:?}", writes(&fx));
+}
