@@ -323,6 +323,30 @@ impl Reader {
         Ok(out)
     }
 
+    /// The disks the PVs name now: read before the census's listings, so that a PV deleted
+    /// while they ran (a Delete PV goes once its disk is deleted, which a listing may predate)
+    /// still names its disk.
+    async fn volume_disks(&self, exclusions: &Exclusions) -> Result<Vec<DiskRef>, ScanError> {
+        let api: Api<VolumeObject> = Api::all(self.client.clone());
+        let mut out = Vec::new();
+        self.pages(
+            "persistentvolumes",
+            |lp| {
+                let api = api.clone();
+                async move { api.list(&lp).await }
+            },
+            |items| {
+                out.extend(items.into_iter().filter_map(|pv| {
+                    let pv = Volume::read(pv, exclusions);
+                    let s = pv.spec.as_ref()?;
+                    disk_ref(&volume_source(s), &s.zones())
+                }))
+            },
+        )
+        .await?;
+        Ok(out)
+    }
+
     /// The images the operator's tombstones name (`VolumeDeleted`: a Retain volume was deleted,
     /// its image kept) are someone's record, not orphans, as the operator sees them: they are
     /// noted in `referenced`. Without the CRD there are none (a 404 is no error).
@@ -919,7 +943,7 @@ pub async fn run(
         prices,
         snapshots: snapshots_asked,
     } = asked;
-    let snapshot_reader = Reader {
+    let reader = Reader {
         client: client.clone(),
         server: server.to_string(),
         timeout,
@@ -936,11 +960,15 @@ pub async fn run(
             .any(Scope::holds_snapshots)
     });
     let handles_before = if snapshot_census {
-        snapshot_reader
-            .content_handles(&snapshots_asked.exclusions)
-            .await?
+        reader.content_handles(&snapshots_asked.exclusions).await?
     } else {
         None
+    };
+    // The disks the PVs name before the listings too: a disk named then is named (see
+    // `Reader::volume_disks`).
+    let disks_before = match census {
+        Some(_) => reader.volume_disks(exclusions).await?,
+        None => Vec::new(),
     };
     let state = match census {
         Some(cs) => {
@@ -960,6 +988,9 @@ pub async fn run(
     .await?;
     let mut census_state = None;
     if let (Some(cs), Some((mut c, cloud_failed))) = (census, state) {
+        for r in disks_before {
+            note_reference(&c, r, &mut report.referenced);
+        }
         let unnamed = unnamed_images(&c, &report.referenced);
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
@@ -969,7 +1000,7 @@ pub async fn run(
     }
     // After the volumes: a server that cannot be reached, or an identity that may not list PVs,
     // is reported as such, not as a failed snapshot discovery.
-    report.snapshots = snapshot_reader
+    report.snapshots = reader
         .snapshot_part(snapshots_asked, &wall_clock(), &mut report.missing)
         .await?;
     if let Some(c) = &census_state {

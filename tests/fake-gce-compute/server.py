@@ -11,7 +11,8 @@ this small server instead. It serves the four read calls the census makes:
 
 with `maxResults`/`pageToken`/`nextPageToken`, the aggregated `items` map keyed `zones/Z` and
 `regions/R` with a `NO_RESULTS_ON_PAGE` warning for every scope without disks on the page, and
-errors injected per scope (an HTTP status with Google's error body, or a request that hangs).
+errors injected per scope (an HTTP status with Google's error body, a request that hangs, or one
+answered normally after a delay).
 
 It cannot drift from the real API's shape unnoticed: **every response body it sends is validated
 against Google's published discovery document for compute v1** (`--discovery`, from the
@@ -40,7 +41,8 @@ State (`--state FILE`, JSON):
      "snapshots": [{...Snapshot fields..., "sourceDisk": "zones/us-central1-a/disks/d"}],
      "errors": {"zones/us-central1-b": {"status": 403},
                 "global/snapshots": {"status": 403},                     # snapshots.list
-                "regions/europe-west1": {"hang": 30},
+                "regions/europe-west1": {"hang": 30},                  # then 503
+                "zones/europe-west1-b": {"delay": 4},                  # then the answer
                 "aggregated": {"status": 500}},                         # the aggregated call
      "unreachable": ["zones/asia-east1-a"]}                             # UNREACHABLE in aggregated
 
@@ -430,6 +432,10 @@ def make_handler(state, validator, keys, doc):
                 return self.send_json(403, google_error(403, f"Required '{permission}' permission for 'projects/{project}'", "forbidden"))
             scope = "global/snapshots" if snapshots else f"{kind}/{location}" if kind else "aggregated"
             err = snap.errors.get(scope)
+            if err and "delay" in err:
+                # A slow answer, not an error: the listing goes on after it.
+                time.sleep(float(err["delay"]))
+                err = None
             if err:
                 if "hang" in err:
                     time.sleep(float(err["hang"]))
