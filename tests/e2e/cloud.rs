@@ -451,7 +451,8 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Two more rounds of the other region decided: the forbidden one's failures were too.
+    wait_census_settled(port, "ebs", "us-east-1").await;
     let during = versions(&leftovers, &ours).await;
     for (name, rv) in &before {
         assert_eq!(
@@ -577,7 +578,8 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
     assert_eq!(before.data["status"]["reason"], "ImageWithoutVolume");
 
     // Today's operator again: the object moves to the new names, once.
-    let mut operator = start_operator(cp, &config, free_port(), &dir.join("second.log"));
+    let port = free_port();
+    let mut operator = start_operator(cp, &config, port, &dir.join("second.log"));
     let moved = wait_for(
         "the old names rewritten",
         Duration::from_secs(60),
@@ -612,8 +614,8 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
         "people's field untouched"
     );
 
-    // Left alone afterwards: several census rounds write nothing more.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Left alone afterwards: two more census rounds, decided and written, write nothing more.
+    wait_census_settled(port, "ebs", region).await;
     let after = raw.get(&name).await.unwrap();
     assert_eq!(
         after.metadata.resource_version, moved.metadata.resource_version,
