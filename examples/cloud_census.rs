@@ -790,16 +790,21 @@ fn volumes(
         .collect()
 }
 
+/// `s` with the zones its PV's node affinity requires, as `volume_source` records them.
+fn located(s: &VolumeSourceInfo, zones: &[String]) -> VolumeSourceInfo {
+    VolumeSourceInfo {
+        zones: zones.to_vec(),
+        ..s.clone()
+    }
+}
+
 /// The loop's naming: each volume's disk (`disk_ref`), built once for the reports of one listing
 /// as the loop builds it from its stores for the reports that arrive together.
 fn naming(pvs: &[(String, VolumeSourceInfo, Vec<String>)]) -> Naming {
     Naming {
         volumes: pvs
             .iter()
-            .map(|(name, s, zones)| {
-                let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
-                (name.clone(), disk_ref(s, &zones))
-            })
+            .map(|(name, s, zones)| (name.clone(), disk_ref(&located(s, zones))))
             .collect(),
         ..Naming::default()
     }
@@ -860,10 +865,7 @@ fn images(
     let created = Time(jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 365));
     let refs: Vec<DiskRef> = pvs
         .iter()
-        .map(|(_, s, z)| {
-            let z: Vec<&str> = z.iter().map(String::as_str).collect();
-            disk_ref(s, &z).expect("a disk")
-        })
+        .map(|(_, s, z)| disk_ref(&located(s, z)).expect("a disk"))
         .collect();
     let t = Instant::now();
     let mut answers = BTreeMap::new();

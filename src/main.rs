@@ -1,6 +1,6 @@
 //! Entry point: parse flags, set up logging, dispatch. Exit codes: 0 ok (scan: no leftovers),
-//! 1 error, 2 usage error, 3 scan found leftovers, 4 scan incomplete (claims or classes could not
-//! be read).
+//! 1 error, 2 usage error, 3 scan found leftovers, 4 scan incomplete (something it needs could not
+//! be read; stderr names it).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -98,7 +98,8 @@ async fn scan(args: ScanArgs) -> ExitCode {
     };
     let mut out = std::io::stdout().lock();
     let exclusions = args.exclude.exclusions();
-    let snapshots = args.snapshots.asked();
+    let snapshots = args.snapshots.asked(&args.graces);
+    let graces = args.graces.graces();
     match volume_leftovers::scan::run(
         client,
         &server,
@@ -108,35 +109,72 @@ async fn scan(args: ScanArgs) -> ExitCode {
             census: census.as_ref(),
             prices: prices.as_deref(),
             snapshots: &snapshots,
+            graces,
         },
         args.output,
         &mut out,
     )
     .await
     {
-        Ok((_, Outcome::Clean)) => ExitCode::SUCCESS,
-        Ok((_, Outcome::Found)) => ExitCode::from(3),
-        Ok((report, Outcome::Incomplete)) => {
-            if !report.missing.is_empty() {
-                eprintln!(
-                    "volume-leftovers scan: the census is incomplete: the identity may not {} on {server}; rows say null where they depend on it",
-                    report.missing.join(" or ")
-                );
+        Ok((report, outcome)) => {
+            held_back(&report, &graces);
+            match outcome {
+                Outcome::Clean => ExitCode::SUCCESS,
+                Outcome::Found => ExitCode::from(3),
+                Outcome::Incomplete => incomplete(&report, &server),
             }
-            for claim in &report.unknown_claims {
-                eprintln!("volume-leftovers scan: the {claim}; its row says claim_missing null");
-            }
-            for failed in &report.census_failed {
-                eprintln!("volume-leftovers scan: the Ceph census of pool {failed}");
-            }
-            for failed in &report.cloud_failed {
-                eprintln!("volume-leftovers scan: {failed}");
-            }
-            for unknown in &report.snapshots.unknown {
-                eprintln!("volume-leftovers scan: {unknown}");
-            }
-            ExitCode::from(4)
         }
         Err(e) => fatal("scan", &FatalError::from(e)),
     }
+}
+
+/// What a scan held back (states that have not lasted their grace, which the operator would not
+/// publish yet either): one line, so that a scan that reports nothing is never silently clean.
+fn held_back(
+    report: &volume_leftovers::scan::ScanResult,
+    graces: &volume_leftovers::decide::plan::Graces,
+) {
+    const SHOWN: usize = 10;
+    if report.held.is_empty() {
+        return;
+    }
+    let mut named: Vec<String> = report
+        .held
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if report.held.len() > SHOWN {
+        named.push(format!("and {} more", report.held.len() - SHOWN));
+    }
+    eprintln!(
+        "volume-leftovers scan: held back {} state(s) that have not lasted their grace (--grace {}s, --delete-grace {}s), not reported: {}",
+        report.held.len(),
+        graces.grace.as_secs(),
+        graces.delete_grace.as_secs(),
+        named.join("; ")
+    );
+}
+
+/// Says on stderr why the report is incomplete (exit 4).
+fn incomplete(report: &volume_leftovers::scan::ScanResult, server: &str) -> ExitCode {
+    if !report.missing.is_empty() {
+        eprintln!(
+            "volume-leftovers scan: the census is incomplete: the identity may not {} on {server}; rows say null where they depend on it",
+            report.missing.join(" or ")
+        );
+    }
+    for claim in &report.unknown_claims {
+        eprintln!("volume-leftovers scan: the {claim}; its row says claim_missing null");
+    }
+    for failed in &report.census_failed {
+        eprintln!("volume-leftovers scan: {failed}");
+    }
+    for failed in &report.cloud_failed {
+        eprintln!("volume-leftovers scan: {failed}");
+    }
+    for unknown in &report.snapshots.unknown {
+        eprintln!("volume-leftovers scan: {unknown}");
+    }
+    ExitCode::from(4)
 }

@@ -78,12 +78,15 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
 }
 
 /// The disk a volume names, for any backend: [`image_ref`]'s RBD image, a GCE persistent disk
-/// (`pd.csi.storage.gke.io`'s handle, or the in-tree `gcePersistentDisk` located by `zones`) or
-/// an EBS volume (`ebs.csi.aws.com`'s handle or the in-tree `awsElasticBlockStore`, its region
-/// from the zone in its volume id or in `zones`). `zones` are the zones the PV's node affinity
-/// requires (empty when only a recorded source is at hand, as for a tombstone). A handle that
-/// does not parse names nothing: the volume is not censused.
-pub fn disk_ref(s: &VolumeSourceInfo, zones: &[&str]) -> Option<DiskRef> {
+/// (`pd.csi.storage.gke.io`'s handle, or the in-tree `gcePersistentDisk` located by the source's
+/// `zones`) or an EBS volume (`ebs.csi.aws.com`'s handle or the in-tree `awsElasticBlockStore`,
+/// its region from the zone in its volume id or in `zones`). `zones` are the zones the PV's node
+/// affinity requires, recorded in the source (a tombstone keeps them; one written before they
+/// were recorded has none, and its in-tree GCE disk is not located). A handle that does not
+/// parse names nothing: the volume is not censused.
+pub fn disk_ref(s: &VolumeSourceInfo) -> Option<DiskRef> {
+    let zones: Vec<&str> = s.zones.iter().map(String::as_str).collect();
+    let zones = &zones[..];
     use crate::model::csi::{
         EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, aws_region_of, gce_location, parse_ebs_volume_id,
         parse_gce_handle,

@@ -268,7 +268,7 @@ fn references(
     let in_scope = |r: &DiskRef| {
         matches!(census.resolve(r), Resolved::In(k) if k == key).then(|| r.name().to_string())
     };
-    let in_pool = |source: &VolumeSourceInfo| in_scope(&disk_ref(source, &[])?);
+    let in_pool = |source: &VolumeSourceInfo| in_scope(&disk_ref(source)?);
     for (name, disk) in &naming.volumes {
         if let Some(img) = disk.as_ref().and_then(in_scope) {
             let now_missing = cur.is_some_and(|c| !c.images.contains_key(&img));

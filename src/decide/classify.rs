@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 #[cfg(test)]
 pub(crate) use crate::decide::lookup::ClassFacts;
-pub(crate) use crate::decide::lookup::{ClaimFacts, Found, Lookup};
+pub(crate) use crate::decide::lookup::{ClaimFacts, Found, Lookup, disk_found};
 use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
@@ -36,9 +36,9 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(spec) = pv.spec.as_ref() else {
         return verdict;
     };
-    let ImageFound::Missing { in_trash } = lookup.volume_image(
+    let ImageFound::Missing { in_trash } = disk_found(
+        lookup,
         &volume_source(spec),
-        &spec.zones(),
         pv.metadata.creation_timestamp.as_ref(),
     ) else {
         return verdict;
@@ -874,8 +874,14 @@ fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
     }
 }
 
-/// Where the data lives. Exhaustive over the sources the API knows, so a new one is a choice.
-/// Where a volume's data lives, from its spec.
+/// The disk a volume's spec names ([`crate::decide::census::disk_ref`] of its source), for
+/// every driver of the census: the operator's store, `scan`'s lists and the tombstones agree.
+pub(crate) fn volume_disk(spec: &VolumeSpec) -> Option<crate::model::image::DiskRef> {
+    crate::decide::census::disk_ref(&volume_source(spec))
+}
+
+/// Where a volume's data lives, from its spec. Exhaustive over the sources the API knows, so a
+/// new one is a choice.
 pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     let mut s = VolumeSourceInfo::default();
     let in_tree = spec.in_tree.as_deref();
@@ -920,6 +926,9 @@ pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     } else {
         s.kind = in_tree.map_or("unknown", other_source_kind).into();
     }
+    // Kept only for cloud disks (`VolumeSpec::zones`): they locate an in-tree disk and an EBS
+    // volume's region, for the PV and, once it is gone, for its tombstone.
+    s.zones = spec.zones().into_iter().map(str::to_string).collect();
     s
 }
 

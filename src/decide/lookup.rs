@@ -50,32 +50,32 @@ pub enum Found<T> {
 pub(crate) use crate::model::image::ImageFound;
 
 /// Read access to claims, StorageClasses and the storage backend's census.
+///
+/// A lookup only hands out what it holds; what the census says of a volume's disk is decided by
+/// [`disk_found`], one function for every driver, so that `scan` and the operator cannot locate
+/// a disk differently.
 pub trait Lookup {
     /// The claim `namespace/name`.
     fn claim(&self, namespace: &str, name: &str) -> Found<ClaimFacts>;
     /// The StorageClass `name`.
     fn class(&self, name: &str) -> Found<ClassFacts>;
-    /// What the census says about the image behind `source`, for a volume created at
-    /// `created`. Without a census: not censused.
-    fn image(
-        &self,
-        source: &crate::model::crd::VolumeSourceInfo,
-        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-    ) -> ImageFound {
-        let _ = (source, created);
-        ImageFound::NotCensused
+    /// The storage backend's census, when it is on.
+    fn census(&self) -> Option<&crate::decide::census::Census> {
+        None
     }
-    /// What the census says about the disk a volume names, `zones` being the zones its node
-    /// affinity requires (they locate an in-tree disk, and an EBS volume's region). By default,
-    /// [`Lookup::image`] of its source alone.
-    fn volume_image(
-        &self,
-        source: &crate::model::crd::VolumeSourceInfo,
-        zones: &[&str],
-        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-    ) -> ImageFound {
-        let _ = zones;
-        self.image(source, created)
+}
+
+/// What the census says about the disk behind `source` (located by the source alone: its
+/// handle, or for an in-tree disk the zones it records), for a volume created at `created`.
+/// Without a census, or for a source the census does not cover: not censused.
+pub(crate) fn disk_found(
+    lookup: &impl Lookup,
+    source: &crate::model::crd::VolumeSourceInfo,
+    created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> ImageFound {
+    match (lookup.census(), crate::decide::census::disk_ref(source)) {
+        (Some(c), Some(r)) => c.image(&r, created),
+        _ => ImageFound::NotCensused,
     }
 }
 

@@ -25,7 +25,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{Census, Scope, disk_ref, recorded_scope};
 use crate::decide::classify::{classify, volume_source};
-use crate::decide::lookup::Lookup;
+use crate::decide::lookup::{Lookup, disk_found};
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
 use crate::decide::snapshot::{
     self as snap, ContentFacts, ContentLookup, Found, SnapshotFacts, SnapshotGate, SnapshotKey,
@@ -423,9 +423,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         };
         published_reason(e) == Some(Reason::VolumeWithoutDisk)
             && pv.spec.as_ref().is_some_and(|spec| {
-                self.lookup.volume_image(
+                disk_found(
+                    self.lookup,
                     &volume_source(spec),
-                    &spec.zones(),
                     pv.metadata.creation_timestamp.as_ref(),
                 ) == ImageFound::Unknown
             })
@@ -812,9 +812,9 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             },
             _ => return ImageFound::NotCensused,
         };
-        // A tombstone keeps its source, not its PV's zones: an in-tree disk whose location
-        // only those told is not censused.
-        let Some(r) = disk_ref(source, &[]) else {
+        // A tombstone keeps its source with its zones (one written before they were recorded
+        // has none: its in-tree GCE disk is not located, and not censused).
+        let Some(r) = disk_ref(source) else {
             return ImageFound::NotCensused;
         };
         // The volume existed before any census of this process.

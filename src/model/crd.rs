@@ -980,4 +980,10 @@ pub struct VolumeSourceInfo {
     /// Path of an nfs (`server:path`), hostPath or local source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The zones the PersistentVolume's node affinity requires (`topology.kubernetes.io/zone`
+    /// and the drivers' own zone keys), sorted: where a cloud disk lives (an in-tree GCE disk's
+    /// zone or a regional disk's two, an EBS volume's availability zone). Set only for cloud
+    /// disk sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zones: Vec<String>,
 }

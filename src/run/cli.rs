@@ -46,8 +46,9 @@ pub enum Command {
     /// finding (needs the CRD).
     Run(RunArgs),
     /// Read the cluster once and print the leftovers (read-only; no CRD needed). Exit code 0: none
-    /// found; 3: leftovers found; 4: the census is incomplete (claims or classes could not be
-    /// read; the rows say null); 1: error; 2: usage.
+    /// found; 3: leftovers found; 4: the report is incomplete: something it needs could not be
+    /// read (claims or classes, a claim's second look, a census scope, snapshots), named on
+    /// stderr, and its silence proves nothing; 1: error; 2: usage.
     Scan(ScanArgs),
     /// Print the VolumeLeftover CustomResourceDefinition as YAML.
     Crd,
@@ -71,15 +72,9 @@ pub struct RunArgs {
     /// Period of the full re-evaluation of every PV and VolumeLeftover (1s to 24h).
     #[arg(long, env = "VL_RESYNC", default_value = shown!(DEFAULT_RESYNC), value_parser = resync)]
     pub(crate) resync: Duration,
-    /// How long a state that is normally only passing through must last before it is published:
-    /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing.
-    #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = shown!(DEFAULT_GRACE), value_parser = wait)]
-    pub(crate) grace: Duration,
-    /// How long a volume with reclaim policy Delete whose claim is gone (Released, Failed, or
-    /// still Bound) must stay so before it is published (the PV controller and the provisioner
-    /// are normally deleting it).
-    #[arg(long, env = "VL_DELETE_GRACE", default_value = shown!(DEFAULT_DELETE_GRACE), value_parser = wait)]
-    pub(crate) delete_grace: Duration,
+    /// How long states that are normally only passing through must last.
+    #[command(flatten)]
+    pub(crate) graces: GraceArgs,
     /// A store whose watch has been failing for longer than this is stale: nothing is concluded
     /// from it, and /readyz turns 503.
     #[arg(long, env = "VL_STALE_AFTER", default_value = "15s", value_parser = wait)]
@@ -133,6 +128,35 @@ pub struct RunArgs {
     /// Which snapshot objects are kept out.
     #[command(flatten)]
     pub snapshots: SnapshotArgs,
+}
+
+/// How long a state that is normally only passing through must last before it is a finding:
+/// one set of flags and defaults for `run` and `scan`, so that both hold back the same states
+/// (`scan`, with one look, names what it held back and until when).
+#[derive(Debug, Args, Clone)]
+pub struct GraceArgs {
+    /// How long a state that is normally only passing through must last before it is published:
+    /// ClaimStillPresent, ReleasedWithoutClaim, BoundClaimMissing, PreboundClaimMissing, a
+    /// VolumeSnapshotContent never bound. A state the objects do not date (a claim that vanished)
+    /// is timed from its first observation: `scan`, which looks once, holds it back.
+    #[arg(long, alias = "bound-grace", env = "VL_GRACE", default_value = shown!(DEFAULT_GRACE), value_parser = wait)]
+    pub(crate) grace: Duration,
+    /// How long a volume with reclaim policy Delete whose claim is gone (Released, Failed, or
+    /// still Bound), or a Delete-policy snapshot content whose delete has not completed, must
+    /// stay so before it is published (the PV controller and the provisioner, or the snapshot
+    /// controller and the CSI driver, are normally deleting it).
+    #[arg(long, env = "VL_DELETE_GRACE", default_value = shown!(DEFAULT_DELETE_GRACE), value_parser = wait)]
+    pub(crate) delete_grace: Duration,
+}
+
+impl GraceArgs {
+    /// The graces these flags set.
+    pub fn graces(&self) -> crate::decide::plan::Graces {
+        crate::decide::plan::Graces {
+            grace: self.grace,
+            delete_grace: self.delete_grace,
+        }
+    }
 }
 
 /// The opt-in price table.
@@ -248,6 +272,9 @@ pub struct ScanArgs {
     /// Each list request is abandoned after this long (1s to 10m).
     #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
     pub request_timeout: Duration,
+    /// The operator's graces: a state that has not lasted its grace is held back, not reported.
+    #[command(flatten)]
+    pub graces: GraceArgs,
     /// What is kept out of the report.
     #[command(flatten)]
     pub exclude: ExcludeArgs,
@@ -296,14 +323,12 @@ impl SnapshotArgs {
         }
     }
 
-    /// How a scan reads snapshot objects: these exclusions, and the operator's default graces.
-    pub fn asked(&self) -> crate::scan::snapshots::SnapshotsAsked {
+    /// How a scan reads snapshot objects: these exclusions, and the graces of `--grace` and
+    /// `--delete-grace`.
+    pub fn asked(&self, graces: &GraceArgs) -> crate::scan::snapshots::SnapshotsAsked {
         crate::scan::snapshots::SnapshotsAsked {
             exclusions: self.exclusions(),
-            graces: crate::decide::plan::Graces {
-                grace: crate::run::settings::DEFAULT_GRACE,
-                delete_grace: crate::run::settings::DEFAULT_DELETE_GRACE,
-            },
+            graces: graces.graces(),
         }
     }
 }
@@ -373,12 +398,13 @@ impl RunArgs {
     /// silent watch goes unnoticed. `None` when they cannot.
     pub(crate) fn silent_watch_risk(&self) -> Option<String> {
         let bound = silent_watch_bound(self.watch_timeout);
-        (self.grace <= bound).then(|| {
+        let grace = self.graces.grace;
+        (grace <= bound).then(|| {
             format!(
                 "--grace {}s is not longer than a watch that hangs silently can go unnoticed \
                  (--watch-timeout {}s + 5 s): a claim missing from such a cache could be \
                  published as BoundClaimMissing; lower --watch-timeout or raise --grace",
-                self.grace.as_secs(),
+                grace.as_secs(),
                 self.watch_timeout.as_secs()
             )
         })

@@ -56,10 +56,7 @@ pub(crate) fn settings(args: &RunArgs) -> Settings {
     Settings {
         concurrency: usize::from(args.concurrency),
         resync: args.resync,
-        graces: crate::decide::plan::Graces {
-            grace: args.grace,
-            delete_grace: args.delete_grace,
-        },
+        graces: args.graces.graces(),
         page_size: args.page_size,
         watch_timeout: watch_timeout_secs(args.watch_timeout),
         request_timeout: args.request_timeout,

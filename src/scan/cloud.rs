@@ -470,7 +470,7 @@ pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
     }
     if s.reason == Reason::VolumeWithoutDisk {
         // As the classification located it (no zones: see `Facts::image`).
-        let r = disk_ref(&s.source, &[])?;
+        let r = disk_ref(&s.source)?;
         if let Resolved::In(scope) = census.resolve(&r) {
             return scope_keys(scope);
         }

@@ -23,13 +23,13 @@ use serde::Serialize;
 
 use crate::census::ceph::CensusSettings;
 use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
-use crate::decide::classify::{classify, volume_source};
+use crate::decide::classify::{classify, volume_disk};
 use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
+use crate::decide::plan::{Gated, Graces, gate};
 use crate::engine::clock::wall_clock;
 use crate::model::crd::{Hint, Reason, Tristate};
 use crate::model::exclude::Exclusions;
 use crate::model::finding::{Finding, Verdict};
-use crate::model::image::ImageFound;
 use crate::model::price::PriceTable;
 use crate::model::volume::{Volume, VolumeObject};
 use crate::watch::category::{Category, RequestError};
@@ -111,15 +111,8 @@ impl Lookup for Facts {
         }
     }
 
-    fn image(
-        &self,
-        source: &crate::model::crd::VolumeSourceInfo,
-        created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-    ) -> ImageFound {
-        match (&self.census, disk_ref(source, &[])) {
-            (Some(c), Some(r)) => c.image(&r, created),
-            _ => ImageFound::NotCensused,
-        }
+    fn census(&self) -> Option<&Census> {
+        self.census.as_deref()
     }
 }
 
@@ -134,8 +127,8 @@ pub struct ScanResult {
     /// Claims whose second look (a 403, a timeout) could not tell whether they exist, each with
     /// its volume and the error: their rows say `claim_missing: null`.
     pub unknown_claims: Vec<String>,
-    /// Pools whose Ceph census failed or is incomplete, and why (each line says what is not
-    /// known).
+    /// Ceph pools and snapshot scopes whose census failed or is incomplete: one line each,
+    /// naming the census and the scope, saying what is not known.
     pub census_failed: Vec<String>,
     /// The images each censused pool's volumes name.
     pub(crate) referenced: HashMap<Scope, HashSet<String>>,
@@ -146,6 +139,40 @@ pub struct ScanResult {
     pub(crate) disks: HashMap<String, cloud::DiskKeys>,
     /// The VolumeSnapshotContents and VolumeSnapshots, when they are served.
     pub snapshots: snapshots::SnapshotScan,
+    /// Findings held back because their state has not lasted its grace (`--grace`,
+    /// `--delete-grace`), as the operator holds them: not reported, and named on stderr with
+    /// the time from which they would be. Sorted by name.
+    pub held: Vec<Held>,
+}
+
+/// A finding `scan` held back: its state has not lasted its grace yet, so the operator would not
+/// publish it either. It is not a leftover until then, and not "clean" either: the summary
+/// names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The object's kind (`PersistentVolume`, `VolumeSnapshotContent`, `VolumeSnapshot`).
+    pub kind: &'static str,
+    /// Its name (`namespace/name` for a VolumeSnapshot).
+    pub name: String,
+    /// The finding it would be.
+    pub reason: &'static str,
+    /// When it would be, if nothing changes. For a state the objects do not date (a claim
+    /// that vanished), a grace from this scan's own look: the operator, which has watched
+    /// longer, may publish it earlier.
+    pub until: Time,
+}
+
+impl std::fmt::Display for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} ({} from {})",
+            self.kind,
+            self.name,
+            self.reason,
+            self.until.0.strftime("%Y-%m-%dT%H:%M:%SZ")
+        )
+    }
 }
 
 const PAGE: u32 = 500;
@@ -308,9 +335,7 @@ impl Reader {
                     let pv = Volume::read(pv, exclusions);
                     if let (Some(c), Some(r)) = (
                         facts.census.as_deref(),
-                        pv.spec
-                            .as_ref()
-                            .and_then(|s| disk_ref(&volume_source(s), &s.zones())),
+                        pv.spec.as_ref().and_then(volume_disk),
                     ) {
                         note_reference(c, r, referenced);
                     }
@@ -339,7 +364,7 @@ impl Reader {
                 out.extend(items.into_iter().filter_map(|pv| {
                     let pv = Volume::read(pv, exclusions);
                     let s = pv.spec.as_ref()?;
-                    disk_ref(&volume_source(s), &s.zones())
+                    volume_disk(s)
                 }))
             },
         )
@@ -383,7 +408,7 @@ impl Reader {
                             let handle =
                                 s.snapshot.as_ref().and_then(|i| i.snapshot_handle.clone());
                             note_snapshots(census, handle, referenced);
-                        } else if let Some(r) = disk_ref(&s.source, &[]) {
+                        } else if let Some(r) = disk_ref(&s.source) {
                             note_reference(census, r, referenced);
                         }
                     }
@@ -568,6 +593,7 @@ pub async fn read(
         cloud_failed: Vec::new(),
         disks: HashMap::new(),
         snapshots: snapshots::SnapshotScan::default(),
+        held: Vec::new(),
     })
 }
 
@@ -921,6 +947,9 @@ pub struct Asked<'a> {
     /// How snapshot objects are read: which are kept out, and the graces of the states the
     /// objects date.
     pub snapshots: &'a snapshots::SnapshotsAsked,
+    /// The operator's graces (`--grace`, `--delete-grace`): a finding whose state has not
+    /// lasted its grace is held back as the operator holds it.
+    pub graces: Graces,
 }
 
 /// Reads the cluster and writes the report.
@@ -942,6 +971,7 @@ pub async fn run(
         census,
         prices,
         snapshots: snapshots_asked,
+        graces,
     } = asked;
     let reader = Reader {
         client: client.clone(),
@@ -1008,6 +1038,14 @@ pub async fn run(
         let (found, unknown) = snapshot_orphans(c, handles, &mut report.referenced);
         report.findings.extend(found);
         report.census_failed.extend(unknown);
+    }
+    let now = wall_clock();
+    let (findings, mut held) = hold(std::mem::take(&mut report.findings), graces, &now);
+    report.findings = findings;
+    held.append(&mut report.snapshots.held);
+    held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    report.held = held;
+    if let Some(c) = &census_state {
         report.disks = report
             .findings
             .iter()
@@ -1028,6 +1066,45 @@ pub async fn run(
     out.flush()?;
     let outcome = Outcome::of(&report);
     Ok((report, outcome))
+}
+
+/// Holds back the findings whose state has not lasted its grace, by the operator's own rule
+/// ([`gate`] with no memory: a state the objects do not date starts its clock at this look).
+/// Returns the findings to report, each dated as the operator dates it (`firstSeen`), and those
+/// held back.
+pub(crate) fn hold(
+    findings: Vec<Finding>,
+    graces: Graces,
+    now: &Time,
+) -> (Vec<Finding>, Vec<Held>) {
+    let mut reported = Vec::with_capacity(findings.len());
+    let mut held = Vec::new();
+    for f in findings {
+        let (name, reason) = (f.name().to_string(), f.status.reason.as_str());
+        match gate(Verdict::Leftover(Box::new(f)), None, &mut None, now, graces) {
+            Gated::Now {
+                verdict: Verdict::Leftover(mut f),
+                first_seen,
+            } => {
+                f.status.first_seen = first_seen;
+                reported.push(*f);
+            }
+            Gated::Now { .. } => {}
+            Gated::Later(left) => held.push(Held {
+                kind: "PersistentVolume",
+                name,
+                reason,
+                until: plus(now, left),
+            }),
+        }
+    }
+    (reported, held)
+}
+
+/// `t + d`, to the second.
+pub(crate) fn plus(t: &Time, d: Duration) -> Time {
+    let d = jiff::SignedDuration::from_secs(i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    Time(t.0.checked_add(d).unwrap_or(t.0))
 }
 
 /// The census, taken twice before anything is classified: an image counts as missing only when
@@ -1068,13 +1145,16 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
     let mut failed = Vec::new();
     for r in crate::census::ceph::census_once(cs, c, unnamed).await {
         match r.result {
-            Err(e) => failed.push(format!("{}: {e}; nothing is said about its images", r.key)),
+            Err(e) => failed.push(format!(
+                "the Ceph census of pool {}: {e}; nothing is said about its images",
+                r.key
+            )),
             // Images nothing names whose details could not be read: whether they are
             // anyone's is not known, so the census is not complete.
             Ok(snap) => {
                 if let Some((image, e)) = snap.unread.iter().next() {
                     failed.push(format!(
-                        "{}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
+                        "the Ceph census of pool {}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
                         r.key,
                         snap.unread.len()
                     ));
@@ -1098,7 +1178,7 @@ pub(crate) fn snapshot_orphans(
         let unknown = scopes
             .into_iter()
             .filter(|k| c.is_trusted(k))
-            .map(|k| format!("{k}: the VolumeSnapshotContents could not be read (not served, or forbidden); nothing is said about its snapshots"))
+            .map(|k| format!("the snapshot census of {k}: the VolumeSnapshotContents could not be read (not served, or forbidden); nothing is said about its snapshots"))
             .collect();
         return (Vec::new(), unknown);
     };

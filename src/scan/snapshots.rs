@@ -5,12 +5,12 @@
 //! I/O: one discovery request, two paginated lists, and one GET of each object a finding rests
 //! on when the finding could be a moment between two lists; writes nothing.
 //!
-//! A scan has no memory, so the graces the objects do not date (a state the operator times from
-//! its first observation) cannot run here. What they guard against is a store that has not seen
-//! the other object yet, which for a scan is the time between its two lists: a finding of that
-//! kind is re-read (the content and the snapshot, one GET each) and reported only when the second
-//! look still finds it. States the objects date (a content's creation or deletion) wait out their
-//! grace from that date, as in the operator.
+//! A scan has no memory, so a grace the objects do not date (a state the operator times from its
+//! first observation) starts at the scan's own look. A finding of that kind could also be the
+//! moment between the scan's two lists: it is re-read (the content and the snapshot, one GET
+//! each) and, when the second look still finds it, held back as the operator would hold it
+//! (named with the time from which it would be reported). States the objects date (a content's
+//! creation or deletion) wait out their grace from that date, as in the operator.
 
 use std::collections::HashMap;
 
@@ -70,6 +70,8 @@ pub struct SnapshotScan {
     /// The backend snapshots the contents name (their handles, excluded contents' too), when
     /// the contents were listed.
     pub handles: Option<Vec<String>>,
+    /// The states held back until their grace has passed (`SnapshotVerdict::Waiting`).
+    pub held: Vec<super::Held>,
 }
 
 /// What one lookup answers: the listed objects, or `None` when their list was forbidden
@@ -275,27 +277,43 @@ impl Reader {
         let verdicts = contents
             .iter()
             .flatten()
-            .map(|c| classify_content(c, &listed, now.clone(), graces))
-            .chain(
-                snapshots
-                    .iter()
-                    .flatten()
-                    .map(|s| classify_snapshot(s, &listed, now.clone())),
-            );
-        for v in verdicts {
+            .map(|c| {
+                let v = classify_content(c, &listed, now.clone(), graces);
+                ("VolumeSnapshotContent", c.metadata.name.to_string(), v)
+            })
+            .chain(snapshots.iter().flatten().map(|s| {
+                let (ns, name) = key_of(s);
+                let v = classify_snapshot(s, &listed, now.clone());
+                ("VolumeSnapshot", format!("{ns}/{name}"), v)
+            }));
+        for (kind, name, v) in verdicts {
             match v {
+                SnapshotVerdict::Waiting { reason, until } => out.held.push(super::Held {
+                    kind,
+                    name,
+                    reason: reason.as_str(),
+                    until,
+                }),
                 SnapshotVerdict::Leftover(f) if needs_second_look(&f, graces) => again.push(*f),
                 SnapshotVerdict::Leftover(f) => found.push(*f),
                 SnapshotVerdict::Excluded(_) => out.excluded += 1,
                 SnapshotVerdict::Skip(why) => tracing::warn!("skipped: {why}"),
-                SnapshotVerdict::Healthy
-                | SnapshotVerdict::Waiting { .. }
-                | SnapshotVerdict::Undecided(_) => {}
+                SnapshotVerdict::Healthy | SnapshotVerdict::Undecided(_) => {}
             }
         }
         for f in again {
             match self.second_look(&f, exclusions, graces, now).await? {
-                Ok(Some(f)) => found.push(f),
+                // It stands, but the operator would hold it for its grace from its first
+                // observation, which a scan cannot date: held back from this look.
+                Ok(Some(f)) => {
+                    let (grace, _) = grace_of(&f, graces);
+                    out.held.push(super::Held {
+                        kind: subject_kind(&f),
+                        name: subject_name(&f),
+                        reason: f.reason.as_str(),
+                        until: super::plus(now, grace),
+                    });
+                }
                 Ok(None) => {}
                 Err(why) => out.unknown.push(why),
             }
@@ -380,6 +398,24 @@ impl Reader {
             SnapshotVerdict::Leftover(f) => Some(*f),
             _ => None,
         }))
+    }
+}
+
+/// The kind of the object a finding is about.
+fn subject_kind(f: &SnapshotFinding) -> &'static str {
+    match &f.subject {
+        SnapshotSubject::Content { .. } => "VolumeSnapshotContent",
+        SnapshotSubject::Snapshot { .. } => "VolumeSnapshot",
+    }
+}
+
+/// The name of the object a finding is about (`namespace/name` for a VolumeSnapshot).
+fn subject_name(f: &SnapshotFinding) -> String {
+    match &f.subject {
+        SnapshotSubject::Content { name, .. } => name.clone(),
+        SnapshotSubject::Snapshot {
+            namespace, name, ..
+        } => format!("{namespace}/{name}"),
     }
 }
 

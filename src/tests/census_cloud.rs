@@ -354,10 +354,11 @@ fn each_cloud_scope_has_its_census_up_series_beside_the_ceph_pools() {
 }
 
 #[test]
-fn the_operator_locates_an_ebs_volume_by_the_zones_its_pv_requires() {
-    use crate::decide::lookup::Lookup;
+fn scan_and_the_operator_locate_an_ebs_volume_by_the_zones_its_pv_requires() {
+    use crate::decide::lookup::disk_found;
     use crate::model::crd::VolumeSourceInfo;
     use crate::run::controller::{StoreLookup, View};
+    use crate::scan::Facts;
     let c = CensusConfig::parse("ebs:\n  - region: us-east-1\n  - region: us-west-2\n").unwrap();
     let mut census = c.census(Duration::from_secs(3600));
     let east = Scope::Ebs {
@@ -366,26 +367,50 @@ fn the_operator_locates_an_ebs_volume_by_the_zones_its_pv_requires() {
     };
     census.record(&east, Ok(listing(-120, vec![])));
     census.record(&east, Ok(listing(-60, vec![])));
-    let lookup = StoreLookup {
+    let operator = StoreLookup {
         claims: View::Stale,
         classes: View::Stale,
         census: Some(&census),
     };
-    let source = VolumeSourceInfo {
+    let scan = Facts {
+        census: Some(std::sync::Arc::new(census.clone())),
+        ..Facts::default()
+    };
+    let source = |zones: &[&str]| VolumeSourceInfo {
         kind: "csi".into(),
         driver: Some("ebs.csi.aws.com".into()),
         volume_handle: Some("vol-0123456789abcdef0".into()),
+        zones: zones.iter().map(|z| z.to_string()).collect(),
         ..VolumeSourceInfo::default()
     };
     let created = now_plus(-86400);
-    assert_eq!(
-        lookup.volume_image(&source, &["us-east-1a"], Some(&created)),
-        ImageFound::Missing { in_trash: false },
-        "its zone says us-east-1"
-    );
-    assert_eq!(
-        lookup.image(&source, Some(&created)),
-        ImageFound::NotCensused,
-        "without its zones, either region could hold it"
-    );
+    for (zones, expected, why) in [
+        (
+            &["us-east-1a"][..],
+            ImageFound::Missing { in_trash: false },
+            "its zone says us-east-1",
+        ),
+        (
+            &[][..],
+            ImageFound::NotCensused,
+            "without its zones, either region could hold it",
+        ),
+        (
+            &["eu-central-1a"][..],
+            ImageFound::NotCensused,
+            "a region not censused says nothing",
+        ),
+    ] {
+        let s = source(zones);
+        assert_eq!(
+            disk_found(&operator, &s, Some(&created)),
+            expected,
+            "operator: {why}"
+        );
+        assert_eq!(
+            disk_found(&scan, &s, Some(&created)),
+            expected,
+            "scan: {why}"
+        );
+    }
 }

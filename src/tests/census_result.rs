@@ -87,7 +87,7 @@ fn volumes(v: &[(&str, &str)]) -> Naming {
     Naming {
         volumes: v
             .iter()
-            .map(|(n, i)| (n.to_string(), disk_ref(&source(i), &[])))
+            .map(|(n, i)| (n.to_string(), disk_ref(&source(i))))
             .collect(),
         ..Default::default()
     }
@@ -254,7 +254,7 @@ fn a_volume_deleted_after_the_listing_began_still_names_its_disk_for_that_listin
     let mut st = state();
     let gone = leftover_name(&pool(), "gone-with-its-pv");
     let lingering = leftover_name(&pool(), "left-long-ago");
-    let disk = |image: &str| disk_ref(&source(image), &[]).expect("a ceph-csi disk");
+    let disk = |image: &str| disk_ref(&source(image)).expect("a ceph-csi disk");
     st.volume_gone(disk("gone-with-its-pv"), &now_plus(-30));
     // A PV deleted before the listing began: its disk is really left.
     st.volume_gone(disk("left-long-ago"), &now_plus(-120));

@@ -739,6 +739,7 @@ fn mariadb_status_is_observed_field_by_field() {
             rados_namespace: None,
             disk_name: None,
             path: None,
+            zones: Vec::new(),
         }
     );
     assert_eq!(first_seen, now());
@@ -843,6 +844,7 @@ fn csi_source_reports_driver_handle_pool_and_image() {
             rados_namespace: None,
             disk_name: None,
             path: None,
+            zones: Vec::new(),
         }
     );
 }

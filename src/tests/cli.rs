@@ -91,8 +91,7 @@ fn run_defaults() {
         listen,
         concurrency,
         resync,
-        grace,
-        delete_grace,
+        graces,
         stale_after,
         request_timeout,
         watch_timeout,
@@ -135,8 +134,8 @@ fn run_defaults() {
     assert_eq!(listen, "0.0.0.0:8080".parse::<SocketAddr>().expect("addr"));
     assert_eq!(concurrency, 16);
     assert_eq!(resync, Duration::from_secs(300));
-    assert_eq!(grace, Duration::from_secs(120));
-    assert_eq!(delete_grace, Duration::from_secs(600));
+    assert_eq!(graces.grace, Duration::from_secs(120));
+    assert_eq!(graces.delete_grace, Duration::from_secs(600));
     assert_eq!(stale_after, Duration::from_secs(15));
     assert_eq!(request_timeout, Duration::from_secs(30));
     assert_eq!(watch_timeout, Duration::from_secs(30));
@@ -199,8 +198,8 @@ fn run_flags_override_the_defaults() {
     );
     assert_eq!(r.concurrency, 8);
     assert_eq!(r.resync, Duration::from_secs(3600));
-    assert_eq!(r.grace, Duration::from_secs(30));
-    assert_eq!(r.delete_grace, Duration::from_secs(3600));
+    assert_eq!(r.graces.grace, Duration::from_secs(30));
+    assert_eq!(r.graces.delete_grace, Duration::from_secs(3600));
     assert_eq!(r.page_size, 100);
 }
 
@@ -282,7 +281,7 @@ fn global_flags_work_after_the_subcommand() {
 #[test]
 fn the_old_bound_grace_flag_still_sets_the_grace() {
     let r = run_args(&["volume-leftovers", "run", "--bound-grace", "45s"]);
-    assert_eq!(r.grace, Duration::from_secs(45));
+    assert_eq!(r.graces.grace, Duration::from_secs(45));
 }
 
 #[test]
@@ -316,8 +315,8 @@ fn a_zero_grace_is_allowed_and_means_publish_at_once() {
         "--delete-grace",
         "0s",
     ]);
-    assert_eq!(r.grace, Duration::ZERO);
-    assert_eq!(r.delete_grace, Duration::ZERO);
+    assert_eq!(r.graces.grace, Duration::ZERO);
+    assert_eq!(r.graces.delete_grace, Duration::ZERO);
 }
 
 #[test]
@@ -333,7 +332,11 @@ fn the_default_grace_outlasts_a_watch_that_hangs_silently() {
     let bound = crate::run::cli::silent_watch_bound(r.watch_timeout);
     assert_eq!(bound, Duration::from_secs(35));
     // With room for the resumed watch to replay what it missed.
-    assert!(r.grace >= bound * 3, "{:?} vs {bound:?}", r.grace);
+    assert!(
+        r.graces.grace >= bound * 3,
+        "{:?} vs {bound:?}",
+        r.graces.grace
+    );
     assert_eq!(r.silent_watch_risk(), None);
     let r = run_args(&["volume-leftovers", "run", "--grace", "30s"]);
     let risk = r
@@ -395,7 +398,7 @@ fn exclusions_are_read_from_repeated_and_comma_separated_flags() {
 fn scan_keeps_velero_snapshots_out_by_default_and_an_empty_selector_keeps_none_out() {
     use crate::model::selector::{Requirement, Selector};
     let asked = |args: &[&str]| match parse(args).expect("parses").command {
-        Command::Scan(s) => s.snapshots.asked(),
+        Command::Scan(s) => s.snapshots.asked(&s.graces),
         other => panic!("{other:?}"),
     };
     let default = asked(&["volume-leftovers", "scan"]);
@@ -427,5 +430,35 @@ fn scan_keeps_velero_snapshots_out_by_default_and_an_empty_selector_keeps_none_o
             "--exclude-snapshot-selector=a in ("
         ])
         .is_err()
+    );
+}
+
+#[test]
+fn scan_takes_the_operators_graces_with_the_same_defaults() {
+    let run = run_args(&["volume-leftovers", "run"]);
+    let scan = |args: &[&str]| match parse(args).expect("parses").command {
+        Command::Scan(s) => s,
+        other => panic!("{other:?}"),
+    };
+    let default = scan(&["volume-leftovers", "scan"]);
+    assert_eq!(
+        default.graces.graces(),
+        run.graces.graces(),
+        "one set of defaults"
+    );
+    let short = scan(&[
+        "volume-leftovers",
+        "scan",
+        "--grace",
+        "0s",
+        "--delete-grace",
+        "30s",
+    ]);
+    assert_eq!(short.graces.graces().grace, Duration::ZERO);
+    assert_eq!(short.graces.graces().delete_grace, Duration::from_secs(30));
+    assert_eq!(
+        short.snapshots.asked(&short.graces).graces,
+        short.graces.graces(),
+        "the snapshot part holds back by the same graces"
     );
 }

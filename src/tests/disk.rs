@@ -10,10 +10,9 @@ use k8s_openapi::api::core::v1::{
 
 use super::fixtures::{PvBuilder, now_plus, pv};
 use crate::decide::census::{
-    Census, DiskRef, PoolKey, Resolved, Scope, Seen, Snapshot, disk_leftover_name, disk_ref,
-    leftover_name,
+    Census, DiskRef, PoolKey, Resolved, Scope, Seen, Snapshot, disk_leftover_name, leftover_name,
 };
-use crate::decide::classify::volume_source;
+use crate::decide::classify::volume_disk;
 use crate::model::image::ImageFound;
 use crate::model::volume::Volume;
 
@@ -48,7 +47,7 @@ fn zoned(p: PersistentVolume, zones: &[&str]) -> PersistentVolume {
 fn disk_of(p: PersistentVolume) -> Option<DiskRef> {
     let v = Volume::from(&p);
     let spec = v.spec.as_ref().expect("spec");
-    disk_ref(&volume_source(spec), &spec.zones())
+    volume_disk(spec)
 }
 
 fn gce(project: Option<&str>, location: Option<&str>, name: &str) -> Option<DiskRef> {

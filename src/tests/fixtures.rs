@@ -117,6 +117,8 @@ pub trait PvBuilder: Sized {
     fn host_path(self, path: &str) -> Self;
     /// Sets `spec.iscsi`.
     fn iscsi(self, iqn: &str) -> Self;
+    /// Node affinity requiring `topology.kubernetes.io/zone In zones` (where a cloud disk is).
+    fn zones<const N: usize>(self, zones: [&str; N]) -> Self;
     /// Sets `metadata.deletionTimestamp` and the finalizers that hold the object.
     fn terminating<const N: usize>(self, since: Time, finalizers: [&str; N]) -> Self;
 
@@ -292,6 +294,24 @@ impl PvBuilder for PersistentVolume {
         spec(&mut self).host_path = Some(HostPathVolumeSource {
             path: path.into(),
             type_: None,
+        });
+        self
+    }
+    fn zones<const N: usize>(mut self, zones: [&str; N]) -> Self {
+        use k8s_openapi::api::core::v1::{
+            NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, VolumeNodeAffinity,
+        };
+        spec(&mut self).node_affinity = Some(VolumeNodeAffinity {
+            required: Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: Some(vec![NodeSelectorRequirement {
+                        key: "topology.kubernetes.io/zone".into(),
+                        operator: "In".into(),
+                        values: Some(zones.iter().map(|z| z.to_string()).collect()),
+                    }]),
+                    match_fields: None,
+                }],
+            }),
         });
         self
     }

@@ -747,6 +747,67 @@ mod cloud {
         );
     }
 
+    /// Issue 33: `scan` located a PV's disk without the zones its node affinity requires, where
+    /// the operator used them: a healthy EBS volume of an uncensused region was said lost, and
+    /// in-tree GCE disks that were gone were not reported.
+    #[test]
+    fn scan_locates_a_disk_by_the_zones_its_pv_requires_as_the_operator_does() {
+        let regional = Scope::Gce {
+            project: "p1".into(),
+            location: "europe-west1".into(),
+        };
+        let mut c = Census::new(
+            [zone(), regional.clone(), region()],
+            Some("prod"),
+            Duration::from_secs(3600),
+        );
+        let mut failed = Failures::new();
+        for at in [0, 60] {
+            for scope in [zone(), regional.clone(), region()] {
+                record(
+                    &mut c,
+                    vec![listed(&scope, at, Ok(vec![]))],
+                    None,
+                    &mut failed,
+                );
+            }
+        }
+        assert!(failed.is_empty(), "{failed:?}");
+        let in_tree = |name: &str, disk: &str| {
+            let mut p = pv(name).retain().available().gce_pd(disk);
+            p.metadata.creation_timestamp = Some(now_plus(-3600));
+            p
+        };
+        let pvs = [
+            // A healthy volume in eu-central-1, a region not censused: nothing is known of it.
+            csi_pv("pv-ebs-elsewhere", EBS, "vol-0acc0000000000003")
+                .bound()
+                .claim("db", "data", "u-1")
+                .zones(["eu-central-1a"]),
+            in_tree("intree-zonal", "intree-gone-z").zones(["europe-west1-b"]),
+            in_tree("intree-regional", "intree-gone-r").zones(["europe-west1-b", "europe-west1-c"]),
+        ];
+        let facts = Facts {
+            claims: Some(HashMap::from([(
+                ("db".to_string(), "data".to_string()),
+                crate::decide::lookup::ClaimFacts {
+                    uid: "u-1".into(),
+                    terminating: false,
+                },
+            )])),
+            classes: Some(HashMap::new()),
+            census: Some(Arc::new(c.clone())),
+        };
+        let vols: Vec<Volume> = pvs.iter().map(Volume::from).collect();
+        assert_eq!(
+            reasons(&findings(&vols, &facts)),
+            [
+                ("intree-regional".to_string(), Reason::VolumeWithoutDisk),
+                ("intree-zonal".to_string(), Reason::VolumeWithoutDisk),
+            ]
+        );
+    }
+
     #[test]
     fn a_disk_no_pv_names_is_reported_with_what_names_it_unless_another_cluster_owns_it() {
         let mut c = Census::new([zone()], Some("prod"), Duration::from_secs(3600));
@@ -902,5 +963,98 @@ mod cloud {
         let cluster = |n: &str| snap.images[n].detail.as_ref().unwrap().cluster.clone();
         assert_eq!(cluster("gke").as_deref(), Some("prod"));
         assert_eq!(cluster("other").as_deref(), Some("gke-staging"));
+    }
+}
+
+// ---- the operator's graces in a scan ----
+
+/// Issue 33: `scan` applied no grace (and for snapshots only the default ones), so it printed
+/// states the operator holds back, and withheld what an operator with shorter graces published.
+/// It now holds back by the operator's own rule ([`crate::decide::plan::gate`]) with the graces
+/// it is given, and names what it held and until when.
+mod graces {
+    use std::time::Duration;
+
+    use super::super::fixtures::{PvBuilder, finding, lookup, now, now_plus, pv};
+    use crate::decide::plan::Graces;
+    use crate::model::crd::Reason;
+    use crate::scan::{Held, hold};
+
+    const DEFAULTS: Graces = Graces {
+        grace: Duration::from_secs(120),
+        delete_grace: Duration::from_secs(600),
+    };
+
+    #[test]
+    fn a_delete_policy_volume_released_five_minutes_ago_is_held_until_its_delete_grace_has_passed()
+    {
+        let f = finding(
+            &pv("going")
+                .delete()
+                .released()
+                .since(now_plus(-300))
+                .claim_by_name("db", "data"),
+            &lookup(),
+        );
+        let (reported, held) = hold(vec![f.clone()], DEFAULTS, &now());
+        assert!(reported.is_empty(), "{reported:?}");
+        assert_eq!(
+            held,
+            [Held {
+                kind: "PersistentVolume",
+                name: "going".into(),
+                reason: f.status.reason.as_str(),
+                until: now_plus(300),
+            }],
+            "held until its phase time plus the delete grace"
+        );
+        let short = Graces {
+            delete_grace: Duration::from_secs(60),
+            ..DEFAULTS
+        };
+        let (reported, held) = hold(vec![f], short, &now());
+        assert!(held.is_empty());
+        assert_eq!(reported.len(), 1);
+        assert_eq!(
+            reported[0].status.first_seen,
+            now_plus(-240),
+            "dated as the operator dates it: its phase time plus the grace"
+        );
+    }
+
+    #[test]
+    fn a_state_the_objects_do_not_date_is_held_from_this_look_unless_its_grace_is_zero() {
+        let f = finding(
+            &pv("lost").retain().bound().claim("db", "data", "u-1"),
+            &lookup(),
+        );
+        assert_eq!(f.status.reason, Reason::BoundClaimMissing);
+        let (reported, held) = hold(vec![f.clone()], DEFAULTS, &now());
+        assert!(reported.is_empty());
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].until, now_plus(120));
+        let none = Graces {
+            grace: Duration::ZERO,
+            delete_grace: Duration::ZERO,
+        };
+        let (reported, held) = hold(vec![f], none, &now());
+        assert!(held.is_empty());
+        assert_eq!(reported.len(), 1);
+    }
+
+    #[test]
+    fn a_retain_volume_whose_claim_is_deleted_is_reported_at_once() {
+        let f = finding(
+            &pv("kept")
+                .retain()
+                .released()
+                .since(now_plus(-5))
+                .claim_by_name("db", "data"),
+            &lookup(),
+        );
+        assert_eq!(f.status.reason, Reason::ClaimDeleted);
+        let (reported, held) = hold(vec![f], DEFAULTS, &now());
+        assert!(held.is_empty());
+        assert_eq!(reported.len(), 1);
     }
 }

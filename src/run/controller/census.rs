@@ -6,8 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::Loop;
 use super::effects::Log;
 use crate::census::CensusReport;
-use crate::decide::census::{Resolved, disk_ref};
-use crate::decide::classify::volume_source;
+use crate::decide::census::Resolved;
+use crate::decide::classify::volume_disk;
 use crate::model::crd::Reason;
 use crate::model::volume::Volume;
 use crate::run::scheduling::Scheduler;
@@ -85,7 +85,7 @@ impl Loop {
                 .iter()
                 .filter_map(|pv| {
                     let spec = pv.spec.as_ref()?;
-                    let disk = disk_ref(&volume_source(spec), &spec.zones());
+                    let disk = volume_disk(spec);
                     Some((pv.name().to_string(), disk))
                 })
                 .collect(),
@@ -210,11 +210,7 @@ impl Loop {
         let Some(cs) = self.census.as_mut() else {
             return;
         };
-        if let Some(r) = pv
-            .spec
-            .as_ref()
-            .and_then(|s| disk_ref(&volume_source(s), &s.zones()))
-        {
+        if let Some(r) = pv.spec.as_ref().and_then(volume_disk) {
             cs.volume_gone(r, wall);
         }
     }
@@ -224,11 +220,7 @@ impl Loop {
         let Some(cs) = self.census.as_mut() else {
             return;
         };
-        let Some(r) = pv
-            .spec
-            .as_ref()
-            .and_then(|s| disk_ref(&volume_source(s), &s.zones()))
-        else {
+        let Some(r) = pv.spec.as_ref().and_then(volume_disk) else {
             return;
         };
         let Resolved::In(key) = cs.census.resolve(&r) else {

@@ -9,14 +9,12 @@ use tokio::time::Instant;
 
 use super::Told;
 use super::effects::{Gauge, Log};
-use crate::decide::census::{Census, disk_ref};
+use crate::decide::census::Census;
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts, Found, Lookup, class_facts};
 use crate::decide::name::{self};
 use crate::decide::name::{Decision, Memo};
 use crate::decide::plan::Action;
 use crate::decide::snapshot::SnapshotKey;
-use crate::model::crd::VolumeSourceInfo;
-use crate::model::image::ImageFound;
 use crate::model::leftover::Leftover;
 use crate::model::snapshot::{Snapshot, SnapshotContent};
 use crate::model::volume::Volume;
@@ -83,20 +81,8 @@ impl Lookup for StoreLookup<'_> {
         }
     }
 
-    fn image(&self, source: &VolumeSourceInfo, created: Option<&Time>) -> ImageFound {
-        self.volume_image(source, &[], created)
-    }
-
-    fn volume_image(
-        &self,
-        source: &VolumeSourceInfo,
-        zones: &[&str],
-        created: Option<&Time>,
-    ) -> ImageFound {
-        match (self.census, disk_ref(source, zones)) {
-            (Some(c), Some(r)) => c.image(&r, created),
-            _ => ImageFound::NotCensused,
-        }
+    fn census(&self) -> Option<&Census> {
+        self.census
     }
 }
 
