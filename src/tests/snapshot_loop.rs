@@ -401,6 +401,41 @@ async fn a_deleted_retain_content_is_kept_as_a_tombstone_until_its_ttl() {
     );
 }
 
+/// Issue 33: a person acknowledges the ContentDeleted tombstone (`kubectl patch vl ... -p
+/// '{"spec":{"acknowledgement":{...}}}'`): the record now lives in their ticket, and the
+/// tombstone is deleted at once, as a volume's is. Without the census there is nothing else to
+/// wait for.
+#[tokio::test(start_paused = true)]
+async fn an_acknowledged_content_tombstone_is_deleted() {
+    let mut w = world();
+    let mut events = volumes_listed();
+    events.push(w.put_content(pre_content()));
+    events.push(w.put_snapshot(bound_pre_snapshot()));
+    events.push(listed(Input::Vsc));
+    events.push(listed(Input::Vs));
+    assert_eq!(w.steps(events), Vec::<String>::new(), "bound both ways");
+    let gone = w.delete_content(pre_content());
+    let fx = w.step(gone);
+    let name = content_leftover_name(PRE);
+    assert_eq!(writes(&fx), [format!("create {name}")]);
+    let mut o = written(&fx);
+    let echo = w.echo(&fx);
+    assert_eq!(writes(&w.step(echo)), Vec::<String>::new());
+
+    o.spec.acknowledgement = Some(crate::model::crd::Acknowledgement {
+        by: Some("acc".into()),
+        ticket: Some("ACC-I5".into()),
+        reason: Some("backend snapshot checked".into()),
+        until: None,
+    });
+    o.metadata.generation = Some(2);
+    o.metadata.resource_version = Some("1002".into());
+    let l = super::fixtures::lean(&o);
+    w.vl.apply_watcher_event(&watcher::Event::Apply(l.clone()));
+    let patched = Event::Input(Input::Vl(Box::new(FeedItem::Applied(l))));
+    assert_eq!(writes(&w.step(patched)), [format!("delete {name}")]);
+}
+
 /// The snapshot `default/pre-snap` bound to [`pre_content`].
 fn bound_pre_snapshot() -> Value {
     json!({
