@@ -574,6 +574,42 @@ impl Census {
         }
     }
 
+    /// What the census says about the backend snapshot `r` names, for a `ContentDeleted`
+    /// tombstone: the rule of [`Census::image`] (gone only when two trusted listings in a row
+    /// lack it; the content existed before either). A GCE handle names its project's one scope;
+    /// an EBS id names a snapshot of whichever censused region holds it, so with several
+    /// regions it is found in any of them, unknown while one of them cannot say, and otherwise
+    /// not censused (it may be in a region nobody lists): never gone on a guess.
+    pub fn backend_snapshot(&self, r: &SnapshotHandleRef) -> ImageFound {
+        let scopes: Vec<(&str, &ScopeState)> = self
+            .pools
+            .iter()
+            .filter_map(|(scope, st)| Some((r.name_in(scope)?, st)))
+            .collect();
+        let present = scopes
+            .iter()
+            .any(|(n, st)| st.trusted().is_some_and(|c| c.images.contains_key(*n)));
+        if present {
+            return ImageFound::Present { watchers: 0 };
+        }
+        let [(name, st)] = scopes.as_slice() else {
+            return if scopes.iter().any(|(_, st)| st.trusted().is_none()) {
+                ImageFound::Unknown
+            } else {
+                ImageFound::NotCensused
+            };
+        };
+        if st.trusted().is_none() {
+            return ImageFound::Unknown;
+        }
+        match st.previous.as_deref() {
+            Some(prev) if !prev.images.contains_key(*name) => {
+                ImageFound::Missing { in_trash: false }
+            }
+            _ => ImageFound::Unknown,
+        }
+    }
+
     /// The findings about the images of `key` that nothing references, at `now`. `referenced`
     /// holds the names of the images of that pool that a volume or a tombstone names.
     pub fn orphans(&self, key: &Scope, referenced: &HashSet<String>, now: &Time) -> Vec<Finding> {

@@ -297,7 +297,9 @@ fn references(
 }
 
 /// Which snapshots of the snapshot scope `key` a content or a tombstone names; marks every
-/// finding about a snapshot without a content (each scope's are replaced).
+/// finding about a snapshot without a content (each scope's are replaced) and every
+/// `ContentDeleted` tombstone (the listing may be the second without its snapshot, which ends
+/// it; they are few, and which scope holds an EBS id is known only by looking).
 fn snapshot_references(
     key: &Scope,
     handles: &[&String],
@@ -305,7 +307,10 @@ fn snapshot_references(
     marks: &mut Vec<String>,
 ) -> HashSet<String> {
     for (name, reason, _) in &naming.leftovers {
-        if *reason == Reason::SnapshotWithoutContent {
+        if matches!(
+            reason,
+            Reason::SnapshotWithoutContent | Reason::ContentDeleted
+        ) {
             marks.push(name.clone());
         }
     }

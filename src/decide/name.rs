@@ -12,8 +12,9 @@
 //! - **Nothing concluded from an outage.** A published `VolumeWithoutDisk` stays while the census
 //!   answers Unknown; a finding about an unreferenced image stays while its pool's census is not
 //!   trusted or its details could not be read.
-//! - **Tombstones.** A watched delete of a volume that leaves its disk keeps its finding
-//!   ([`Memo::tombstone`]) until it is published; the census and the TTL end it ([`plan::gone`]).
+//! - **Tombstones.** A watched delete of a volume that leaves its disk, or of a content that
+//!   leaves its backend snapshot, keeps its finding ([`Memo::tombstone`]) until it is published;
+//!   an acknowledgement, the TTL and the census end both kinds alike ([`plan::tombstone_plan`]).
 //! - **Grace.** A state normally passing through is published only once it lasted its grace
 //!   ([`plan::gate`]); one already published stays so across a restart.
 
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, Scope, disk_ref, recorded_scope};
+use crate::decide::census::{Census, Scope, disk_ref, recorded_scope, snapshot_handle_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Lookup, disk_found};
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
@@ -438,7 +439,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         if is_tombstone_of_any(existing, memo.tombstone.as_deref()) {
             memo.tombstone = None;
         }
-        let image = self.tombstone_image(memo.tombstone.as_deref(), existing);
+        let image = self.tombstone_backend(memo.tombstone.as_deref(), existing);
         let action = plan::gone(
             name,
             memo.tombstone.as_deref(),
@@ -772,20 +773,10 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         let Some(t) = tombstone else {
             return plan::plan(name, None, existing, now, now, prices);
         };
-        let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
+        // It ends as a volume's tombstone does: the same function decides both.
+        let backend = self.tombstone_backend(Some(&t), None);
         let ttl = self.rules.tombstone_ttl;
-        let lived = Duration::try_from(now.0.duration_since(deleted_at.0)).unwrap_or_default();
-        if ttl.is_some_and(|ttl| lived >= ttl) {
-            return plan::plan(name, None, existing, now, now, prices);
-        }
-        let action = plan::plan(
-            name,
-            Some(&Verdict::Leftover(Box::new(t.clone()))),
-            existing,
-            &deleted_at,
-            now,
-            prices,
-        );
+        let action = plan::tombstone_plan(name, t.clone(), existing, now, ttl, &backend, prices);
         if matches!(action, Action::Create { .. } | Action::Apply { .. }) && published.is_none() {
             // Kept until its write shows in the store (the write may fail and be retried).
             memo.tombstone = Some(Box::new(t));
@@ -793,28 +784,45 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         action
     }
 
-    /// What the census says of a tombstone's image (`NotCensused` without the census, or for a
-    /// name that is no tombstone).
-    fn tombstone_image(&self, fresh: Option<&Finding>, existing: Option<&Leftover>) -> ImageFound {
+    /// What the census says of the backend object a tombstone names: a deleted volume's disk,
+    /// a deleted content's backend snapshot (`NotCensused` without the census, or for a name
+    /// that is no tombstone).
+    fn tombstone_backend(
+        &self,
+        fresh: Option<&Finding>,
+        existing: Option<&Leftover>,
+    ) -> ImageFound {
         let Some(cs) = &self.images else {
             return ImageFound::NotCensused;
         };
         // Tombstones keep their facts (`leftover::needs_record`).
         let record;
-        let source = match (fresh, existing.and_then(|e| e.status.as_ref())) {
-            (Some(f), _) => &f.status.source,
+        let status = match (fresh, existing.and_then(|e| e.status.as_ref())) {
+            (Some(f), _) => &f.status,
             (None, Some(s)) if s.reason == Reason::VolumeDeleted => match s.record() {
                 Some(r) => {
                     record = r;
-                    &record.source
+                    &record
                 }
                 None => return ImageFound::NotCensused,
             },
             _ => return ImageFound::NotCensused,
         };
+        if status.reason == Reason::ContentDeleted {
+            // The handle its content named (`status.snapshot.snapshotHandle`).
+            return match status
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.snapshot_handle.as_deref())
+                .and_then(snapshot_handle_ref)
+            {
+                Some(r) => cs.census.backend_snapshot(&r),
+                None => ImageFound::NotCensused,
+            };
+        }
         // A tombstone keeps its source with its zones (one written before they were recorded
         // has none: its in-tree GCE disk is not located, and not censused).
-        let Some(r) = disk_ref(source) else {
+        let Some(r) = disk_ref(&status.source) else {
             return ImageFound::NotCensused;
         };
         // The volume existed before any census of this process.

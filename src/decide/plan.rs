@@ -634,11 +634,9 @@ fn meta_patch(have: &Leftover, want: &VolumeLeftover) -> Option<serde_json::Valu
 /// ([`crate::decide::classify::tombstone`]); without it, a finding published for a volume that vanished
 /// while nothing watched becomes the tombstone ([`crate::decide::classify::tombstone_of`]), and a
 /// published tombstone stays as it is. Nothing is invented for a volume the operator never saw.
-/// A tombstone ends when a person acknowledges it (an acknowledgement that covers the
-/// `VolumeDeleted` finding: the record now lives in their ticket; where the census covers its
-/// image, it stays acknowledged until the image is gone), when `ttl` has passed since the
-/// delete, or when the storage backend's census says the image is gone (`image`: two censuses
-/// without it); every other finding of a deleted volume is deleted. While it stays, its message
+/// The tombstone ends as every tombstone does ([`tombstone_plan`]: acknowledged, `ttl` passed,
+/// or the census's `image` gone); every other finding of a deleted volume is deleted. While it
+/// stays, its message
 /// ends by saying what the census found: the image (or the image in the trash), or nothing
 /// checked; an Unknown census keeps what the message said.
 pub(crate) fn gone(
@@ -676,13 +674,35 @@ pub(crate) fn gone(
     let Some(mut t) = tombstone else {
         return plan(name, None, existing, now, now, prices);
     };
-    let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
-    let expired = ttl.is_some_and(|ttl| add(&deleted_at, ttl).0 <= now.0);
-    if expired || *image == (ImageFound::Missing { in_trash: false }) {
-        return plan(name, None, existing, now, now, prices);
-    }
     if let Some(note) = backend_note(image) {
         t.status.message = with_backend_note(&t.status.message, note);
+    }
+    tombstone_plan(name, t, existing, now, ttl, image, prices)
+}
+
+/// What to write for a tombstone of either kind: a deleted volume's (`VolumeDeleted`, its disk
+/// left in the backend) or a deleted content's (`ContentDeleted`, its backend snapshot left).
+/// The one place that decides whether a tombstone ends, so that both end alike:
+/// - `ttl` has passed since the delete (`status.deletedAt`);
+/// - the census says the backend object is gone (`backend`: two listings without it, not in
+///   the trash);
+/// - a person acknowledged it (an acknowledgement that covers this finding, not the one before
+///   the delete: that is `Superseded`), and the census does not cover the backend object.
+///
+/// Otherwise it is published (created, or kept up to date), dated by its delete.
+pub(crate) fn tombstone_plan(
+    name: &str,
+    t: Finding,
+    existing: Option<&Leftover>,
+    now: &Time,
+    ttl: Option<Duration>,
+    backend: &ImageFound,
+    prices: Option<&PriceTable>,
+) -> Action {
+    let deleted_at = t.status.deleted_at.clone().unwrap_or_else(|| now.clone());
+    let expired = ttl.is_some_and(|ttl| add(&deleted_at, ttl).0 <= now.0);
+    if expired || *backend == (ImageFound::Missing { in_trash: false }) {
+        return plan(name, None, existing, now, now, prices);
     }
     let action = plan(
         name,
@@ -693,11 +713,11 @@ pub(crate) fn gone(
         prices,
     );
     let state = state_after(&action, existing);
-    // Acknowledged, the record lives in the person's ticket. With the census on, the image the
-    // tombstone names would then be an image nobody names, and come back as DiskWithoutVolume:
-    // a second ticket for the same disk. So it stays, acknowledged, until the census says the
-    // image is gone (or the TTL passes).
-    if state == Some(State::Acknowledged) && *image == ImageFound::NotCensused {
+    // Acknowledged, the record lives in the person's ticket. With the census on, the disk or
+    // snapshot the tombstone names would then be one nobody names, and come back as
+    // DiskWithoutVolume or SnapshotWithoutContent: a second ticket for the same object. So it
+    // stays, acknowledged, until the census says it is gone (or the TTL passes).
+    if state == Some(State::Acknowledged) && *backend == ImageFound::NotCensused {
         return plan(name, None, existing, now, now, prices);
     }
     action

@@ -13,7 +13,9 @@
 //!   snapshot, and a Delete content whose snapshot is gone was left behind, unless the two stores
 //!   are only out of step (the delete grace covers that);
 //! - the controller never deletes a content whose snapshot is gone ("to avoid data loss"), and
-//!   never lets a new snapshot of the same name take over a content bound to an old uid.
+//!   never lets a new snapshot of the same name take over a content bound to an old uid;
+//! - it binds a pre-provisioned content and the snapshot that name each other, one pair at a
+//!   time: behind a backlog that takes longer than any grace ([`binding`]).
 //!
 //! As for volumes, "don't know" never becomes "missing": a forbidden or stale store makes the
 //! verdict [`SnapshotVerdict::Undecided`], never a finding.
@@ -34,6 +36,8 @@ pub struct SnapshotFacts {
     pub(crate) uid: String,
     /// `metadata.deletionTimestamp`: set while its delete waits on finalizers.
     pub(crate) deleting_since: Option<Time>,
+    /// `spec.source.volumeSnapshotContentName`: the pre-provisioned content it is to bind.
+    pub(crate) source_content: Option<String>,
 }
 
 /// What is known about a VolumeSnapshotContent, looked up by name.
@@ -66,6 +70,12 @@ pub fn snapshot_facts(s: &Snapshot) -> SnapshotFacts {
             .map(Uid::to_string)
             .unwrap_or_default(),
         deleting_since: s.metadata.deletion_timestamp.as_deref().cloned(),
+        source_content: s
+            .spec
+            .source
+            .volume_snapshot_content_name
+            .as_deref()
+            .map(str::to_string),
     }
 }
 
@@ -98,7 +108,9 @@ pub enum SnapshotReason {
     /// were removed by hand and nothing deletes the content any more.
     SnapshotDeleteStuck,
     /// A pre-provisioned content (`spec.source.snapshotHandle`) that no VolumeSnapshot ever
-    /// bound (`spec.volumeSnapshotRef.uid` empty) past `--grace` after its creation.
+    /// bound (`spec.volumeSnapshotRef.uid` empty) past `--grace` after its creation, and that
+    /// the VolumeSnapshot it names does not name back (a pair naming each other is being bound,
+    /// however long the controller's backlog: [`binding`]).
     ContentNeverBound,
     /// A Bound VolumeSnapshot (`status.boundVolumeSnapshotContentName`) whose content no longer
     /// exists: restores from it fail, and the backend snapshot may or may not remain.
@@ -420,7 +432,7 @@ pub fn classify_content(
         }
     };
     let Some(ref_uid) = r.uid.as_ref().filter(|u| !u.is_empty()) else {
-        return unbound_content(content, uid, ns, snap, now, graces);
+        return unbound_content(content, uid, ns, snap, lookup, now, graces);
     };
     let ref_uid = ref_uid.to_string();
 
@@ -497,12 +509,38 @@ enum SnapshotState {
     Terminating(Time),
 }
 
-/// A content no snapshot has bound yet (`volumeSnapshotRef.uid` empty).
+/// Whether `content` and the VolumeSnapshot `snapshot` (the one its `spec.volumeSnapshotRef`
+/// names, looked up by that namespace and name) name each other, so the snapshot-controller
+/// binds them: the snapshot's `spec.source.volumeSnapshotContentName` is the content, and the
+/// uid the content's ref carries, if any, is the snapshot's (a content bound to another uid is
+/// refused, `SnapshotContentMisbound`: docs/snapshot-controller-notes.md). A snapshot being
+/// deleted binds nothing: it goes.
+///
+/// The controller binds pre-provisioned pairs one at a time, behind a backlog when many are
+/// applied at once (issue 33: 30 pairs bound over 31 s); until it gets to this pair, the content's
+/// ref has no uid, and it is being bound, not never bound.
+pub(crate) fn binding(content: &SnapshotContent, snapshot: &SnapshotFacts) -> bool {
+    let names_content = snapshot.source_content.as_deref() == Some(&*content.metadata.name);
+    let uid_fits = content
+        .spec
+        .volume_snapshot_ref
+        .uid
+        .as_ref()
+        .map(Uid::to_string)
+        .filter(|u| !u.is_empty())
+        .is_none_or(|u| u == snapshot.uid);
+    names_content && uid_fits && snapshot.deleting_since.is_none()
+}
+
+/// A content no snapshot has bound yet (`volumeSnapshotRef.uid` empty): `ContentNeverBound`
+/// once `--grace` has passed since its creation, unless the snapshot it names names it back
+/// ([`binding`]), however long the controller takes.
 fn unbound_content(
     content: &SnapshotContent,
     uid: &str,
     ns: &str,
     snap: &str,
+    lookup: &impl SnapshotLookup,
     now: Time,
     graces: Graces,
 ) -> SnapshotVerdict {
@@ -513,6 +551,12 @@ fn unbound_content(
             "VolumeSnapshotContent {name} has neither a snapshotHandle source nor a bound snapshot uid"
         ));
     }
+    let snapshot = lookup.snapshot(ns, snap);
+    if let Found::Yes(s) = &snapshot
+        && binding(content, s)
+    {
+        return SnapshotVerdict::Healthy;
+    }
     let reason = SnapshotReason::ContentNeverBound;
     let mut f = content_finding(content, uid, reason);
     f.since = content.metadata.creation_timestamp.clone();
@@ -521,6 +565,20 @@ fn unbound_content(
         if now.0 < until.0 {
             return SnapshotVerdict::Waiting { reason, until };
         }
+    }
+    // Whether a snapshot names it back is not known: nothing is concluded.
+    match snapshot {
+        Found::Stale => {
+            return SnapshotVerdict::Undecided(SnapshotUndecided::SnapshotStoreStale {
+                content: name.into(),
+            });
+        }
+        Found::Unknown => {
+            return SnapshotVerdict::Undecided(SnapshotUndecided::SnapshotsForbidden {
+                content: name.into(),
+            });
+        }
+        Found::Yes(_) | Found::Absent => {}
     }
     f.message = content_message(&f, content, &SnapshotState::Gone, ns, snap);
     SnapshotVerdict::Leftover(Box::new(f))

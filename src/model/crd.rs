@@ -597,7 +597,9 @@ pub enum Reason {
     /// still here after the delete grace period: the backend delete hung.
     SnapshotDeleteStuck,
     /// A pre-provisioned VolumeSnapshotContent (`spec.source.snapshotHandle`) that no
-    /// VolumeSnapshot bound within the grace period of its creation.
+    /// VolumeSnapshot bound within the grace period of its creation, and that the VolumeSnapshot
+    /// it names does not name back (`spec.source.volumeSnapshotContentName`): such a pair is
+    /// being bound, however long the snapshot-controller takes.
     ContentNeverBound,
     /// A bound VolumeSnapshot whose VolumeSnapshotContent no longer exists: restores from it
     /// fail, and the backend snapshot may remain.

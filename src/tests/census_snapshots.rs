@@ -308,3 +308,88 @@ fn scan_says_it_does_not_know_a_scope_whose_contents_it_could_not_read() {
     let (found, _) = crate::scan::snapshot_orphans(&s.census, handles, &mut referenced);
     assert_eq!(found.len(), 1);
 }
+
+/// A `ContentDeleted` tombstone asks the census about its backend snapshot as a volume's
+/// tombstone asks about its disk: found while the last listing has it, gone only after two
+/// listings in a row without it, unknown while its scope fails. A GCE handle names its
+/// project's scope; an EBS id, with two regions' snapshots listed, is found in either and
+/// otherwise not censused (it may be in a region nobody lists). Every listing of a snapshot
+/// scope marks the tombstones, so the one that ends them is acted on.
+#[test]
+fn a_content_tombstones_backend_snapshot_is_looked_up_as_a_disk_is() {
+    use crate::decide::census::{Census, ImageFound};
+    let mut s = state();
+    let key = ebs_snapshots();
+    let r = snapshot_handle_ref("snap-0aa").expect("an EBS id");
+    assert_eq!(
+        s.census.backend_snapshot(&r),
+        ImageFound::Unknown,
+        "not listed yet"
+    );
+    let tombstone = "vsc-0123456789abcdef-pre-content".to_string();
+    let naming = Naming {
+        leftovers: vec![(tombstone.clone(), Reason::ContentDeleted, None)],
+        ..names(Some(&["snap-0aa"]))
+    };
+    let with = || listing(vec![("snap-0aa", snap(7200, Some("prod"), None))]);
+    let out = census_result(&mut s, &key, Ok(with()), &now(), || naming.clone());
+    assert!(out.mark.contains(&tombstone), "{:?}", out.mark);
+    assert_eq!(
+        s.census.backend_snapshot(&r),
+        ImageFound::Present { watchers: 0 }
+    );
+    let out = census_result(&mut s, &key, Ok(listing(vec![])), &now(), || naming.clone());
+    assert!(out.mark.contains(&tombstone));
+    assert_eq!(s.census.backend_snapshot(&r), ImageFound::Unknown, "once");
+    census_result(&mut s, &key, Ok(listing(vec![])), &now(), || naming.clone());
+    assert_eq!(
+        s.census.backend_snapshot(&r),
+        ImageFound::Missing { in_trash: false },
+        "twice"
+    );
+    s.census.record(&key, Err("EC2 is unavailable".into()));
+    assert_eq!(s.census.backend_snapshot(&r), ImageFound::Unknown);
+
+    // GCE: the handle's project only.
+    let g = gce_snapshots();
+    for _ in 0..2 {
+        s.census.record(&g, Ok(listing(vec![])));
+    }
+    let ours = snapshot_handle_ref("projects/proj/global/snapshots/s1").expect("a GCE handle");
+    let theirs = snapshot_handle_ref("projects/other/global/snapshots/s1").expect("a GCE handle");
+    assert_eq!(
+        s.census.backend_snapshot(&ours),
+        ImageFound::Missing { in_trash: false }
+    );
+    assert_eq!(s.census.backend_snapshot(&theirs), ImageFound::NotCensused);
+    // Not a handle the census keys (an RBD snapshot): nothing to look up.
+    assert_eq!(snapshot_handle_ref("0001-0009-rbd-csi-snap-1"), None);
+
+    // EBS, two regions listed.
+    let east = Scope::EbsSnapshots {
+        account: None,
+        region: "us-east-1".into(),
+    };
+    let mut c = Census::new(
+        [ebs_snapshots(), east.clone()],
+        Some("prod"),
+        Duration::from_secs(3600),
+    );
+    assert_eq!(c.backend_snapshot(&r), ImageFound::Unknown);
+    for _ in 0..2 {
+        c.record(&ebs_snapshots(), Ok(listing(vec![])));
+        c.record(&east, Ok(with()));
+    }
+    assert_eq!(c.backend_snapshot(&r), ImageFound::Present { watchers: 0 });
+    c.record(&east, Ok(listing(vec![])));
+    c.record(&east, Err("EC2 is unavailable".into()));
+    assert_eq!(c.backend_snapshot(&r), ImageFound::Unknown);
+    for _ in 0..2 {
+        c.record(&east, Ok(listing(vec![])));
+    }
+    assert_eq!(
+        c.backend_snapshot(&r),
+        ImageFound::NotCensused,
+        "in neither region listed: perhaps in a third"
+    );
+}

@@ -52,6 +52,8 @@ struct World {
     unconcluded: std::collections::BTreeSet<Scope>,
     ttl: Option<Duration>,
     prices: Option<crate::model::price::PriceTable>,
+    /// Both snapshot stores listed (empty): snapshot names may be decided.
+    snapshots_listed: bool,
 }
 
 impl Stores for World {
@@ -63,6 +65,9 @@ impl Stores for World {
     }
     fn leftover(&self, name: &str) -> Option<Arc<Leftover>> {
         self.vls.get(name).cloned()
+    }
+    fn snapshots_current(&self) -> bool {
+        self.snapshots_listed
     }
 }
 
@@ -78,6 +83,7 @@ fn world() -> World {
         unconcluded: Default::default(),
         ttl: None,
         prices: None,
+        snapshots_listed: false,
     }
 }
 
@@ -668,4 +674,170 @@ fn warnings_are_logged_once_per_change() {
     assert_eq!(memo.logged.as_deref(), Some(FOREIGN));
     let again = w.decide("mariadb-pv", &mut memo, t0, &now());
     assert_eq!(again.logs, vec![]);
+}
+
+// ---- A deleted content's tombstone ----
+
+/// An EBS snapshot id: a handle the census can look up.
+const SNAP_HANDLE: &str = "snap-0a1b2c3d4e5f60718";
+
+fn ebs_snapshots() -> Scope {
+    Scope::EbsSnapshots {
+        account: None,
+        region: "us-east-1".into(),
+    }
+}
+
+impl World {
+    fn snapshots_listed(mut self) -> Self {
+        self.snapshots_listed = true;
+        self
+    }
+}
+
+/// The `ContentDeleted` tombstone of the notes' `pre-content` (its backend snapshot an EBS
+/// one), deleted at `at`.
+fn content_tombstone(at: Time) -> Finding {
+    let mut v = super::snapshot::pre_content_after_snapshot_delete();
+    v["spec"]["source"]["snapshotHandle"] = serde_json::json!(SNAP_HANDLE);
+    let c = super::snapshot::content_of(v);
+    let f = crate::decide::snapshot::tombstone(&c, at.clone()).expect("Retain, with a handle");
+    crate::decide::snapshot::as_finding(&f, &at)
+}
+
+/// The `SnapshotDeleted` finding `pre-content` had before it was deleted.
+fn content_snapshot_deleted() -> Finding {
+    let c = super::snapshot::content_of(super::snapshot::pre_content_after_snapshot_delete());
+    struct NoSnapshots;
+    impl crate::decide::snapshot::SnapshotLookup for NoSnapshots {
+        fn snapshot(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> crate::decide::lookup::Found<crate::decide::snapshot::SnapshotFacts> {
+            crate::decide::lookup::Found::Absent
+        }
+    }
+    match crate::decide::snapshot::classify_content(&c, &NoSnapshots, now(), GRACES) {
+        crate::decide::snapshot::SnapshotVerdict::Leftover(f) => {
+            crate::decide::snapshot::as_finding(&f, &now_plus(-3600))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The object as the store shows it once a person acknowledged it (issue 33's patch).
+fn acknowledged(mut o: crate::model::crd::VolumeLeftover) -> crate::model::crd::VolumeLeftover {
+    o.spec.acknowledgement = Some(crate::model::crd::Acknowledgement {
+        by: Some("acc".into()),
+        ticket: Some("ACC-I5".into()),
+        reason: Some("backend snapshot checked".into()),
+        until: None,
+    });
+    o.metadata.generation = Some(2);
+    o.metadata.resource_version = Some("1002".into());
+    o
+}
+
+/// The EBS snapshot scope listed twice with `handles`.
+fn snapshots_listed_twice(handles: &[&str]) -> Census {
+    let mut c = Census::new([ebs_snapshots()], Some("e2e"), Duration::from_secs(3600));
+    for at in [-20, -10] {
+        let seen = handles
+            .iter()
+            .map(|h| {
+                let s = Seen {
+                    id: (*h).to_string(),
+                    detail: None,
+                };
+                (*h, s)
+            })
+            .collect();
+        c.record(&ebs_snapshots(), Ok(snapshot(now_plus(at), seen)));
+    }
+    c
+}
+
+/// The EBS snapshot scope listed once with `handles`, then failing.
+fn snapshots_failing(handles: &[&str]) -> Census {
+    let mut c = snapshots_listed_twice(handles);
+    c.record(&ebs_snapshots(), Err("EC2 is unavailable".into()));
+    c
+}
+
+/// A content's tombstone ends as a volume's does: acknowledged (the acknowledgement covers
+/// `ContentDeleted`), past `--tombstone-ttl`, or when two listings of the census no longer find
+/// its backend snapshot. Where the census covers the snapshot, an acknowledged one stays until
+/// the snapshot is gone (deleted, the snapshot would come back as `SnapshotWithoutContent`).
+/// An acknowledgement of the finding before the delete (`SnapshotDeleted`) does not end it.
+#[test]
+fn a_deleted_contents_tombstone_ends_as_a_volumes_does() {
+    let t0 = Instant::now();
+    let name = crate::decide::snapshot::content_leftover_name("pre-content");
+    let t = content_tombstone(now_plus(-600));
+    assert_eq!(t.name(), name);
+    assert_eq!(t.status.reason, Reason::ContentDeleted);
+    let open = || world().snapshots_listed().vl(published(&t));
+    let acked = || world().snapshots_listed().vl(acknowledged(published(&t)));
+    let ttl = |w: World| World {
+        ttl: Some(Duration::from_secs(300)),
+        ..w
+    };
+    #[rustfmt::skip]
+    let cases: Vec<(&str, World, &str)> = vec![
+        ("open", open(), "idle"),
+        ("acknowledged", acked(), "delete"),
+        ("open, past the TTL", ttl(open()), "delete"),
+        ("acknowledged, snapshot stores not listed", World { snapshots_listed: false, ..acked() }, "idle"),
+        // The census covers its backend snapshot.
+        ("open, census finds the snapshot", open().census(snapshots_listed_twice(&[SNAP_HANDLE])), "idle"),
+        ("open, census lists twice without it", open().census(snapshots_listed_twice(&[])), "delete"),
+        ("open, census down", open().census(snapshots_failing(&[])), "idle"),
+        ("acknowledged, census finds the snapshot", acked().census(snapshots_listed_twice(&[SNAP_HANDLE])), "apply"),
+        ("acknowledged, census down", acked().census(snapshots_failing(&[SNAP_HANDLE])), "apply"),
+        ("acknowledged, census lists twice without it", acked().census(snapshots_listed_twice(&[])), "delete"),
+    ];
+    for (case, w, expected) in cases {
+        let out = w.decide(&name, &mut Memo::default(), t0, &now());
+        assert_eq!(what(&out), expected, "{case}: {:?}", out.decision);
+        if let Decision::Write((Action::Apply { object, .. }, _)) = &out.decision {
+            let s = object.status.as_ref().expect("status");
+            assert_eq!(s.reason, Reason::ContentDeleted, "{case}");
+            assert_eq!(s.state, crate::model::crd::State::Acknowledged, "{case}");
+        }
+    }
+
+    // Acknowledged while it was SnapshotDeleted (and the operator wrote what that covered):
+    // the delete is news (Superseded), it stays.
+    let earlier = content_snapshot_deleted();
+    let acked = acknowledged(published(&earlier));
+    let Action::Apply { object, .. } = crate::decide::plan::plan(
+        &name,
+        Some(&Verdict::Leftover(Box::new(earlier))),
+        Some(&super::fixtures::lean(&acked)),
+        &now_plus(-900),
+        &now_plus(-900),
+        None,
+    ) else {
+        panic!("the acknowledgement is written")
+    };
+    let before = object.stored_as("vl-uid-1");
+    assert_eq!(
+        before.status.as_ref().map(|s| s.state),
+        Some(crate::model::crd::State::Acknowledged)
+    );
+    let mut memo = Memo {
+        tombstone: Some(Box::new(t.clone())),
+        ..Memo::default()
+    };
+    let out = world()
+        .snapshots_listed()
+        .vl(before)
+        .decide(&name, &mut memo, t0, &now());
+    let Decision::Write((Action::Apply { object, .. }, _)) = out.decision else {
+        panic!("{:?}", out.decision)
+    };
+    let s = object.status.as_ref().expect("status");
+    assert_eq!(s.reason, Reason::ContentDeleted);
+    assert_eq!(s.state, crate::model::crd::State::Superseded);
 }

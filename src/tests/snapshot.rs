@@ -239,6 +239,7 @@ fn alive(uid: &str) -> Found<SnapshotFacts> {
     Found::Yes(SnapshotFacts {
         uid: uid.into(),
         deleting_since: None,
+        source_content: None,
     })
 }
 
@@ -246,6 +247,7 @@ fn deleting(uid: &str, since: i64) -> Found<SnapshotFacts> {
     Found::Yes(SnapshotFacts {
         uid: uid.into(),
         deleting_since: Some(now_plus(since)),
+        source_content: None,
     })
 }
 
@@ -455,8 +457,14 @@ fn the_lookup_facts_come_from_the_stored_objects() {
         snapshot_facts(&s),
         SnapshotFacts {
             uid: DYN_SNAP_UID.into(),
-            deleting_since: None
+            deleting_since: None,
+            source_content: None,
         }
+    );
+    // A pre-provisioned snapshot's content, which binding reads.
+    assert_eq!(
+        snapshot_facts(&snapshot_of(pre_snapshot_naming("pre-content"))).source_content,
+        Some("pre-content".into())
     );
     let mut v = dynamic_snapshot();
     v["metadata"]["deletionTimestamp"] = json!("2026-03-01T11:59:00Z");
@@ -750,10 +758,10 @@ fn pre_provisioned_content_never_bound_is_a_finding_after_the_grace_from_its_cre
     let mut v = pre_content();
     v["spec"]["volumeSnapshotRef"] = json!({"name": "pre-snap", "namespace": "default"});
     let c = content_of(v);
-    // Created at now-3600: long past the grace; the snapshot store is not even asked.
+    // Created at now-3600: long past the grace, and no snapshot names it back.
     let f = leftover(classify_content(
         &c,
-        &every_snapshot(Found::Stale),
+        &every_snapshot(Found::Absent),
         now(),
         graces(),
     ));
@@ -777,6 +785,178 @@ fn pre_provisioned_content_never_bound_is_a_finding_after_the_grace_from_its_cre
             graces()
         )),
         (SnapshotReason::ContentNeverBound, now_plus(-3000))
+    );
+}
+
+/// `pre-content` as applied, before the controller bound it: its ref has no uid.
+fn unbound_pre_content() -> Value {
+    let mut v = pre_content();
+    v["spec"]["volumeSnapshotRef"] = json!({"name": "pre-snap", "namespace": "default"});
+    v
+}
+
+/// `default/pre-snap` as applied with [`unbound_pre_content`], naming `content`, not bound yet
+/// (the controller has not got to it: a backlog of bindings).
+fn pre_snapshot_naming(content: &str) -> Value {
+    json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {
+            "name": "pre-snap",
+            "namespace": "default",
+            "uid": SNAP_UID,
+            "creationTimestamp": "2026-03-01T11:00:00Z"
+        },
+        "spec": {"source": {"volumeSnapshotContentName": content}}
+    })
+}
+
+/// A VolumeSnapshot store holding these objects, answering with [`snapshot_facts`] as the
+/// operator's store and `scan`'s listing do.
+struct Stored(Vec<Snapshot>);
+
+impl SnapshotLookup for Stored {
+    fn snapshot(&self, namespace: &str, name: &str) -> Found<SnapshotFacts> {
+        self.0
+            .iter()
+            .find(|s| {
+                s.metadata.namespace.as_deref() == Some(namespace) && &*s.metadata.name == name
+            })
+            .map_or(Found::Absent, |s| Found::Yes(snapshot_facts(s)))
+    }
+}
+
+/// Issue 33: 30 pre-provisioned pairs applied at once, bound by the controller over 31 s. A
+/// content whose snapshot names it back is being bound, however long the controller takes: no
+/// finding, within the grace or long after it.
+#[test]
+fn a_pre_provisioned_content_its_snapshot_names_is_binding_not_never_bound() {
+    let c = content_of(unbound_pre_content());
+    let store = Stored(vec![snapshot_of(pre_snapshot_naming("pre-content"))]);
+    // Created at now-3600: within the grace at now-3300, long past it at now.
+    for at in [now_plus(-3300), now(), now_plus(86_400)] {
+        assert_eq!(
+            classify_content(&c, &store, at.clone(), graces()),
+            SnapshotVerdict::Healthy,
+            "at {}",
+            at.0
+        );
+    }
+}
+
+/// The snapshot the content names exists but names another content (or a claim, or is being
+/// deleted): the content is never bound by it, a finding after the grace as before.
+#[test]
+fn a_pre_provisioned_content_whose_snapshot_names_something_else_is_never_bound() {
+    let c = content_of(unbound_pre_content());
+    let of_claim = {
+        let mut v = pre_snapshot_naming("pre-content");
+        v["spec"]["source"] = json!({"persistentVolumeClaimName": "data"});
+        v
+    };
+    let being_deleted = {
+        let mut v = pre_snapshot_naming("pre-content");
+        v["metadata"]["deletionTimestamp"] = json!("2026-03-01T11:30:00Z");
+        v
+    };
+    for (case, snapshot) in [
+        (
+            "names another content",
+            pre_snapshot_naming("other-content"),
+        ),
+        ("of a claim", of_claim),
+        ("being deleted", being_deleted),
+    ] {
+        let store = Stored(vec![snapshot_of(snapshot)]);
+        let f = leftover(classify_content(&c, &store, now(), graces()));
+        assert_eq!(f.reason, SnapshotReason::ContentNeverBound, "{case}");
+        assert_eq!(f.since, Some(now_plus(-3600)), "{case}");
+        assert_eq!(
+            waiting(classify_content(&c, &store, now_plus(-3300), graces())),
+            (SnapshotReason::ContentNeverBound, now_plus(-3000)),
+            "{case}"
+        );
+    }
+    // No snapshot of that name at all.
+    assert_eq!(
+        leftover(classify_content(&c, &Stored(Vec::new()), now(), graces())).reason,
+        SnapshotReason::ContentNeverBound
+    );
+    // In another namespace, a snapshot of that name naming the content does not count.
+    let mut elsewhere = pre_snapshot_naming("pre-content");
+    elsewhere["metadata"]["namespace"] = json!("other");
+    let store = Stored(vec![snapshot_of(elsewhere)]);
+    assert_eq!(
+        leftover(classify_content(&c, &store, now(), graces())).reason,
+        SnapshotReason::ContentNeverBound
+    );
+}
+
+/// Past the grace, a snapshot store that cannot say whether the snapshot names the content
+/// back concludes nothing (within the grace the content is only waiting, as before).
+#[test]
+fn a_stale_or_forbidden_snapshot_store_decides_nothing_about_an_unbound_content() {
+    let c = content_of(unbound_pre_content());
+    for (answer, stale) in [(Found::Stale, true), (Found::Unknown, false)] {
+        let undecided = classify_content(&c, &every_snapshot(answer.clone()), now(), graces());
+        let expected = if stale {
+            SnapshotUndecided::SnapshotStoreStale {
+                content: "pre-content".into(),
+            }
+        } else {
+            SnapshotUndecided::SnapshotsForbidden {
+                content: "pre-content".into(),
+            }
+        };
+        assert_eq!(undecided, SnapshotVerdict::Undecided(expected));
+        assert_eq!(
+            waiting(classify_content(
+                &c,
+                &every_snapshot(answer),
+                now_plus(-3300),
+                graces()
+            )),
+            (SnapshotReason::ContentNeverBound, now_plus(-3000))
+        );
+    }
+}
+
+/// The pair names each other: the snapshot's source is the content, and the uid the content's
+/// ref carries, when it has one, is the snapshot's.
+#[test]
+fn binding_is_a_mutual_reference_with_a_fitting_uid() {
+    use crate::decide::snapshot::binding;
+    let facts = |source: Option<&str>, uid: &str, deleting: bool| SnapshotFacts {
+        uid: uid.into(),
+        deleting_since: deleting.then(now),
+        source_content: source.map(str::to_string),
+    };
+    let unbound = content_of(unbound_pre_content());
+    let bound = content_of(pre_content());
+    assert!(binding(
+        &unbound,
+        &facts(Some("pre-content"), SNAP_UID, false)
+    ));
+    assert!(binding(
+        &unbound,
+        &facts(Some("pre-content"), NEW_UID, false)
+    ));
+    assert!(binding(
+        &bound,
+        &facts(Some("pre-content"), SNAP_UID, false)
+    ));
+    assert!(
+        !binding(&bound, &facts(Some("pre-content"), NEW_UID, false)),
+        "bound to another uid: the controller refuses the new snapshot"
+    );
+    assert!(!binding(
+        &unbound,
+        &facts(Some("other-content"), SNAP_UID, false)
+    ));
+    assert!(!binding(&unbound, &facts(None, SNAP_UID, false)));
+    assert!(
+        !binding(&unbound, &facts(Some("pre-content"), SNAP_UID, true)),
+        "a snapshot being deleted binds nothing"
     );
 }
 

@@ -3,7 +3,8 @@
 //! items handed to `Loop::step`, and the writes that come back. What is proven: nothing before
 //! both snapshot stores listed, nothing while their kinds are not served (and the operator is
 //! ready), the findings and their names, a normal snapshot delete publishing nothing, the
-//! tombstone of a deleted Retain content, and the excluded objects counted.
+//! tombstone of a deleted Retain content (ended by its TTL or an acknowledgement), a
+//! pre-provisioned pair not yet bound publishing nothing, and the excluded objects counted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -401,6 +402,41 @@ async fn a_deleted_retain_content_is_kept_as_a_tombstone_until_its_ttl() {
     );
 }
 
+/// Issue 33: a person acknowledges the ContentDeleted tombstone (`kubectl patch vl ... -p
+/// '{"spec":{"acknowledgement":{...}}}'`): the record now lives in their ticket, and the
+/// tombstone is deleted at once, as a volume's is. Without the census there is nothing else to
+/// wait for.
+#[tokio::test(start_paused = true)]
+async fn an_acknowledged_content_tombstone_is_deleted() {
+    let mut w = world();
+    let mut events = volumes_listed();
+    events.push(w.put_content(pre_content()));
+    events.push(w.put_snapshot(bound_pre_snapshot()));
+    events.push(listed(Input::Vsc));
+    events.push(listed(Input::Vs));
+    assert_eq!(w.steps(events), Vec::<String>::new(), "bound both ways");
+    let gone = w.delete_content(pre_content());
+    let fx = w.step(gone);
+    let name = content_leftover_name(PRE);
+    assert_eq!(writes(&fx), [format!("create {name}")]);
+    let mut o = written(&fx);
+    let echo = w.echo(&fx);
+    assert_eq!(writes(&w.step(echo)), Vec::<String>::new());
+
+    o.spec.acknowledgement = Some(crate::model::crd::Acknowledgement {
+        by: Some("acc".into()),
+        ticket: Some("ACC-I5".into()),
+        reason: Some("backend snapshot checked".into()),
+        until: None,
+    });
+    o.metadata.generation = Some(2);
+    o.metadata.resource_version = Some("1002".into());
+    let l = super::fixtures::lean(&o);
+    w.vl.apply_watcher_event(&watcher::Event::Apply(l.clone()));
+    let patched = Event::Input(Input::Vl(Box::new(FeedItem::Applied(l))));
+    assert_eq!(writes(&w.step(patched)), [format!("delete {name}")]);
+}
+
 /// The snapshot `default/pre-snap` bound to [`pre_content`].
 fn bound_pre_snapshot() -> Value {
     json!({
@@ -472,4 +508,64 @@ async fn a_recreated_snapshot_name_decides_the_content_that_names_it_again() {
         Some(super::snapshot::SNAP_UID)
     );
     assert_eq!(info.current_uid.as_deref(), Some(super::snapshot::NEW_UID));
+}
+
+/// Issue 33, in the loop: pre-provisioned pairs applied at once, which the controller has not
+/// bound yet long after `--grace` (a backlog). A content whose snapshot names it back is being
+/// bound: nothing is written about it, at the lists or at a resync. A content whose snapshot
+/// names another content is ContentNeverBound, as before.
+#[tokio::test(start_paused = true)]
+async fn a_pre_provisioned_pair_the_controller_has_not_bound_yet_is_no_finding() {
+    let unbound = |content: &str, uid: &str, snapshot: &str| {
+        let mut v = pre_content();
+        v["metadata"]["name"] = json!(content);
+        v["metadata"]["uid"] = json!(uid);
+        v["spec"]["volumeSnapshotRef"] = json!({"name": snapshot, "namespace": "default"});
+        v
+    };
+    let naming = |snapshot: &str, uid: &str, content: &str| {
+        json!({
+            "apiVersion": "snapshot.storage.k8s.io/v1",
+            "kind": "VolumeSnapshot",
+            "metadata": {
+                "name": snapshot,
+                "namespace": "default",
+                "uid": uid,
+                "creationTimestamp": "2026-03-01T11:00:00Z"
+            },
+            "spec": {"source": {"volumeSnapshotContentName": content}}
+        })
+    };
+    let mut w = world();
+    let mut events = volumes_listed();
+    events.push(w.put_content(unbound(
+        "pair-content",
+        "11111111-1111-4111-8111-111111111111",
+        "pair-snap",
+    )));
+    events.push(w.put_snapshot(naming(
+        "pair-snap",
+        "22222222-2222-4222-8222-222222222222",
+        "pair-content",
+    )));
+    events.push(w.put_content(unbound(
+        "lone-content",
+        "33333333-3333-4333-8333-333333333333",
+        "lone-snap",
+    )));
+    events.push(w.put_snapshot(naming(
+        "lone-snap",
+        "44444444-4444-4444-8444-444444444444",
+        "another-content",
+    )));
+    events.push(listed(Input::Vsc));
+    events.push(listed(Input::Vs));
+    let lone = content_leftover_name("lone-content");
+    assert_eq!(w.steps(events), [format!("create {lone}")]);
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(
+        !writes(&fx).contains(&format!("create {}", content_leftover_name("pair-content"))),
+        "{:?}",
+        writes(&fx)
+    );
 }
