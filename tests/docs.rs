@@ -1,9 +1,10 @@
 //! The documentation's shape, checked without a server: README.md stays a short front page that
 //! links every page of `docs/`, and every figures block (the output `scripts/figures.sh` writes
 //! between `<!-- figures:NAME -->` and `<!-- /figures:NAME -->`) is closed and lives in exactly
-//! one file, which is where `scripts/figures.sh NAME` looks for it.
+//! one file, which is where `scripts/figures.sh NAME` looks for it. Every reason the CRD admits
+//! has its row in a table of docs/reasons.md.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -133,5 +134,47 @@ fn every_source_path_the_docs_name_exists() {
     assert!(
         missing.is_empty(),
         "paths the docs name that do not exist: {missing:#?}"
+    );
+}
+
+/// The first cell of every table row of a page, without its backticks.
+fn first_cells(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix('|'))
+        .filter_map(|l| l.split('|').next())
+        .map(|c| c.trim().trim_matches('`').to_string())
+        .collect()
+}
+
+/// Every value the CRD's `status.reason` admits (crds/volumeleftovers.yaml: the reasons the
+/// operator writes and the earlier names it still reads) is the first cell of a row of a table in
+/// docs/reasons.md, which says when it is published and what ends it.
+#[test]
+fn every_reason_of_the_crd_is_in_a_table_of_reasons_md() {
+    use volume_leftovers::model::crd::Reason;
+
+    let crd: serde_json::Value =
+        serde_saphyr::from_str(&read(&repo().join("crds/volumeleftovers.yaml")))
+            .expect("crds/volumeleftovers.yaml is YAML");
+    let mut admitted = BTreeSet::new();
+    for version in crd["spec"]["versions"].as_array().expect("spec.versions") {
+        let reason =
+            &version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["reason"];
+        for r in reason["enum"].as_array().expect("an enum of status.reason") {
+            admitted.insert(r.as_str().expect("a string").to_string());
+        }
+    }
+    for r in Reason::ALL {
+        assert!(
+            admitted.contains(r.as_str()),
+            "the CRD does not admit {}: regenerate crds/",
+            r.as_str()
+        );
+    }
+    let tables = first_cells(&read(&repo().join("docs/reasons.md")));
+    let missing: Vec<&String> = admitted.iter().filter(|r| !tables.contains(*r)).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/reasons.md has no table row for {missing:?}"
     );
 }

@@ -12,7 +12,8 @@
 //! - every query of the dashboard and every alert uses only the metrics and labels the operator
 //!   exports (`EXPORTED`), reads the per-replica gauges with `max` (never a sum over replicas) and
 //!   the counters and histograms with `rate`/`increase`, and is valid PromQL for promtool;
-//! - every alert has a severity, a summary, a description and a runbook in docs/runbooks/.
+//! - every alert has a severity, a summary, a description and a runbook in docs/runbooks/; the
+//!   StoreDegraded runbook and alert name every store state, the OpenForADay runbook every reason.
 //!
 //! promtool, helm and argocd-lua-health are built from their Go modules by tools/build.sh (cached
 //! outside the clone). When one cannot be built, the tests that need it fail with the reason; they
@@ -1073,6 +1074,61 @@ fn every_alert_has_a_severity_a_summary_a_description_and_a_runbook() {
         let alert = file.strip_suffix(".md").unwrap_or(&file);
         assert!(names.contains(alert), "docs/runbooks/{file} has no alert");
     }
+}
+
+/// Every value of `volume_leftovers_store_state` has its row in the StoreDegraded runbook's table
+/// (`| 4 | NotServed |`) and is named in the alert's description (`4 NotServed`): a state that is
+/// added, or one the alert leaves out on purpose, is explained where the person paged reads.
+#[test]
+fn the_store_degraded_runbook_and_alert_name_every_store_state() {
+    use volume_leftovers::telemetry::StoreState;
+
+    let alert = "VolumeLeftoversStoreDegraded";
+    let page = read(&format!("{RUNBOOKS}/{alert}.md"));
+    let rules = alert_rules(&yaml(ALERTS));
+    let (_, rule) = rules
+        .iter()
+        .find(|(a, _)| a == alert)
+        .unwrap_or_else(|| panic!("no {alert} in {ALERTS}"));
+    let description = rule["annotations"]["description"]
+        .as_str()
+        .expect("a description");
+    let mut missing = Vec::new();
+    for (i, state) in StoreState::ALL.into_iter().enumerate() {
+        let value = state as u8;
+        assert_eq!(
+            usize::from(value),
+            i,
+            "StoreState::ALL is in the order of the values"
+        );
+        let row = format!("| {value} | {} |", state.as_str());
+        if !page.lines().any(|l| l.starts_with(&row)) {
+            missing.push(format!("{RUNBOOKS}/{alert}.md: no table row {row:?}"));
+        }
+        let named = format!("{value} {}", state.as_str());
+        if !description.contains(&named) {
+            missing.push(format!("{alert}'s description does not name {named:?}"));
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
+/// Every reason the operator writes has its row in the OpenForADay runbook's table (`| VolumeDeleted
+/// |`): the alert carries the reason, and the page says what it usually means and who decides.
+#[test]
+fn the_open_for_a_day_runbook_names_every_reason() {
+    use volume_leftovers::model::crd::Reason;
+
+    let page = read(&format!("{RUNBOOKS}/VolumeLeftoversOpenForADay.md"));
+    let missing: Vec<&str> = Reason::ALL
+        .into_iter()
+        .map(Reason::as_str)
+        .filter(|r| !page.lines().any(|l| l.starts_with(&format!("| {r} |"))))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{RUNBOOKS}/VolumeLeftoversOpenForADay.md has no table row for {missing:?}"
+    );
 }
 
 #[test]

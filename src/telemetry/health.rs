@@ -75,6 +75,28 @@ pub enum StoreState {
     NotServed = 4,
 }
 
+impl StoreState {
+    /// Every state, in the order of its value (`volume_leftovers_store_state`).
+    pub const ALL: [StoreState; 5] = [
+        StoreState::Pending,
+        StoreState::Synced,
+        StoreState::Forbidden,
+        StoreState::Degraded,
+        StoreState::NotServed,
+    ];
+
+    /// Its name, as `/readyz` and the StoreDegraded alert and runbook spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreState::Pending => "Pending",
+            StoreState::Synced => "Synced",
+            StoreState::Forbidden => "Forbidden",
+            StoreState::Degraded => "Degraded",
+            StoreState::NotServed => "NotServed",
+        }
+    }
+}
+
 /// How far a store's answers may be trusted now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trust {
@@ -306,20 +328,19 @@ impl Health {
             s.state,
             StoreState::Synced | StoreState::Degraded | StoreState::NotServed
         );
+        let name = s.state.as_str();
         let state = match s.state {
-            StoreState::Synced => "Synced".to_string(),
-            StoreState::Pending => format!("Pending{}", age(s.since)),
-            StoreState::Forbidden => format!("Forbidden{}", age(s.since)),
-            StoreState::NotServed => "NotServed".to_string(),
+            StoreState::Synced | StoreState::NotServed => name.to_string(),
+            StoreState::Pending | StoreState::Forbidden => format!("{name}{}", age(s.since)),
             StoreState::Degraded => {
                 let stale = s
                     .since
                     .is_some_and(|t| now.saturating_duration_since(t) > self.stale_after);
                 if stale {
                     ok = false;
-                    format!("Degraded{} (stale: its answers are not used)", age(s.since))
+                    format!("{name}{} (stale: its answers are not used)", age(s.since))
                 } else {
-                    format!("Degraded{}", age(s.since))
+                    format!("{name}{}", age(s.since))
                 }
             }
         };
