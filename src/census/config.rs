@@ -114,41 +114,7 @@ pub(crate) struct EbsSection {
     pub(crate) snapshots: bool,
 }
 
-/// A GCE location as the configuration names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum GceLocation {
-    /// `{locale}-{region}-{zone}`: `europe-west1-b`.
-    Zone(String),
-    /// `{locale}-{region}`: `europe-west1`.
-    Region(String),
-}
-
-impl GceLocation {
-    /// Tells a zone from a region by its shape; `None` for anything else.
-    pub(crate) fn parse(s: &str) -> Option<GceLocation> {
-        let parts: Vec<&str> = s.split('-').collect();
-        if parts.iter().any(|p| {
-            p.is_empty()
-                || !p
-                    .bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        }) {
-            return None;
-        }
-        match parts.len() {
-            2 => Some(GceLocation::Region(s.into())),
-            3 => Some(GceLocation::Zone(s.into())),
-            _ => None,
-        }
-    }
-
-    /// Its name.
-    pub(crate) fn name(&self) -> &str {
-        match self {
-            GceLocation::Zone(n) | GceLocation::Region(n) => n,
-        }
-    }
-}
+pub(crate) use crate::model::csi::GceLocation;
 
 impl GceSection {
     /// The locations, when they are given (checked by [`CensusConfig::parse`]).

@@ -174,6 +174,12 @@ pub(crate) struct DiskFacts {
     /// A backend snapshot's source disk, as a CSI volume handle names it (GCE
     /// `projects/p/zones/z/disks/d`, EBS `vol-...`), when the backend records it.
     pub(crate) source_disk: Option<String>,
+    /// Its zone, where the listing says (an EBS volume's availability zone; a zonal GCE disk's
+    /// zone is its scope's).
+    pub(crate) zone: Option<String>,
+    /// The labels or tags that attribute it (the cluster's, and those naming what it was
+    /// created for), sorted by key: what a finding shows a person looking for its owner.
+    pub(crate) tags: Vec<(String, String)>,
 }
 
 /// The PV and claim a provisioner recorded a disk for; for a backend snapshot, the
@@ -839,7 +845,7 @@ fn orphan(
                 disk_type: d.kind.clone(),
                 replica_zones: sorted(d.replica_zones.clone()),
                 last_detached: d.last_detached.map(Time),
-                ..image_location(key)
+                ..located(key, d)
             }),
             cost: None,
             snapshot: None,
@@ -920,7 +926,7 @@ fn snapshot_orphan(
                     cluster_name: Some(c.clone()),
                     ..ImageOwner::default()
                 }),
-                ..image_location(key)
+                ..located(key, d)
             }),
             cost: None,
             snapshot: Some(SnapshotInfo {
@@ -963,6 +969,17 @@ fn snapshot_ownership_sentence(d: &DiskFacts, cluster_name: Option<&str>) -> Str
     }
 }
 
+/// [`image_location`] of `key`, with what the listing adds: the disk's own zone (an EBS
+/// volume's) and its attributing labels or tags.
+fn located(key: &Scope, d: &DiskFacts) -> ImageInfo {
+    let mut i = image_location(key);
+    if i.zone.is_none() {
+        i.zone = d.zone.clone();
+    }
+    i.tags = d.tags.iter().cloned().collect();
+    i
+}
+
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
@@ -994,65 +1011,109 @@ fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
     }
 }
 
-/// Where the `image` block of a finding places the disk. The CRD's fields are Ceph's; a cloud
-/// disk's scope is written in them as `clusterID` = project or account, `pool` = zone, region
-/// (provisional: the vocabulary of cloud findings is decided with their backends).
-fn image_location(key: &Scope) -> ImageInfo {
-    let (cluster_id, pool, rados_namespace) = match key {
-        Scope::Ceph(k) => (
-            k.cluster_id.clone(),
-            k.pool.clone(),
-            (!k.namespace.is_empty()).then(|| k.namespace.clone()),
-        ),
-        Scope::Gce { project, location } => (project.clone(), location.clone(), None),
-        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
-            (project.clone(), String::new(), None)
+/// Where the `image` block of a finding places a disk of `key`: the same fields for every
+/// backend (`backend`, `account`, `region`, `zone`), and Ceph's own (`clusterID`, `pool`,
+/// `radosNamespace`) only for Ceph.
+pub(crate) fn image_location(key: &Scope) -> ImageInfo {
+    use crate::model::crd::DiskBackend;
+    use crate::model::csi::GceLocation;
+    match key {
+        Scope::Ceph(k) => ImageInfo {
+            backend: Some(DiskBackend::Ceph),
+            cluster_id: Some(k.cluster_id.clone()),
+            pool: Some(k.pool.clone()),
+            rados_namespace: (!k.namespace.is_empty()).then(|| k.namespace.clone()),
+            ..ImageInfo::default()
+        },
+        Scope::Gce { project, location } => {
+            let (zone, region) = GceLocation::parse(location)
+                .map(|l| l.zone_and_region())
+                .unwrap_or((None, Some(location.clone())));
+            ImageInfo {
+                backend: Some(DiskBackend::Gce),
+                account: Some(project.clone()),
+                zone,
+                region,
+                ..ImageInfo::default()
+            }
         }
-        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
-            (account.clone().unwrap_or_default(), region.clone(), None)
-        }
-    };
-    ImageInfo {
-        cluster_id,
-        pool,
-        rados_namespace,
-        ..ImageInfo::default()
+        Scope::GceProject { project } | Scope::GceSnapshots { project } => ImageInfo {
+            backend: Some(DiskBackend::Gce),
+            account: Some(project.clone()),
+            ..ImageInfo::default()
+        },
+        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => ImageInfo {
+            backend: Some(DiskBackend::Ebs),
+            account: account.clone(),
+            region: Some(region.clone()),
+            ..ImageInfo::default()
+        },
     }
 }
 
-/// The scope a published finding's `image` block names: the inverse of [`image_location`],
-/// told apart by the recorded source's type (a backend snapshot's is `csi` with its driver).
-pub(crate) fn recorded_scope(source: &VolumeSourceInfo, i: &ImageInfo) -> Scope {
-    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
-    match (source.kind.as_str(), source.driver.as_deref()) {
-        ("csi", Some(GCE_PD_CSI_DRIVER)) => {
-            return Scope::GceSnapshots {
-                project: i.cluster_id.clone(),
-            };
-        }
-        ("csi", Some(EBS_CSI_DRIVER)) => {
-            return Scope::EbsSnapshots {
-                account: Some(i.cluster_id.clone()).filter(|a| !a.is_empty()),
-                region: i.pool.clone(),
-            };
-        }
-        _ => {}
+/// Where the census looks for the disk `source` names: its scope's location and the disk's
+/// name (the `image` block of a `VolumeWithoutDisk` finding, which says where it was not found).
+/// `None` for a disk no censused scope covers.
+pub(crate) fn looked_in(census: &Census, source: &VolumeSourceInfo) -> Option<ImageInfo> {
+    let r = disk_ref(source)?;
+    match census.resolve(&r) {
+        Resolved::In(key) => Some(ImageInfo {
+            name: r.name().to_string(),
+            ..image_location(key)
+        }),
+        Resolved::NotCensused | Resolved::NotYet => None,
     }
-    match source.kind.as_str() {
-        "gcePersistentDisk" => Scope::Gce {
-            project: i.cluster_id.clone(),
-            location: i.pool.clone(),
+}
+
+/// The scope a published finding's `image` block names: the inverse of [`image_location`], a
+/// backend snapshot (`SnapshotWithoutContent`) told from a disk by its reason. `None` without an
+/// `image` block.
+/// An object written before `backend` was recorded holds a cloud disk's project or account in
+/// `clusterID` and its zone or region in `pool`, and is read so.
+pub(crate) fn recorded_scope(s: &VolumeLeftoverStatus) -> Option<Scope> {
+    use crate::model::crd::DiskBackend;
+    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+    let (source, i) = (&s.source, s.image.as_ref()?);
+    let snapshot = s.reason == Reason::SnapshotWithoutContent;
+    let backend = i
+        .backend
+        .or(match (source.kind.as_str(), source.driver.as_deref()) {
+            ("gcePersistentDisk", _) | ("csi", Some(GCE_PD_CSI_DRIVER)) => Some(DiskBackend::Gce),
+            ("awsElasticBlockStore", _) | ("csi", Some(EBS_CSI_DRIVER)) => Some(DiskBackend::Ebs),
+            _ => None,
+        });
+    // Before `backend`: the project or account in `clusterID`, the zone or region in `pool`.
+    let legacy = i.backend.is_none();
+    let or_legacy = |new: &Option<String>, old: &Option<String>| {
+        new.clone()
+            .or_else(|| legacy.then(|| old.clone()).flatten())
+            .filter(|v| !v.is_empty())
+    };
+    let account = or_legacy(&i.account, &i.cluster_id);
+    let location = or_legacy(&i.zone.clone().or_else(|| i.region.clone()), &i.pool);
+    let text = |v: Option<String>| v.unwrap_or_default();
+    Some(match backend {
+        Some(DiskBackend::Gce) if snapshot => Scope::GceSnapshots {
+            project: text(account),
         },
-        "awsElasticBlockStore" => Scope::Ebs {
-            account: Some(i.cluster_id.clone()).filter(|a| !a.is_empty()),
-            region: i.pool.clone(),
+        Some(DiskBackend::Gce) => Scope::Gce {
+            project: text(account),
+            location: text(location),
         },
-        _ => Scope::Ceph(PoolKey::new(
-            &i.cluster_id,
-            &i.pool,
+        Some(DiskBackend::Ebs) => {
+            let region = text(or_legacy(&i.region, &i.pool));
+            if snapshot {
+                Scope::EbsSnapshots { account, region }
+            } else {
+                Scope::Ebs { account, region }
+            }
+        }
+        Some(DiskBackend::Ceph) | None => Scope::Ceph(PoolKey::new(
+            i.cluster_id.as_deref().unwrap_or_default(),
+            i.pool.as_deref().unwrap_or_default(),
             i.rados_namespace.as_deref(),
         )),
-    }
+    })
 }
 
 /// An orphan's hints, sorted: in use (something uses it), and whose it is cannot be told (no

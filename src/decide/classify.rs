@@ -36,13 +36,15 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let Some(spec) = pv.spec.as_ref() else {
         return verdict;
     };
-    let ImageFound::Missing { in_trash } = disk_found(
-        lookup,
-        &volume_source(spec),
-        pv.metadata.creation_timestamp.as_ref(),
-    ) else {
+    let source = volume_source(spec);
+    let ImageFound::Missing { in_trash } =
+        disk_found(lookup, &source, pv.metadata.creation_timestamp.as_ref())
+    else {
         return verdict;
     };
+    let looked_in = lookup
+        .census()
+        .and_then(|c| crate::decide::census::looked_in(c, &source));
     let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
     let (Some(name), Some(uid)) = (pv.metadata.name.as_deref(), uid.as_deref()) else {
         return verdict;
@@ -64,6 +66,7 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             reason: Reason::VolumeWithoutDisk,
             deleted_at: None,
             in_trash,
+            looked_in,
         },
         lookup,
         now,
@@ -112,6 +115,7 @@ fn classify_claim(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
             reason,
             deleted_at: None,
             in_trash: false,
+            looked_in: None,
         },
         lookup,
         now,
@@ -217,6 +221,9 @@ struct Described<'a> {
     deleted_at: Option<Time>,
     /// The census found the image gone and it is in the RBD trash.
     in_trash: bool,
+    /// Where the census looked for the disk it found gone (`status.image`): the scope's
+    /// location and the disk's name.
+    looked_in: Option<crate::model::crd::ImageInfo>,
 }
 
 /// Everything a finding says about its PersistentVolume once its reason is decided.
@@ -353,6 +360,7 @@ fn finding(
         reason,
         deleted_at,
         in_trash: _,
+        looked_in,
     } = d;
     let status = pv.status.as_ref();
     let phase_since = status.and_then(|s| s.last_phase_transition_time.clone());
@@ -398,7 +406,7 @@ fn finding(
             first_seen: now,
             subject: subject(deleted_at.is_some(), reason),
             deleted_at,
-            image: None,
+            image: looked_in,
             cost: None,
             snapshot: None,
         },
@@ -757,6 +765,7 @@ pub(crate) fn tombstone(pv: &Volume, lookup: &impl Lookup, now: Time) -> Option<
             reason: Reason::VolumeDeleted,
             deleted_at: Some(deleted_at),
             in_trash: false,
+            looked_in: None,
         },
         lookup,
         now,

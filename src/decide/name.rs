@@ -554,9 +554,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             return Some(Action::Nothing);
         }
         // Images without a volume keep their facts (`leftover::needs_record`).
-        let key = s
-            .record()
-            .and_then(|r| Some(recorded_scope(&r.source, r.image.as_ref()?)));
+        let key = s.record().and_then(|r| recorded_scope(&r));
         let vouched = key.as_ref().is_none_or(|k| {
             !cs.census.covers(k) || (cs.census.is_trusted(k) && !cs.unconcluded.contains(k))
         });

@@ -133,12 +133,18 @@ fn properties(o: &VolumeLeftover, s: &VolumeLeftoverStatus) -> serde_json::Map<S
     properties
 }
 
-/// `pool/name` of the backend image: what the census saw when the finding is a census one, else
-/// what the PV's source names (absent when it names no pool or image: not an RBD volume).
+/// `pool/name` of the backend image (a cloud disk's `zone/name`, or `region/name`): what the
+/// census saw when the finding is a census one, else what the PV's source names (absent when it
+/// names no pool or image: not an RBD volume).
 fn image(s: &VolumeLeftoverStatus) -> Option<String> {
     s.image
         .as_ref()
-        .map(|i| format!("{}/{}", i.pool, i.name))
+        .map(
+            |i| match i.pool.as_ref().or(i.zone.as_ref()).or(i.region.as_ref()) {
+                Some(at) => format!("{at}/{}", i.name),
+                None => i.name.clone(),
+            },
+        )
         .or_else(|| {
             let src = &s.source;
             Some(format!(

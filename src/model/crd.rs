@@ -4,6 +4,8 @@
 //! Every optional field is skipped when empty so that server-side apply never sends explicit
 //! nulls and the same observation always serialises to the same bytes.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -415,21 +417,70 @@ pub struct CostEstimate {
     pub display: String,
 }
 
-/// An RBD image as the census saw it.
+/// The storage backend that holds a disk.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum DiskBackend {
+    /// Ceph RBD.
+    #[serde(rename = "ceph")]
+    Ceph,
+    /// GCE persistent disks (and their snapshots).
+    #[serde(rename = "gce")]
+    Gce,
+    /// AWS EBS volumes (and their snapshots).
+    #[serde(rename = "ebs")]
+    Ebs,
+}
+
+impl DiskBackend {
+    /// The backend as written in the object and in `scan`'s lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiskBackend::Ceph => "ceph",
+            DiskBackend::Gce => "gce",
+            DiskBackend::Ebs => "ebs",
+        }
+    }
+}
+
+/// A disk (an RBD image, a GCE persistent disk, an EBS volume) or backend snapshot as the census
+/// saw it, or, for a volume whose disk is gone, where the census looked for it. Where it lives is
+/// said in the same fields for every backend (`backend`, `account`, `region`, `zone`); the Ceph
+/// fields (`clusterID`, `pool`, `radosNamespace`) are filled only for Ceph. Objects written by
+/// versions before 0.2 hold a cloud disk's project or account in `clusterID` and its zone or
+/// region in `pool`; they are still read so.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageInfo {
-    /// ceph-csi's cluster id of the Ceph cluster (as configured for the census).
-    #[serde(rename = "clusterID")]
-    pub cluster_id: String,
-    /// The pool.
-    pub pool: String,
+    /// The backend that holds it (`ceph`, `gce`, `ebs`). Absent on objects written before it
+    /// was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<DiskBackend>,
+    /// The GCE project or the AWS account it lives in (the account as configured for the
+    /// census; absent when the configuration names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Its region: an EBS volume's or snapshot's, a regional GCE disk's, a zonal GCE disk's zone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// Its zone: a zonal GCE disk's, an EBS volume's availability zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// The labels (GCE) or tags (EBS) that attribute it: the ones naming the cluster and the
+    /// PersistentVolume, claim or snapshot it was created for, as the backend holds them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// Ceph only: ceph-csi's cluster id of the Ceph cluster (as configured for the census).
+    #[serde(default, rename = "clusterID", skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    /// Ceph only: the pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     /// The RADOS namespace, when not the default one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rados_namespace: Option<String>,
-    /// The image's name.
+    /// Its name (an RBD image's, a GCE disk's or snapshot's; an EBS volume's or snapshot's id).
     pub name: String,
-    /// The image's id.
+    /// Its id (an RBD image's id, a GCE disk's number; an EBS id again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Provisioned size in bytes.

@@ -252,6 +252,50 @@ pub(crate) fn gce_location(zones: &[&str]) -> Option<String> {
     }
 }
 
+/// A GCE location: a zone or a region (as the census configuration and the scopes name them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum GceLocation {
+    /// `{locale}-{region}-{zone}`: `europe-west1-b`.
+    Zone(String),
+    /// `{locale}-{region}`: `europe-west1`.
+    Region(String),
+}
+
+impl GceLocation {
+    /// Tells a zone from a region by its shape; `None` for anything else.
+    pub(crate) fn parse(s: &str) -> Option<GceLocation> {
+        let parts: Vec<&str> = s.split('-').collect();
+        if parts.iter().any(|p| {
+            p.is_empty()
+                || !p
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        }) {
+            return None;
+        }
+        match parts.len() {
+            2 => Some(GceLocation::Region(s.into())),
+            3 => Some(GceLocation::Zone(s.into())),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            GceLocation::Zone(n) | GceLocation::Region(n) => n,
+        }
+    }
+
+    /// Its zone (a zone's own name) and its region (a zone's region, or the region itself).
+    pub(crate) fn zone_and_region(&self) -> (Option<String>, Option<String>) {
+        match self {
+            GceLocation::Zone(z) => (Some(z.clone()), gce_region_of(z)),
+            GceLocation::Region(r) => (None, Some(r.clone())),
+        }
+    }
+}
+
 /// The region of a GCE zone `{locale}-{region}-{zone}` (`us-central1-a` → `us-central1`).
 fn gce_region_of(zone: &str) -> Option<String> {
     let parts: Vec<&str> = zone.split('-').collect();

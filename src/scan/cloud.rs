@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use crate::census::CensusReport;
 use crate::census::config::CensusConfig;
-use crate::decide::census::{
-    Census, DiskFacts, FailureKind, Owner, Resolved, Scope, Snapshot, disk_ref, recorded_scope,
-};
-use crate::model::crd::{Reason, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::decide::census::{Census, FailureKind, Scope, Snapshot, recorded_scope};
+use crate::model::crd::{Hint, Reason, Subject};
 use crate::model::finding::Finding;
 
 /// A cloud scope (a zone, a region, or a project listed as a whole) whose listing failed.
@@ -323,9 +323,9 @@ pub(crate) struct DiskKeys {
     pub(crate) scope: String,
     /// The GCE project.
     pub(crate) project: Option<String>,
-    /// The GCE zone of a zonal disk.
+    /// The zone of a zonal GCE disk, or the EBS volume's availability zone.
     pub(crate) zone: Option<String>,
-    /// The region of a regional GCE disk, or the EBS volume's.
+    /// The region: a GCE disk's (a zonal disk's zone's), or the EBS volume's.
     pub(crate) region: Option<String>,
     /// The AWS account, as configured.
     pub(crate) account: Option<String>,
@@ -362,118 +362,74 @@ pub(crate) struct DiskKeys {
     /// A backend snapshot's: the VolumeSnapshot (`namespace/name`) it was cut for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) created_for_snapshot: Option<String>,
+    /// The labels (GCE) or tags (EBS) that attribute it (`status.image.tags`).
+    pub(crate) tags: BTreeMap<String, String>,
 }
 
-fn time(t: Option<jiff::Timestamp>) -> Option<String> {
-    t.map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+fn time(t: Option<&Time>) -> Option<String> {
+    t.map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
-/// The scope's keys, for any line about a disk in it; `None` for a Ceph pool.
-fn scope_keys(scope: &Scope) -> Option<DiskKeys> {
-    let (project, zone, region, account) = match scope {
+/// The cloud keys of a finding's line, read from the finding alone (what the operator publishes
+/// in `status.image` is what `scan` prints): a disk or backend snapshot no PV or content names
+/// (where it is and what the listing read of it), or a PV whose disk the listings did not find
+/// (where they looked). `None` for a Ceph pool's finding and every other line.
+pub(crate) fn disk_keys(f: &Finding) -> Option<DiskKeys> {
+    let s = &f.status;
+    let about_disk = matches!(
+        s.reason,
+        Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent | Reason::VolumeWithoutDisk
+    );
+    let i = s.image.as_ref().filter(|_| about_disk)?;
+    let scope = recorded_scope(s)?;
+    let (project, account) = match &scope {
         Scope::Ceph(_) => return None,
-        Scope::Gce { project, location } => {
-            let zonal = matches!(
-                crate::census::config::GceLocation::parse(location),
-                Some(crate::census::config::GceLocation::Zone(_))
-            );
-            let (zone, region) = if zonal {
-                (Some(location.clone()), None)
-            } else {
-                (None, Some(location.clone()))
-            };
-            (Some(project.clone()), zone, region, None)
-        }
-        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
-            (Some(project.clone()), None, None, None)
-        }
-        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
-            (None, None, Some(region.clone()), account.clone())
-        }
+        Scope::Gce { project, .. }
+        | Scope::GceProject { project }
+        | Scope::GceSnapshots { project } => (Some(project.clone()), None),
+        Scope::Ebs { account, .. } | Scope::EbsSnapshots { account, .. } => (None, account.clone()),
     };
-    Some(DiskKeys {
+    let mut keys = DiskKeys {
         backend: scope.backend(),
         scope: scope.to_string(),
         project,
-        zone,
-        region,
+        zone: i.zone.clone(),
+        region: i.region.clone(),
         account,
+        replica_zones: i.replica_zones.clone(),
+        tags: i.tags.clone(),
         ..DiskKeys::default()
-    })
-}
-
-/// The details' keys.
-fn with_facts(mut k: DiskKeys, id: &str, d: &DiskFacts, ours: Option<&str>) -> DiskKeys {
-    k.disk_id = Some(id.to_string());
-    k.size_bytes = Some(d.size);
-    k.disk_type = d.kind.clone();
-    k.created = time(d.created);
-    k.attached_to = d.in_use.clone();
-    k.last_detached = time(d.last_detached);
-    k.replica_zones = d.replica_zones.clone();
-    k.owner = match d.owner(ours) {
-        Owner::Ours => Some("ours"),
-        Owner::Unknown => Some("unknown"),
-        Owner::OtherCluster(_) => Some("other"),
     };
-    k.owner_cluster = d.cluster.clone();
-    if let Some(c) = &d.created_for {
-        k.created_for_pv = c.pv.clone();
-        k.created_for_claim = match (&c.pvc_namespace, &c.pvc) {
-            (Some(ns), Some(n)) => Some(format!("{ns}/{n}")),
-            (None, Some(n)) => Some(n.clone()),
-            _ => None,
-        };
-    }
-    k
-}
-
-/// A backend snapshot's keys: the handle a content would carry, and what the driver recorded
-/// of it as a content and a snapshot (not as a PV and a claim).
-fn as_snapshot(mut k: DiskKeys, handle: Option<&str>) -> DiskKeys {
-    k.snapshot_handle = handle.map(str::to_string);
-    k.created_for_content = k.created_for_pv.take();
-    k.created_for_snapshot = k.created_for_claim.take();
-    k
-}
-
-/// The cloud keys of a finding's line, when it is about a cloud disk: a disk no PV names (its
-/// scope and what the last listing read of it), or a PV whose disk the listings did not find
-/// (its scope).
-pub(crate) fn disk_keys(census: &Census, f: &Finding) -> Option<DiskKeys> {
-    let s = &f.status;
-    let unnamed = (s.subject == Subject::Disk && s.reason == Reason::DiskWithoutVolume)
-        || (s.subject == Subject::BackendSnapshot && s.reason == Reason::SnapshotWithoutContent);
-    if unnamed {
-        let image = s.image.as_ref()?;
-        let scope = recorded_scope(&s.source, image);
-        let keys = scope_keys(&scope)?;
-        let seen = census
-            .pools
-            .get(&scope)
-            .and_then(|st| st.current.as_ref())
-            .and_then(|snap| snap.images.get(&image.name));
-        let keys = match seen.and_then(|seen| Some((seen, seen.detail.as_deref()?))) {
-            Some((seen, d)) => with_facts(keys, &seen.id, d, census.cluster_name.as_deref()),
-            None => keys,
-        };
-        return Some(match s.subject {
-            Subject::BackendSnapshot => {
-                let handle = s
-                    .snapshot
-                    .as_ref()
-                    .and_then(|i| i.snapshot_handle.as_deref());
-                as_snapshot(keys, handle)
-            }
-            _ => keys,
-        });
-    }
     if s.reason == Reason::VolumeWithoutDisk {
-        // As the classification located it (no zones: see `Facts::image`).
-        let r = disk_ref(&s.source)?;
-        if let Resolved::In(scope) = census.resolve(&r) {
-            return scope_keys(scope);
-        }
+        // Where the listings looked: nothing was read of a disk they did not find.
+        return Some(keys);
     }
-    None
+    let owner = i.owner.as_ref();
+    keys.disk_id = i.id.clone();
+    keys.size_bytes = i.size_bytes.and_then(|b| u64::try_from(b).ok());
+    keys.disk_type = i.disk_type.clone();
+    keys.created = time(i.created.as_ref());
+    keys.attached_to = i.watchers.clone();
+    keys.last_detached = time(i.last_detached.as_ref());
+    keys.owner = Some(if s.hints.contains(&Hint::OwnerUnknown) {
+        "unknown"
+    } else {
+        "ours"
+    });
+    keys.owner_cluster = owner.and_then(|o| o.cluster_name.clone());
+    if s.subject == Subject::BackendSnapshot {
+        // What the driver recorded of it as a content and a snapshot (not as a PV and a claim).
+        let snap = s.snapshot.as_ref();
+        keys.snapshot_handle = snap.and_then(|i| i.snapshot_handle.clone());
+        keys.created_for_content = snap.and_then(|i| i.content.clone());
+        keys.created_for_snapshot = snap.and_then(|i| i.snapshot.clone());
+        return Some(keys);
+    }
+    keys.created_for_pv = owner.and_then(|o| o.volume_name.clone());
+    keys.created_for_claim = owner.and_then(|o| match (&o.claim_namespace, &o.claim_name) {
+        (Some(ns), Some(n)) => Some(format!("{ns}/{n}")),
+        (None, Some(n)) => Some(n.clone()),
+        _ => None,
+    });
+    Some(keys)
 }

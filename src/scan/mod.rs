@@ -1045,13 +1045,11 @@ pub async fn run(
     held.append(&mut report.snapshots.held);
     held.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
     report.held = held;
-    if let Some(c) = &census_state {
-        report.disks = report
-            .findings
-            .iter()
-            .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(c, f)?)))
-            .collect();
-    }
+    report.disks = report
+        .findings
+        .iter()
+        .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(f)?)))
+        .collect();
     if let Some(table) = prices {
         let now = wall_clock();
         for f in &mut report.findings {

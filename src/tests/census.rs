@@ -472,11 +472,11 @@ fn an_old_unreferenced_image_of_this_cluster_is_a_finding_with_its_details() {
     let img = s.image.as_ref().expect("image");
     assert_eq!(
         (
-            img.cluster_id.as_str(),
-            img.pool.as_str(),
+            img.cluster_id.as_deref(),
+            img.pool.as_deref(),
             img.name.as_str()
         ),
-        (FSID, "k8s-rbd", "csi-vol-orphan")
+        (Some(FSID), Some("k8s-rbd"), "csi-vol-orphan")
     );
     assert_eq!(img.created, Some(now_plus(-7200)));
     assert_eq!(s.source.pool.as_deref(), Some("k8s-rbd"));

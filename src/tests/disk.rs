@@ -500,8 +500,23 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     assert_eq!(ours.status.source.disk_name.as_deref(), Some("ours"));
     let image = ours.status.image.as_ref().expect("image");
     assert_eq!(
-        (image.cluster_id.as_str(), image.pool.as_str()),
-        ("p1", "us-central1")
+        (
+            image.backend,
+            image.account.as_deref(),
+            image.region.as_deref(),
+            image.zone.as_deref(),
+            image.cluster_id.as_deref(),
+            image.pool.as_deref()
+        ),
+        (
+            Some(crate::model::crd::DiskBackend::Gce),
+            Some("p1"),
+            Some("us-central1"),
+            None,
+            None,
+            None
+        ),
+        "a regional disk's location in the neutral fields, none in Ceph's"
     );
     let owner = image.owner.as_ref().expect("owner");
     assert_eq!(owner.volume_name.as_deref(), Some("pvc-1"));
@@ -521,4 +536,116 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
         "{}",
         attached.status.message
     );
+}
+
+/// Where a finding's `image` block places its disk is read back as the scope it came from, for
+/// every backend; an object written before the neutral fields (a cloud disk's project or account
+/// in `clusterID`, its zone or region in `pool`) is still read so.
+#[test]
+fn an_image_blocks_location_reads_back_as_its_scope_old_objects_too() {
+    use crate::decide::census::{image_location, recorded_scope};
+    use crate::model::crd::{ImageInfo, Reason, VolumeLeftoverStatus, VolumeSourceInfo};
+    let status =
+        |reason: Reason, kind: &str, driver: Option<&str>, image: ImageInfo| VolumeLeftoverStatus {
+            reason,
+            source: VolumeSourceInfo {
+                kind: kind.into(),
+                driver: driver.map(str::to_string),
+                ..VolumeSourceInfo::default()
+            },
+            image: Some(image),
+            ..super::fixtures::mariadb_finding().status
+        };
+    let scopes = [
+        (
+            Scope::Ceph(PoolKey::new("fsid", "k8s-rbd", Some("ns1"))),
+            Reason::DiskWithoutVolume,
+            "rbd",
+            None,
+        ),
+        (
+            Scope::Gce {
+                project: "p1".into(),
+                location: "europe-west1-b".into(),
+            },
+            Reason::DiskWithoutVolume,
+            "gcePersistentDisk",
+            None,
+        ),
+        (
+            Scope::Gce {
+                project: "p1".into(),
+                location: "europe-west1".into(),
+            },
+            Reason::DiskWithoutVolume,
+            "gcePersistentDisk",
+            None,
+        ),
+        (
+            Scope::Ebs {
+                account: Some("123456789012".into()),
+                region: "eu-west-1".into(),
+            },
+            Reason::DiskWithoutVolume,
+            "awsElasticBlockStore",
+            None,
+        ),
+        (
+            Scope::Ebs {
+                account: None,
+                region: "eu-west-1".into(),
+            },
+            Reason::DiskWithoutVolume,
+            "awsElasticBlockStore",
+            None,
+        ),
+        (
+            Scope::GceSnapshots {
+                project: "p1".into(),
+            },
+            Reason::SnapshotWithoutContent,
+            "csi",
+            Some("pd.csi.storage.gke.io"),
+        ),
+        (
+            Scope::EbsSnapshots {
+                account: Some("123456789012".into()),
+                region: "eu-west-1".into(),
+            },
+            Reason::SnapshotWithoutContent,
+            "csi",
+            Some("ebs.csi.aws.com"),
+        ),
+    ];
+    for (scope, reason, kind, driver) in scopes {
+        let new = image_location(&scope);
+        assert_eq!(
+            recorded_scope(&status(reason, kind, driver, new.clone())),
+            Some(scope.clone()),
+            "{new:?}"
+        );
+        if matches!(scope, Scope::Ceph(_)) {
+            continue;
+        }
+        // As written before `backend`: `clusterID` = project or account, `pool` = location.
+        let (cluster_id, pool) = match &scope {
+            Scope::Gce { project, location } => (project.clone(), location.clone()),
+            Scope::GceSnapshots { project } => (project.clone(), String::new()),
+            Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
+                (account.clone().unwrap_or_default(), region.clone())
+            }
+            _ => unreachable!(),
+        };
+        let old = ImageInfo {
+            cluster_id: Some(cluster_id),
+            pool: Some(pool),
+            name: "d".into(),
+            ..ImageInfo::default()
+        };
+        assert_eq!(
+            recorded_scope(&status(reason, kind, driver, old.clone())),
+            Some(scope),
+            "{old:?}"
+        );
+    }
 }

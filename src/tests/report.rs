@@ -66,8 +66,8 @@ fn image_finding(name: &str) -> VolumeLeftover {
     let s = o.status.as_mut().unwrap();
     s.reason = crate::model::crd::Reason::DiskWithoutVolume;
     s.image = Some(crate::model::crd::ImageInfo {
-        cluster_id: "c1".into(),
-        pool: "rbd".into(),
+        cluster_id: Some("c1".into()),
+        pool: Some("rbd".into()),
         name: name.into(),
         ..Default::default()
     });

@@ -614,6 +614,9 @@ mod cloud {
                     pvc_namespace: Some("db".into()),
                 }),
                 cluster: cluster.map(str::to_string),
+                tags: cluster
+                    .map(|c| vec![("goog-k8s-cluster-name".to_string(), c.to_string())])
+                    .unwrap_or_default(),
                 ..DiskFacts::default()
             })),
         }
@@ -667,10 +670,10 @@ mod cloud {
             .collect()
     }
 
-    fn json(found: &[Finding], c: &Census) -> String {
+    fn json(found: &[Finding]) -> String {
         let disks: HashMap<String, DiskKeys> = found
             .iter()
-            .filter_map(|f| Some((f.name().to_string(), disk_keys(c, f)?)))
+            .filter_map(|f| Some((f.name().to_string(), disk_keys(f)?)))
             .collect();
         let mut out = Vec::new();
         write_report_with(&mut out, found, &disks, Format::Json).expect("write");
@@ -732,17 +735,17 @@ mod cloud {
                 ("pv-gce".to_string(), Reason::VolumeWithoutDisk),
             ]
         );
-        let lines = json(&found, &c);
+        let lines = json(&found);
         let mut lines = lines.lines();
         let ebs = lines.next().expect("the EBS PV's line");
         assert!(
-            ebs.ends_with(r#", "backend": "ebs", "scope": "ebs:123456789012/eu-west-1", "project": null, "zone": null, "region": "eu-west-1", "account": "123456789012", "disk_id": null, "size_bytes": null, "disk_type": null, "created": null, "attached_to": [], "last_detached": null, "replica_zones": [], "owner": null, "owner_cluster": null, "created_for_pv": null, "created_for_claim": null}"#),
+            ebs.ends_with(r#", "backend": "ebs", "scope": "ebs:123456789012/eu-west-1", "project": null, "zone": null, "region": "eu-west-1", "account": "123456789012", "disk_id": null, "size_bytes": null, "disk_type": null, "created": null, "attached_to": [], "last_detached": null, "replica_zones": [], "owner": null, "owner_cluster": null, "created_for_pv": null, "created_for_claim": null, "tags": {}}"#),
             "{ebs}"
         );
         assert!(ebs.contains(r#""volume_handle": "vol-0dead""#), "{ebs}");
         let gce = lines.next().expect("the GCE PV's line");
         assert!(
-            gce.contains(r#""backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": null, "account": null"#),
+            gce.contains(r#""backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": "europe-west1", "account": null"#),
             "{gce}"
         );
     }
@@ -799,11 +802,45 @@ mod cloud {
             census: Some(Arc::new(c.clone())),
         };
         let vols: Vec<Volume> = pvs.iter().map(Volume::from).collect();
+        let found = findings(&vols, &facts);
         assert_eq!(
-            reasons(&findings(&vols, &facts)),
+            reasons(&found),
             [
                 ("intree-regional".to_string(), Reason::VolumeWithoutDisk),
                 ("intree-zonal".to_string(), Reason::VolumeWithoutDisk),
+            ]
+        );
+        // Where the listings looked for each, in the fields every backend fills.
+        let looked: Vec<_> = found
+            .iter()
+            .map(|f| {
+                let i = f.status.image.as_ref().expect("where it was looked for");
+                (
+                    i.account.as_deref(),
+                    i.zone.as_deref(),
+                    i.region.as_deref(),
+                    i.name.as_str(),
+                    f.status.source.zones.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            looked,
+            [
+                (
+                    Some("p1"),
+                    None,
+                    Some("europe-west1"),
+                    "intree-gone-r",
+                    vec!["europe-west1-b".to_string(), "europe-west1-c".to_string()]
+                ),
+                (
+                    Some("p1"),
+                    Some("europe-west1-b"),
+                    Some("europe-west1"),
+                    "intree-gone-z",
+                    vec!["europe-west1-b".to_string()]
+                ),
             ]
         );
     }
@@ -841,7 +878,7 @@ mod cloud {
             ],
             "another cluster's disk is not reported"
         );
-        let lines = json(&found, &c);
+        let lines = json(&found);
         let lines: Vec<&str> = lines.lines().collect();
         assert!(
             lines[0].contains(r#""reason": "DiskWithoutVolume""#)
@@ -851,12 +888,12 @@ mod cloud {
             lines[0]
         );
         assert!(
-            lines[0].ends_with(r#", "backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": null, "account": null, "disk_id": "4711", "size_bytes": 10737418240, "disk_type": "pd-balanced", "created": "2026-03-01T10:00:00Z", "attached_to": [], "last_detached": null, "replica_zones": [], "owner": "unknown", "owner_cluster": null, "created_for_pv": null, "created_for_claim": null}"#),
+            lines[0].ends_with(r#", "backend": "gce", "scope": "gce:p1/europe-west1-b", "project": "p1", "zone": "europe-west1-b", "region": "europe-west1", "account": null, "disk_id": "4711", "size_bytes": 10737418240, "disk_type": "pd-balanced", "created": "2026-03-01T10:00:00Z", "attached_to": [], "last_detached": null, "replica_zones": [], "owner": "unknown", "owner_cluster": null, "created_for_pv": null, "created_for_claim": null, "tags": {}}"#),
             "{}",
             lines[0]
         );
         assert!(
-            lines[1].ends_with(r#", "attached_to": ["vm-1"], "last_detached": null, "replica_zones": [], "owner": "ours", "owner_cluster": "prod", "created_for_pv": "pvc-1", "created_for_claim": "db/data"}"#),
+            lines[1].ends_with(r#", "attached_to": ["vm-1"], "last_detached": null, "replica_zones": [], "owner": "ours", "owner_cluster": "prod", "created_for_pv": "pvc-1", "created_for_claim": "db/data", "tags": {"goog-k8s-cluster-name": "prod"}}"#),
             "{}",
             lines[1]
         );
@@ -939,7 +976,7 @@ mod cloud {
         }
         let found = c.orphans(&regional, &Default::default(), &now_plus(120));
         assert_eq!(found.len(), 1);
-        let line = json(&found, &c);
+        let line = json(&found);
         assert!(
             line.contains(r#""project": "p1", "zone": null, "region": "europe-west1""#),
             "{line}"

@@ -81,7 +81,7 @@ async fn versions(
                 .status
                 .as_ref()
                 .and_then(|s| s.image.as_ref())
-                .is_some_and(|i| i.cluster_id == fsid);
+                .is_some_and(|i| i.cluster_id.as_deref() == Some(fsid));
             ours || pvs.contains(&o.name_any().as_str())
         })
         .map(|o| (o.name_any(), o.resource_version().unwrap()))
@@ -210,8 +210,16 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     assert!(s.hints.is_empty(), "{:?}", s.hints);
     let info = s.image.unwrap();
     assert_eq!(
-        (info.cluster_id.as_str(), info.pool.as_str()),
-        (fsid.as_str(), pool.as_str())
+        (
+            info.backend,
+            info.cluster_id.as_deref(),
+            info.pool.as_deref()
+        ),
+        (
+            Some(volume_leftovers::model::crd::DiskBackend::Ceph),
+            Some(fsid.as_str()),
+            Some(pool.as_str())
+        )
     );
     assert_eq!(info.size_bytes, Some(16 * 1024 * 1024));
     assert_eq!(

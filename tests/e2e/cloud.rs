@@ -317,6 +317,7 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
             ("CSIVolumeName", "pvc-long-gone"),
             ("kubernetes.io/created-for/pvc/name", "data"),
             ("kubernetes.io/created-for/pvc/namespace", "shop"),
+            ("Name", "scratch"),
         ],
     )
     .await;
@@ -388,7 +389,37 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
     );
     let info = s.image.unwrap();
     assert_eq!(info.name, orphan);
-    assert_eq!(info.pool, east);
+    // Where it is and what attributes it, in the fields every backend fills (issue 33: the
+    // region sat in `pool`, and neither its zone nor its tags were said).
+    assert_eq!(
+        (
+            info.backend,
+            info.region.as_deref(),
+            info.zone.as_deref(),
+            info.pool.as_deref(),
+            info.cluster_id.as_deref()
+        ),
+        (
+            Some(volume_leftovers::model::crd::DiskBackend::Ebs),
+            Some(east),
+            Some("us-east-1a"),
+            None,
+            None
+        )
+    );
+    assert_eq!(
+        info.tags,
+        [
+            ("CSIVolumeName", "pvc-long-gone"),
+            ("kubernetes.io/created-for/pvc/name", "data"),
+            ("kubernetes.io/created-for/pvc/namespace", "shop"),
+            (ours.as_str(), "owned"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        "the attributing tags, not its Name"
+    );
     let owner = info.owner.expect("the CSI driver's record");
     assert_eq!(owner.volume_name.as_deref(), Some("pvc-long-gone"));
     assert_eq!(owner.claim_name.as_deref(), Some("data"));

@@ -327,8 +327,13 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
     assert_eq!(s.capacity_bytes, Some(20 << 30));
     let info = s.image.unwrap();
     assert_eq!(
-        (info.cluster_id.as_str(), info.pool.as_str()),
-        ("p-agg", "europe-west1")
+        (
+            info.account.as_deref(),
+            info.region.as_deref(),
+            info.zone.as_deref(),
+            info.cluster_id.as_deref()
+        ),
+        (Some("p-agg"), Some("europe-west1"), None, None)
     );
     assert_eq!(
         info.owner.and_then(|o| o.claim_name).as_deref(),

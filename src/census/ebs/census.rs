@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
+use super::facts::attributing_tags;
 use super::{
     Ebs, EbsConfig, EbsSnapshot, EbsVolume, ErrorCategory, ListError, Listing, SnapshotListing,
 };
@@ -91,6 +92,8 @@ pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&s
         cluster,
         replica_zones: Vec::new(),
         source_disk: None,
+        zone: v.availability_zone.clone(),
+        tags: attributing_tags(&v.tags, cluster_tag),
     }
 }
 
@@ -123,6 +126,8 @@ pub(crate) fn snapshot_facts_of(
         cluster: cluster_of(s.attribution(cluster_tag).clusters, ours),
         replica_zones: Vec::new(),
         source_disk: s.source_volume().map(str::to_string),
+        zone: None,
+        tags: attributing_tags(&s.tags, cluster_tag),
     }
 }
 
@@ -372,14 +377,32 @@ mod tests {
             Owner::Ours,
             "one of its clusters is ours"
         );
+        assert_eq!(f.zone, v.availability_zone, "its availability zone");
+        assert_eq!(
+            f.tags,
+            [
+                ("CSIVolumeName", "pvc-1"),
+                ("kubernetes.io/cluster/other", "owned"),
+                ("kubernetes.io/cluster/prod", "owned"),
+                ("kubernetes.io/created-for/pvc/name", "data"),
+                ("kubernetes.io/created-for/pvc/namespace", "team"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+            "the tags that attribute it, sorted"
+        );
         let f = facts_of(&v, Some("third"), None);
         assert_eq!(f.owner(Some("third")), Owner::OtherCluster("other".into()));
 
-        let v = volume(&[("team-cluster", "prod")], &[]);
+        let v = volume(&[("team-cluster", "prod"), ("Name", "scratch")], &[]);
         assert_eq!(
             facts_of(&v, Some("prod"), Some("team-cluster")).owner(Some("prod")),
             Owner::Ours,
             "the configured tag names the cluster"
+        );
+        assert_eq!(
+            facts_of(&v, Some("prod"), Some("team-cluster")).tags,
+            [("team-cluster".to_string(), "prod".to_string())],
+            "the configured tag attributes it; a Name does not"
         );
         let f = facts_of(&v, Some("prod"), None);
         assert_eq!(f.created_for, None);

@@ -209,6 +209,36 @@ fn attribution(tags: &BTreeMap<String, String>, cluster_tag_key: Option<&str>) -
     }
 }
 
+/// The tags that attribute a volume or snapshot, sorted by key: those naming a cluster
+/// (`kubernetes.io/cluster/<name>`, `KubernetesCluster`, `cluster_tag_key`), the EBS CSI
+/// driver's own, and those naming what it was created for. What a finding shows a person looking
+/// for its owner; the others (a `Name`, cost tags) stay in EC2.
+pub(crate) fn attributing_tags(
+    tags: &BTreeMap<String, String>,
+    cluster_tag_key: Option<&str>,
+) -> Vec<(String, String)> {
+    const KEYS: [&str; 10] = [
+        TAG_CSI_VOLUME_NAME,
+        TAG_PV_NAME,
+        TAG_PVC_NAME,
+        TAG_PVC_NAMESPACE,
+        TAG_KUBERNETES_CLUSTER,
+        TAG_EBS_CSI_CLUSTER,
+        TAG_CSI_SNAPSHOT_NAME,
+        TAG_SNAPSHOT_CONTENT_NAME,
+        TAG_SNAPSHOT_NAME,
+        TAG_SNAPSHOT_NAMESPACE,
+    ];
+    tags.iter()
+        .filter(|(k, _)| {
+            KEYS.contains(&k.as_str())
+                || k.starts_with(TAG_CLUSTER_PREFIX)
+                || Some(k.as_str()) == cluster_tag_key
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// Whole GiB (EC2's unit for a volume's size) as bytes.
 pub fn gib_to_bytes(gib: i32) -> Option<u64> {
     u64::try_from(gib).ok()?.checked_mul(1 << 30)

@@ -69,6 +69,15 @@ pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
         cluster: d.cluster.clone().filter(|c| !c.is_empty()),
         replica_zones: d.replica_zones.clone(),
         source_disk: None,
+        // A zonal disk's zone is its scope's.
+        zone: None,
+        // GCE labels are few and short (GKE's `goog-k8s-cluster-name`, the class's `labels`):
+        // all of them.
+        tags: d
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 
@@ -92,6 +101,8 @@ pub(crate) fn snapshot_facts_of(s: &GceSnapshot) -> DiskFacts {
         cluster: s.cluster.clone().filter(|c| !c.is_empty()),
         replica_zones: Vec::new(),
         source_disk: s.source_disk.clone(),
+        zone: None,
+        tags: Vec::new(),
     }
 }
 
