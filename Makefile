@@ -1,10 +1,11 @@
 # The two commands of the README.
 .PHONY: demo test controlplane image fresh-check
 
-# The operator's main job: against $KUBECONFIG when set, else a local control plane with the
-# mariadb demo scenario.
+# The operator's main job: against $KUBECONFIG when set (read-only: `scan`; OPERATOR=1 runs the
+# operator there too, which writes VolumeLeftovers and Events), else a local control plane with
+# the mariadb demo scenario.
 demo:
-	./scripts/demo.sh
+	OPERATOR=$(OPERATOR) ./scripts/demo.sh
 
 # Every test: formatting, lints, unit tests, and the end-to-end tests on a real control plane.
 test:

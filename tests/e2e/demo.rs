@@ -16,8 +16,8 @@ use crate::support::repo;
 /// alone takes about four (so a demo that rebuilds in a directory of its own fails here too).
 const DEMO_TIMEOUT: Duration = Duration::from_secs(180);
 
-#[test]
-fn make_demo_shows_the_mariadb_finding_and_the_scan_line_and_stops_everything() {
+/// The release binary `make test` built (`VL_RELEASE_BINARY`) and its cargo target directory.
+fn release_binary() -> (PathBuf, PathBuf) {
     let binary = std::env::var_os("VL_RELEASE_BINARY")
         .filter(|b| !b.is_empty())
         .map(PathBuf::from)
@@ -40,30 +40,27 @@ fn make_demo_shows_the_mariadb_finding_and_the_scan_line_and_stops_everything() 
                 "VL_RELEASE_BINARY={} is not <cargo target dir>/release/volume-leftovers",
                 binary.display()
             )
-        });
+        })
+        .to_path_buf();
+    (binary, target)
+}
 
-    // The demo's run directory is `mktemp -d $TMPDIR/...`: in a directory of this test's own, so
-    // that every process the demo started can be found by it (in its command line or, inherited
-    // from the demo, in its environment).
-    let tmp =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("demo-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
-    let stdout_path = tmp.join("demo.stdout");
-    let stderr_path = tmp.join("demo.stderr");
-
+/// `make demo` as from a shell, in `tmp` (its `TMPDIR`), its output to `stdout` and `stderr`,
+/// without `KUBECONFIG`, in a process group of its own.
+fn make_demo(tmp: &Path, target: &Path, stdout: &Path, stderr: &Path) -> Command {
     let mut cmd = Command::new("make");
     cmd.arg("demo")
         .current_dir(repo())
         .env_remove("KUBECONFIG")
+        .env_remove("OPERATOR")
         // As from a shell, not from inside `make test`.
         .env_remove("MAKEFLAGS")
         .env_remove("MFLAGS")
         .env_remove("MAKELEVEL")
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", tmp)
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&stdout_path).unwrap())
-        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .stdout(std::fs::File::create(stdout).unwrap())
+        .stderr(std::fs::File::create(stderr).unwrap())
         // Its own process group, so that a demo past the timeout is stopped as a whole.
         .process_group(0);
     // Without what `cargo test` adds to a test's environment (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
@@ -86,6 +83,106 @@ fn make_demo_shows_the_mariadb_finding_and_the_scan_line_and_stops_everything() 
     } else {
         cmd.env("CARGO_TARGET_DIR", target);
     }
+    cmd
+}
+
+/// A fresh directory of this test's own under cargo's test tmpdir.
+fn scratch(name: &str) -> PathBuf {
+    let tmp =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    tmp
+}
+
+/// Issue 29: with `KUBECONFIG` set, `make demo` ran the operator with the caller's (usually
+/// admin) credentials, writing VolumeLeftovers and Events into a production cluster as a demo.
+/// It is read-only now unless asked (`OPERATOR=1`), and says so first; the audit log shows its
+/// requests, and none of them writes.
+#[test]
+fn make_demo_against_a_kubeconfig_is_read_only_unless_asked() {
+    let (binary, target) = release_binary();
+    let cp = crate::support::cp();
+    let tmp = scratch("demo-kubeconfig");
+    let (out, err) = (tmp.join("demo.stdout"), tmp.join("demo.stderr"));
+    // The identity in its requests' User-Agent: how the audit log tells its requests apart.
+    let identity = crate::support::unique("demo-readonly");
+    let started = Instant::now();
+    let status = make_demo(&tmp, &target, &out, &err)
+        .env("KUBECONFIG", cp.kubeconfig("admin"))
+        .env("POD_NAME", &identity)
+        .status()
+        .expect("running make demo");
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let output = format!("--- stdout\n{stdout}--- stderr\n{stderr}");
+    assert!(status.success(), "`make demo` failed: {status}\n{output}");
+    assert!(
+        started.elapsed() < DEMO_TIMEOUT,
+        "it ended on its own, without the operator running until Ctrl-C\n{output}"
+    );
+    let says = stderr
+        .lines()
+        .find(|l| l.contains("KUBECONFIG is set"))
+        .unwrap_or_else(|| panic!("no line about KUBECONFIG\n{output}"));
+    assert!(
+        says.contains("read-only") && says.contains("OPERATOR=1"),
+        "the line says it is read-only and how to ask for the operator: {says}"
+    );
+    assert!(
+        stderr.contains(&format!("== built {} in ", binary.display())),
+        "the release binary of `make test` ran\n{output}"
+    );
+    assert!(
+        stdout.lines().next().is_some_and(|l| l.starts_with("NAME")),
+        "scan's table is printed\n{output}"
+    );
+    let mine: Vec<serde_json::Value> = cp
+        .audit()
+        .into_iter()
+        .filter(|e| {
+            e["userAgent"]
+                .as_str()
+                .is_some_and(|ua| ua.contains(&format!("({identity})")))
+        })
+        .collect();
+    assert!(
+        mine.iter().any(|e| e["verb"] == "list"),
+        "the demo's lists are in the audit log (so the check below can fail): {} requests",
+        mine.len()
+    );
+    let writes: Vec<String> = mine
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["verb"].as_str(),
+                Some("create" | "update" | "patch" | "delete" | "deletecollection")
+            )
+        })
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["verb"], e["objectRef"]["resource"], e["objectRef"]["name"]
+            )
+        })
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "the read-only demo wrote: {writes:?}\n{output}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn make_demo_shows_the_mariadb_finding_and_the_scan_line_and_stops_everything() {
+    let (binary, target) = release_binary();
+    // The demo's run directory is `mktemp -d $TMPDIR/...`: in a directory of this test's own, so
+    // that every process the demo started can be found by it (in its command line or, inherited
+    // from the demo, in its environment).
+    let tmp = scratch("demo");
+    let stdout_path = tmp.join("demo.stdout");
+    let stderr_path = tmp.join("demo.stderr");
+    let mut cmd = make_demo(&tmp, &target, &stdout_path, &stderr_path);
     let started = Instant::now();
     let mut child = cmd.spawn().expect("running make demo");
     let status = loop {
