@@ -178,3 +178,140 @@ fn every_reason_of_the_crd_is_in_a_table_of_reasons_md() {
         "docs/reasons.md has no table row for {missing:?}"
     );
 }
+
+/// Every long flag of `run` and `scan`, as clap knows them, is in the command synopsis of
+/// docs/configuration.md under its own command: the reference is the binary's.
+#[test]
+fn every_flag_of_run_and_scan_is_in_the_configuration_reference() {
+    use clap::CommandFactory;
+    let page = read(&repo().join("docs/configuration.md"));
+    let cli = volume_leftovers::run::cli::Cli::command();
+    let mut missing = Vec::new();
+    for command in ["run", "scan"] {
+        // The synopsis of one command: from `volume-leftovers <command>` to the next command's.
+        let start = page
+            .find(&format!("volume-leftovers {command} "))
+            .unwrap_or_else(|| panic!("no synopsis of `{command}` in docs/configuration.md"));
+        let rest = &page[start + 17..];
+        let end = rest.find("volume-leftovers ").unwrap_or(rest.len());
+        let synopsis = &rest[..end];
+        let sub = cli
+            .find_subcommand(command)
+            .unwrap_or_else(|| panic!("no subcommand {command}"));
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if !synopsis.contains(&format!("--{long}")) {
+                missing.push(format!("{command} --{long}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "flags missing from docs/configuration.md's synopsis: {missing:?}"
+    );
+}
+
+/// `scan`'s exit codes say the same in `--help` and in docs/configuration.md.
+#[test]
+fn scans_exit_codes_are_defined_once_in_help_and_docs() {
+    use clap::CommandFactory;
+    let cli = volume_leftovers::run::cli::Cli::command();
+    let help = cli
+        .find_subcommand("scan")
+        .and_then(|s| s.get_about())
+        .map(|a| a.to_string())
+        .expect("scan's about");
+    let page = read(&repo().join("docs/configuration.md"))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (code, meaning) in [
+        ("0", "none found"),
+        ("3", "leftovers found"),
+        ("4", "the report is incomplete"),
+    ] {
+        assert!(
+            help.contains(&format!("{code}: ")) && help.contains(meaning),
+            "scan --help does not define exit {code} as {meaning:?}: {help}"
+        );
+    }
+    assert!(
+        page.contains("4 the report is incomplete"),
+        "docs/configuration.md defines exit 4 otherwise"
+    );
+}
+
+/// Every resource the ClusterRole grants anything on is named in operations.md's summary of it.
+#[test]
+fn the_clusterrole_summary_names_every_resource_it_grants() {
+    let role: serde_json::Value =
+        serde_saphyr::from_str(&read(&repo().join("deploy/clusterrole.yaml")))
+            .expect("deploy/clusterrole.yaml is YAML");
+    let page = read(&repo().join("docs/operations.md"));
+    let summary = &page[page.find("ClusterRole (").expect("the ClusterRole summary")..];
+    let summary = &summary[..summary.find(')').map_or(summary.len(), |i| i + 600)];
+    let mut missing = Vec::new();
+    for rule in role["rules"].as_array().expect("rules") {
+        for r in rule["resources"].as_array().expect("resources") {
+            let r = r.as_str().expect("a resource");
+            let plain = r.split('/').next().unwrap_or(r);
+            if !summary.contains(plain) {
+                missing.push(r.to_string());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/operations.md's ClusterRole summary omits {missing:?}"
+    );
+}
+
+/// Every link from one page of the docs to a heading of another (`page.md#anchor`) finds that
+/// heading (GitHub's anchors: lower case, punctuation dropped, spaces as hyphens).
+#[test]
+fn every_anchor_a_page_links_to_exists() {
+    fn anchor(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    }
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for page in pages() {
+        let text = read(&page);
+        for (i, _) in text.match_indices(".md#") {
+            let start = text[..i].rfind('(').map_or(i, |s| s + 1);
+            let target = &text[start..i + 3];
+            let frag: String = text[i + 4..]
+                .chars()
+                .take_while(|c| *c != ')' && !c.is_whitespace())
+                .collect();
+            let file = page.parent().unwrap().join(target);
+            let Ok(linked) = std::fs::read_to_string(&file) else {
+                broken.push(format!("{}: {target} does not exist", page.display()));
+                continue;
+            };
+            checked += 1;
+            let found = linked
+                .lines()
+                .filter_map(|l| {
+                    l.trim_start_matches('#')
+                        .strip_prefix(' ')
+                        .filter(|_| l.starts_with('#'))
+                })
+                .any(|h| anchor(h) == frag);
+            if !found {
+                broken.push(format!("{}: {target}#{frag}", page.display()));
+            }
+        }
+    }
+    assert!(checked > 3, "the reader found only {checked} links");
+    assert!(
+        broken.is_empty(),
+        "links to headings that do not exist: {broken:#?}"
+    );
+}
