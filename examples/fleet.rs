@@ -603,6 +603,7 @@ async fn creates(cp: &ControlPlane, client: &Client) -> Vec<Action> {
         Duration::from_secs(60),
         &Exclusions::default(),
         None,
+        &volume_leftovers::scan::progress::Progress::hidden(),
     )
     .await
     .expect("scan::read");

@@ -5,14 +5,29 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 use volume_leftovers::run::FatalError;
 use volume_leftovers::run::cli::{Cli, Command, LogFormat, ScanArgs};
-use volume_leftovers::scan::Outcome;
+use volume_leftovers::scan::{Format, Outcome};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let args = volume_leftovers::run::cli::plugin_args(std::env::args_os().collect());
+    let plugin = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        == Some(std::ffi::OsStr::new(
+            volume_leftovers::run::cli::PLUGIN_NAME,
+        ));
+    let mut command = Cli::command();
+    if plugin {
+        // Its help and errors name it as it was typed.
+        command = command.bin_name("kubectl leftovers");
+    }
+    let cli = match Cli::from_arg_matches(&command.get_matches_from(args)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let filter = log_filter(&cli.log);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -47,6 +62,20 @@ fn main() -> ExitCode {
                 },
                 Err(e) => fatal("run", &FatalError::Runtime(e)),
             }
+        }
+        Command::Completion(args) => {
+            let name = if args.plugin {
+                volume_leftovers::run::cli::PLUGIN_NAME
+            } else {
+                "volume-leftovers"
+            };
+            clap_complete::generate(
+                args.shell,
+                &mut Cli::command(),
+                name,
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
         }
         Command::Scan(args) => match runtime(None) {
             Ok(rt) => rt.block_on(scan(args)),
@@ -110,19 +139,27 @@ async fn scan(args: ScanArgs) -> ExitCode {
             prices: prices.as_deref(),
             snapshots: &snapshots,
             graces,
+            progress: &volume_leftovers::scan::progress::Progress::on_terminal(),
         },
-        args.output,
+        args.output
+            .unwrap_or_else(|| Format::default_for(std::io::stdout().is_terminal())),
         &mut out,
     )
     .await
     {
         Ok((report, outcome)) => {
             held_back(&report, &graces);
-            match outcome {
+            let code = match outcome {
                 Outcome::Clean => ExitCode::SUCCESS,
                 Outcome::Found => ExitCode::from(3),
                 Outcome::Incomplete => incomplete(&report, &server),
-            }
+            };
+            // Every run ends with one line that sums it up.
+            eprintln!(
+                "volume-leftovers scan: {}",
+                volume_leftovers::scan::output::summary(&report, prices.as_deref())
+            );
+            code
         }
         Err(e) => fatal("scan", &FatalError::from(e)),
     }

@@ -26,7 +26,7 @@ macro_rules! shown {
 /// Reports PersistentVolumes that survived, lost or outlived their claims, as VolumeLeftover
 /// objects. Reports, never decides: it never writes to PVs, claims or StorageClasses.
 #[derive(Debug, Parser)]
-#[command(name = "volume-leftovers", version, about, long_about = None)]
+#[command(name = "volume-leftovers", version = VERSION, about, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -52,7 +52,57 @@ pub enum Command {
     Scan(ScanArgs),
     /// Print the VolumeLeftover CustomResourceDefinition as YAML.
     Crd,
+    /// Print the shell completion script for this command (as `volume-leftovers`, or as the
+    /// kubectl plugin `kubectl-leftovers`): `source <(volume-leftovers completion bash)`.
+    Completion(CompletionArgs),
 }
+
+/// Flags of `completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+    /// Complete the kubectl plugin's name (`kubectl-leftovers`) instead of `volume-leftovers`.
+    #[arg(long)]
+    pub plugin: bool,
+}
+
+/// The file name kubectl finds a plugin by: `kubectl leftovers ...` runs `kubectl-leftovers`.
+pub const PLUGIN_NAME: &str = "kubectl-leftovers";
+
+/// The arguments as `Cli` parses them. Run as the kubectl plugin (the binary's file name is
+/// [`PLUGIN_NAME`]), `scan` is the command unless another is named: `kubectl leftovers -o wide`
+/// is `volume-leftovers scan -o wide`, `kubectl leftovers explain NAME` is `volume-leftovers
+/// explain NAME`.
+pub fn plugin_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let invoked = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == PLUGIN_NAME);
+    if !invoked {
+        return args;
+    }
+    let named = args.get(1).and_then(|a| a.to_str()).is_some_and(|a| {
+        matches!(a, "-h" | "--help" | "-V" | "--version" | "help")
+            || Cli::command().get_subcommands().any(|c| c.get_name() == a)
+    });
+    let mut args = args;
+    if !named {
+        args.insert(1, "scan".into());
+    }
+    args
+}
+
+/// `--version`: the crate's version and the commit it was built from (`build.rs`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("VL_REVISION"),
+    ")"
+);
 
 /// The longest wait any flag may ask for (timers overflow somewhere past two years).
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(366 * 24 * 3600);
@@ -266,9 +316,11 @@ fn selector(s: &str) -> Result<crate::model::selector::Selector, String> {
 /// Flags of `scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
-    /// Output format.
-    #[arg(short = 'o', long, env = "VL_OUTPUT", value_enum, default_value_t = Format::Json)]
-    pub output: Format,
+    /// Output format: `table` and `wide` for people; `json` and `yaml`, one document (a List of
+    /// the VolumeLeftovers the operator would write); `name`; `jsonl`, one line per finding in
+    /// the original tool's format. Default: `table` on a terminal, `jsonl` otherwise.
+    #[arg(short = 'o', long, env = "VL_OUTPUT", value_enum)]
+    pub output: Option<Format>,
     /// Each list request is abandoned after this long (1s to 10m).
     #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
     pub request_timeout: Duration,

@@ -8,6 +8,8 @@
 //! checked again with one GET each before they are printed.
 
 pub mod cloud;
+pub mod output;
+pub mod progress;
 pub mod snapshots;
 
 use std::collections::{HashMap, HashSet};
@@ -73,14 +75,7 @@ fn rejected(credentials: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// One JSON object per line (keys of the original Python tool first).
-    Json,
-    /// Aligned columns for people.
-    Table,
-}
+pub use output::Format;
 
 /// Claims and classes as a scan read them: compact facts, no objects.
 #[derive(Clone, Debug, Default)]
@@ -127,9 +122,9 @@ pub struct ScanResult {
     /// Claims whose second look (a 403, a timeout) could not tell whether they exist, each with
     /// its volume and the error: their rows say `claim_missing: null`.
     pub unknown_claims: Vec<String>,
-    /// Ceph pools and snapshot scopes whose census failed or is incomplete: one line each,
-    /// naming the census and the scope, saying what is not known.
-    pub census_failed: Vec<String>,
+    /// Ceph pools and snapshot scopes whose census failed or is incomplete, each saying what
+    /// is not known.
+    pub census_failed: Vec<CensusGap>,
     /// The images each censused pool's volumes name.
     pub(crate) referenced: HashMap<Scope, HashSet<String>>,
     /// The GCE and EBS scopes whose listing failed (either of the two): nothing is said about
@@ -143,6 +138,21 @@ pub struct ScanResult {
     /// `--delete-grace`), as the operator holds them: not reported, and named on stderr with
     /// the time from which they would be. Sorted by name.
     pub held: Vec<Held>,
+}
+
+/// A Ceph pool or snapshot scope whose census failed or is incomplete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CensusGap {
+    /// The scope (`fsid/pool`, `gce:p/snapshots`).
+    pub scope: String,
+    /// One line naming the census and the scope, saying what is not known.
+    pub line: String,
+}
+
+impl std::fmt::Display for CensusGap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
 }
 
 /// A finding `scan` held back: its state has not lasted its grace yet, so the operator would not
@@ -181,6 +191,7 @@ struct Reader {
     client: Client,
     server: String,
     timeout: Duration,
+    progress: progress::Progress,
 }
 
 impl Reader {
@@ -210,6 +221,7 @@ impl Reader {
         K: Clone,
     {
         let mut token: Option<String> = None;
+        let mut listed = 0usize;
         loop {
             let mut lp = ListParams::default().limit(PAGE);
             if let Some(t) = token.take() {
@@ -224,6 +236,8 @@ impl Reader {
                 }
             };
             let next = list.metadata.continue_.clone().filter(|t| !t.is_empty());
+            listed += list.items.len();
+            self.progress.step(format!("listing {resource}: {listed}"));
             fold(list.items);
             match next {
                 Some(t) => token = Some(t),
@@ -434,6 +448,12 @@ impl Reader {
         findings: &mut Vec<Finding>,
     ) -> Result<Vec<String>, ScanError> {
         let mut unknown_claims = Vec::new();
+        if !recheck.is_empty() {
+            self.progress.step(format!(
+                "second looks: {} claim(s) that seemed missing",
+                recheck.len()
+            ));
+        }
         for (pv, finding) in recheck {
             let spec = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
             let (Some(ns), Some(name)) = (
@@ -552,11 +572,13 @@ pub async fn read(
     timeout: Duration,
     exclusions: &Exclusions,
     census: Option<std::sync::Arc<Census>>,
+    progress: &progress::Progress,
 ) -> Result<ScanResult, ScanError> {
     let r = Reader {
         client,
         server: server.to_string(),
         timeout,
+        progress: progress.clone(),
     };
     let mut missing = Vec::new();
     // Without claims or classes the scan goes on: the rows say null where they depend on them.
@@ -835,12 +857,15 @@ pub(crate) fn write_report_with(
     format: Format,
 ) -> std::io::Result<()> {
     match format {
-        Format::Json => {
+        Format::Jsonl => {
             for f in findings {
                 write_json_line_with(w, f, disks.get(f.name()))?;
             }
         }
-        Format::Table => {
+        // Written whole, with the snapshot findings, by `output::write`.
+        Format::Json | Format::Yaml | Format::Name => {}
+        Format::Table | Format::Wide => {
+            let wide = format == Format::Wide;
             let header = [
                 "NAME",
                 "REASON",
@@ -853,11 +878,13 @@ pub(crate) fn write_report_with(
             ];
             // The COST column only when a price table priced something.
             let costed = findings.iter().any(|f| f.status.cost.is_some());
-            let header: &[&str] = if costed {
-                &[&header[..], &["COST"]].concat()
-            } else {
-                &header
-            };
+            let mut header = header.to_vec();
+            if costed {
+                header.push("COST");
+            }
+            if wide {
+                header.extend(["HINTS", "DISK", "MESSAGE"]);
+            }
             let rows: Vec<Vec<String>> = findings
                 .iter()
                 .map(|f| {
@@ -883,42 +910,61 @@ pub(crate) fn write_report_with(
                                 .map_or("<none>".into(), |c| c.display.clone()),
                         );
                     }
+                    if wide {
+                        let hints: Vec<&str> = l.hints.iter().map(|h| h.as_str()).collect();
+                        row.push(if hints.is_empty() {
+                            "<none>".into()
+                        } else {
+                            hints.join(",")
+                        });
+                        row.push(where_disk(f));
+                        row.push(l.message.to_string());
+                    }
                     row
                 })
                 .collect();
-            write_table(w, header, &rows)?;
+            write_table(w, &header, &rows)?;
         }
     }
     Ok(())
 }
 
-/// Writes `rows` under `header`, each column as wide as its widest cell.
+/// Where a finding's disk is, in one cell: its CSI handle, else its Ceph pool and image, else
+/// its in-tree disk name or path.
+fn where_disk(f: &Finding) -> String {
+    let s = &f.status.source;
+    s.volume_handle
+        .clone()
+        .or_else(|| match (&s.pool, &s.image_name) {
+            (Some(p), Some(i)) => Some(format!("{p}/{i}")),
+            _ => None,
+        })
+        .or_else(|| s.disk_name.clone())
+        .or_else(|| s.path.clone())
+        .unwrap_or_else(|| "<none>".into())
+}
+
+/// Writes `rows` under `header` as kubectl does (Go's tabwriter, which the `tabwriter` crate
+/// ports): each column as wide as its widest cell, three spaces between columns. A tab or
+/// newline inside a cell would break the columns: they are written as spaces.
 pub(crate) fn write_table(
     w: &mut impl Write,
     header: &[&str],
     rows: &[Vec<String>],
 ) -> std::io::Result<()> {
-    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let mut tw = tabwriter::TabWriter::new(Vec::new()).padding(3);
+    let clean = |c: &str| c.replace(['\t', '\n', '\r'], " ");
+    writeln!(tw, "{}", header.join("\t"))?;
     for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.len());
-        }
+        let cells: Vec<String> = r.iter().map(|c| clean(c)).collect();
+        writeln!(tw, "{}", cells.join("\t"))?;
     }
-    let mut put = |cells: &[&str]| -> std::io::Result<()> {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}   ", w = width[i]));
-            }
-        }
-        writeln!(w, "{}", s.trim_end())
-    };
-    put(header)?;
-    for r in rows {
-        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
-        put(&cells)?;
+    let table = tw
+        .into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    // A last column of empty cells leaves padding behind: lines end where their text does.
+    for line in String::from_utf8_lossy(&table).lines() {
+        writeln!(w, "{}", line.trim_end())?;
     }
     Ok(())
 }
@@ -950,6 +996,8 @@ pub struct Asked<'a> {
     /// The operator's graces (`--grace`, `--delete-grace`): a finding whose state has not
     /// lasted its grace is held back as the operator holds it.
     pub graces: Graces,
+    /// Where the steps are shown while they run (hidden unless stderr is a terminal).
+    pub progress: &'a progress::Progress,
 }
 
 /// Reads the cluster and writes the report.
@@ -972,11 +1020,13 @@ pub async fn run(
         prices,
         snapshots: snapshots_asked,
         graces,
+        progress,
     } = asked;
     let reader = Reader {
         client: client.clone(),
         server: server.to_string(),
         timeout,
+        progress: progress.clone(),
     };
     // The contents before the snapshot listings, and again after them (the snapshot part): a
     // snapshot named by either is named. One deleted between the listings and the second read
@@ -1002,6 +1052,10 @@ pub async fn run(
     };
     let state = match census {
         Some(cs) => {
+            let scopes = cs.config.census(cs.image_grace).pools.len();
+            progress.step(format!(
+                "census: each of {scopes} scope(s) listed twice (Ceph pools first, then the clouds)"
+            ));
             let mut c = census_twice(cs).await;
             let cloud_failed = cloud::census_twice(&cs.config, &mut c).await;
             Some((c, cloud_failed))
@@ -1014,6 +1068,7 @@ pub async fn run(
         timeout,
         exclusions,
         state.as_ref().map(|(c, _)| std::sync::Arc::new(c.clone())),
+        progress,
     )
     .await?;
     let mut census_state = None;
@@ -1022,6 +1077,7 @@ pub async fn run(
             note_reference(&c, r, &mut report.referenced);
         }
         let unnamed = unnamed_images(&c, &report.referenced);
+        progress.step("census: the details of the Ceph images nothing names");
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
         report.findings.extend(orphans(&c, &report.referenced));
@@ -1059,8 +1115,8 @@ pub async fn run(
             r.cost = snapshots::snapshot_cost(&r.finding, table, &now);
         }
     }
-    write_report_with(out, &report.findings, &report.disks, format)?;
-    snapshots::write(out, &report.snapshots.findings, format)?;
+    progress.done();
+    output::write(out, &report, format, prices, &wall_clock())?;
     out.flush()?;
     let outcome = Outcome::of(&report);
     Ok((report, outcome))
@@ -1139,23 +1195,27 @@ fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
 
 /// Lists the pools a third time, with the details of the images in `unnamed`. Returns what
 /// makes the census incomplete, one line per pool.
-async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced) -> Vec<String> {
+async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced) -> Vec<CensusGap> {
     let mut failed = Vec::new();
     for r in crate::census::ceph::census_once(cs, c, unnamed).await {
+        let gap = |line: String| CensusGap {
+            scope: r.key.to_string(),
+            line,
+        };
         match r.result {
-            Err(e) => failed.push(format!(
+            Err(e) => failed.push(gap(format!(
                 "the Ceph census of pool {}: {e}; nothing is said about its images",
                 r.key
-            )),
+            ))),
             // Images nothing names whose details could not be read: whether they are
             // anyone's is not known, so the census is not complete.
             Ok(snap) => {
                 if let Some((image, e)) = snap.unread.iter().next() {
-                    failed.push(format!(
+                    failed.push(gap(format!(
                         "the Ceph census of pool {}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
                         r.key,
                         snap.unread.len()
-                    ));
+                    )));
                 }
             }
         }
@@ -1170,13 +1230,16 @@ pub(crate) fn snapshot_orphans(
     c: &Census,
     handles: Option<(Vec<String>, Vec<String>)>,
     referenced: &mut Referenced,
-) -> (Vec<Finding>, Vec<String>) {
+) -> (Vec<Finding>, Vec<CensusGap>) {
     let scopes: Vec<&Scope> = c.pools.keys().filter(|k| k.holds_snapshots()).collect();
     let Some((before, after)) = handles else {
         let unknown = scopes
             .into_iter()
             .filter(|k| c.is_trusted(k))
-            .map(|k| format!("the snapshot census of {k}: the VolumeSnapshotContents could not be read (not served, or forbidden); nothing is said about its snapshots"))
+            .map(|k| CensusGap {
+                scope: k.to_string(),
+                line: format!("the snapshot census of {k}: the VolumeSnapshotContents could not be read (not served, or forbidden); nothing is said about its snapshots"),
+            })
             .collect();
         return (Vec::new(), unknown);
     };

@@ -233,6 +233,8 @@ impl Reader {
     ) -> Result<SnapshotScan, ScanError> {
         let SnapshotsAsked { exclusions, graces } = asked;
         let graces = *graces;
+        self.progress
+            .step("snapshots: is snapshot.storage.k8s.io/v1 served?");
         if !self.snapshots_served().await? {
             tracing::debug!(
                 "{API_VERSION} VolumeSnapshotContents and VolumeSnapshots are not served: no snapshot to check"
@@ -300,6 +302,12 @@ impl Reader {
                 SnapshotVerdict::Skip(why) => tracing::warn!("skipped: {why}"),
                 SnapshotVerdict::Healthy | SnapshotVerdict::Undecided(_) => {}
             }
+        }
+        if !again.is_empty() {
+            self.progress.step(format!(
+                "second looks: {} snapshot finding(s) that could be a moment between two lists",
+                again.len()
+            ));
         }
         for f in again {
             match self.second_look(&f, exclusions, graces, now).await? {
@@ -570,7 +578,9 @@ pub(crate) fn write(
     format: super::Format,
 ) -> std::io::Result<()> {
     match format {
-        super::Format::Json => {
+        // Written whole, with the volume findings, by `output::write`.
+        super::Format::Json | super::Format::Yaml | super::Format::Name => Ok(()),
+        super::Format::Jsonl => {
             for r in rows {
                 let mut ser = serde_json::Serializer::with_formatter(&mut *w, super::PythonStyle);
                 snapshot_line(&r.finding, r.cost.as_ref())
@@ -580,8 +590,8 @@ pub(crate) fn write(
             }
             Ok(())
         }
-        super::Format::Table if rows.is_empty() => Ok(()),
-        super::Format::Table => {
+        super::Format::Table | super::Format::Wide if rows.is_empty() => Ok(()),
+        super::Format::Table | super::Format::Wide => {
             let costed = rows.iter().any(|r| r.cost.is_some());
             let mut header = vec![
                 "SNAPSHOT-OBJECT",
@@ -594,6 +604,10 @@ pub(crate) fn write(
             ];
             if costed {
                 header.push("COST");
+            }
+            let wide = format == super::Format::Wide;
+            if wide {
+                header.push("MESSAGE");
             }
             let none = || "<none>".to_string();
             let table: Vec<Vec<String>> = rows
@@ -612,6 +626,9 @@ pub(crate) fn write(
                     ];
                     if costed {
                         row.push(r.cost.as_ref().map_or_else(none, |c| c.display.clone()));
+                    }
+                    if wide {
+                        row.push(f.message.clone());
                     }
                     row
                 })

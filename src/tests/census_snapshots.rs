@@ -292,7 +292,10 @@ fn scan_says_it_does_not_know_a_scope_whose_contents_it_could_not_read() {
     assert!(found.is_empty(), "no content is not \"no content\"");
     assert_eq!(unknown.len(), 1, "{unknown:?}");
     assert!(
-        unknown[0].starts_with("the snapshot census of ebs:eu-west-1/snapshots: "),
+        unknown[0]
+            .line
+            .starts_with("the snapshot census of ebs:eu-west-1/snapshots: ")
+            && unknown[0].scope == "ebs:eu-west-1/snapshots",
         "{}",
         unknown[0]
     );

@@ -233,20 +233,31 @@ fn a_bad_duration_flag_is_rejected() {
 }
 
 #[test]
-fn scan_defaults_to_json_and_takes_o_table() {
+fn scan_defaults_to_a_table_on_a_terminal_and_the_seeds_lines_in_a_pipe_and_takes_every_format() {
     match parse(&["volume-leftovers", "scan"])
         .expect("parses")
         .command
     {
-        Command::Scan(s) => assert_eq!(s.output, Format::Json),
+        Command::Scan(s) => assert_eq!(s.output, None),
         other => panic!("{other:?}"),
     }
-    match parse(&["volume-leftovers", "scan", "-o", "table"])
-        .expect("parses")
-        .command
-    {
-        Command::Scan(s) => assert_eq!(s.output, Format::Table),
-        other => panic!("{other:?}"),
+    assert_eq!(Format::default_for(true), Format::Table);
+    assert_eq!(Format::default_for(false), Format::Jsonl);
+    for (flag, format) in [
+        ("table", Format::Table),
+        ("wide", Format::Wide),
+        ("json", Format::Json),
+        ("yaml", Format::Yaml),
+        ("name", Format::Name),
+        ("jsonl", Format::Jsonl),
+    ] {
+        match parse(&["volume-leftovers", "scan", "-o", flag])
+            .expect("parses")
+            .command
+        {
+            Command::Scan(s) => assert_eq!(s.output, Some(format), "-o {flag}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
 

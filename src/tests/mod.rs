@@ -20,6 +20,7 @@ mod leftover;
 mod machine;
 mod metrics;
 mod name;
+mod output;
 mod plan;
 mod props;
 mod quantity;

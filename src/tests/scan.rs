@@ -300,7 +300,7 @@ fn json_line_without_claim_ref_says_no_claim_is_missing_as_the_original_tool() {
 fn json_report_writes_one_line_per_finding_in_order() {
     let a = mariadb_finding();
     let b = super::fixtures::finding(&pv("other").retain().failed(), &lookup());
-    let out = report(&[a, b], Format::Json);
+    let out = report(&[a, b], Format::Jsonl);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
     assert!(lines[0].starts_with(r#"{"name": "mariadb-pv", "#));
@@ -309,7 +309,7 @@ fn json_report_writes_one_line_per_finding_in_order() {
 
 #[test]
 fn json_report_of_no_findings_is_empty() {
-    assert_eq!(report(&[], Format::Json), "");
+    assert_eq!(report(&[], Format::Jsonl), "");
 }
 
 // ---- Table ----
@@ -676,7 +676,7 @@ mod cloud {
             .filter_map(|f| Some((f.name().to_string(), disk_keys(f)?)))
             .collect();
         let mut out = Vec::new();
-        write_report_with(&mut out, found, &disks, Format::Json).expect("write");
+        write_report_with(&mut out, found, &disks, Format::Jsonl).expect("write");
         String::from_utf8(out).expect("utf-8")
     }
 

@@ -1324,7 +1324,7 @@ fn line_of(f: &SnapshotFinding, cost: Option<&crate::model::crd::CostEstimate>) 
         finding: f.clone(),
         cost: cost.cloned(),
     };
-    crate::scan::snapshots::write(&mut out, &[row], crate::scan::Format::Json).unwrap();
+    crate::scan::snapshots::write(&mut out, &[row], crate::scan::Format::Jsonl).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(
         text.ends_with('\n') && text.matches('\n').count() == 1,
@@ -1354,7 +1354,7 @@ fn a_scan_line_names_the_content_its_snapshot_and_the_backend_snapshot() {
         finding: f.clone(),
         cost: None,
     };
-    crate::scan::snapshots::write(&mut text, &[row], crate::scan::Format::Json).unwrap();
+    crate::scan::snapshots::write(&mut text, &[row], crate::scan::Format::Jsonl).unwrap();
     let text = String::from_utf8(text).unwrap();
     // The keys in the order they are printed.
     let mut keys: Vec<(usize, &str)> = v
