@@ -234,18 +234,38 @@ impl Reader {
 }
 
 /// The images a scan found named (by a PV or a tombstone), by censused pool.
-type Referenced = HashMap<Scope, HashSet<String>>;
+pub(crate) type Referenced = HashMap<Scope, HashSet<String>>;
 
 /// The PVs' verdicts, sorted by what must still be done with them.
 #[derive(Default)]
-struct Classified {
+pub(crate) struct Classified {
     /// Findings as they stand.
-    findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Findings that rest on a claim being absent, with their volume, to be looked at again.
-    recheck: Vec<(Volume, Finding)>,
+    pub(crate) recheck: Vec<(Volume, Finding)>,
 }
 
 impl Classified {
+    /// One listed PV: the disk it names noted in `referenced` (when a censused pool holds it),
+    /// then classified against `facts` at `now` and its verdict taken. Pure: what a page of PVs
+    /// goes through, one by one.
+    pub(crate) fn volume(
+        &mut self,
+        pv: Volume,
+        facts: &Facts,
+        now: &Time,
+        referenced: &mut Referenced,
+    ) {
+        if let (Some(c), Some(r)) = (
+            facts.census.as_deref(),
+            pv.spec.as_ref().and_then(volume_disk),
+        ) {
+            note_reference(c, r, referenced);
+        }
+        let verdict = classify(&pv, facts, now.clone());
+        self.take(pv, verdict);
+    }
+
     fn take(&mut self, pv: Volume, verdict: Verdict) {
         match verdict {
             Verdict::Leftover(f) => {
@@ -332,15 +352,7 @@ impl Reader {
             },
             |items| {
                 for pv in items {
-                    let pv = Volume::read(pv, exclusions);
-                    if let (Some(c), Some(r)) = (
-                        facts.census.as_deref(),
-                        pv.spec.as_ref().and_then(volume_disk),
-                    ) {
-                        note_reference(c, r, referenced);
-                    }
-                    let verdict = classify(&pv, facts, now.clone());
-                    out.take(pv, verdict);
+                    out.volume(Volume::read(pv, exclusions), facts, now, referenced);
                 }
             },
         )
@@ -1024,7 +1036,9 @@ pub async fn run(
         let unnamed = unnamed_images(&c, &report.referenced);
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
-        report.findings.extend(orphans(&c, &report.referenced));
+        report
+            .findings
+            .extend(orphans(&c, &report.referenced, &wall_clock()));
         report.cloud_failed = cloud_failed.into_values().collect();
         census_state = Some(c);
     }
@@ -1190,15 +1204,14 @@ pub(crate) fn snapshot_orphans(
     (found, Vec::new())
 }
 
-/// The findings about the images nothing names, every pool's (not the snapshot scopes': see
-/// [`snapshot_orphans`]).
-fn orphans(c: &Census, referenced: &Referenced) -> Vec<Finding> {
-    let now = wall_clock();
+/// The findings about the images nothing names at `now`, every pool's (not the snapshot
+/// scopes': see [`snapshot_orphans`]).
+pub(crate) fn orphans(c: &Census, referenced: &Referenced, now: &Time) -> Vec<Finding> {
     let empty = HashSet::new();
     let mut found = Vec::new();
     for k in c.pools.keys().filter(|k| !k.holds_snapshots()) {
         let refs = referenced.get(k).unwrap_or(&empty);
-        found.extend(c.orphans(k, refs, &now));
+        found.extend(c.orphans(k, refs, now));
     }
     found
 }
