@@ -20,6 +20,7 @@ mod leftover;
 mod machine;
 mod metrics;
 mod name;
+mod one_truth;
 mod plan;
 mod props;
 mod quantity;
