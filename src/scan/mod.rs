@@ -685,6 +685,9 @@ struct Line<'a> {
     image_name: Option<&'a str>,
     disk_name: Option<&'a str>,
     path: Option<&'a str>,
+    /// The zones the PV's node affinity requires (`status.source.zones`): where an in-tree
+    /// disk, and an EBS volume's region, is located.
+    zones: &'a [String],
     message: &'a str,
     /// A cloud disk's keys, after the others; absent from every other line.
     #[serde(flatten)]
@@ -773,6 +776,7 @@ fn line(f: &Finding) -> Line<'_> {
         image_name: s.source.image_name.as_deref(),
         disk_name: s.source.disk_name.as_deref(),
         path: s.source.path.as_deref(),
+        zones: &s.source.zones,
         message: &s.message,
         disk: None,
         cost: s.cost.as_ref().map(|c| CostKeys {

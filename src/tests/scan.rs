@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
+use super::fixtures::{PvBuilder, finding, lookup, mariadb_finding, mariadb_pv, pv};
 use crate::decide::classify::{ClaimFacts, ClassFacts, Found, Lookup};
 use crate::model::finding::Finding;
 use crate::model::volume::Volume;
@@ -224,6 +224,29 @@ fn json_line_is_one_line_of_valid_json() {
     assert_eq!(v["pool"], "replicapool");
     assert_eq!(v["image_name"], "csi-vol-mariadb");
     assert_eq!(v["message"], mariadb_finding().status.message.as_str());
+}
+
+/// Issue 33: the line said every fact of the PV's source but its zones, which locate an
+/// in-tree disk (and an EBS volume's region), and which the operator publishes
+/// (`status.source.zones`).
+#[test]
+fn json_line_names_the_zones_that_locate_the_disk() {
+    let p = pv("intree")
+        .retain()
+        .released()
+        .claim("db", "data", "uid-1")
+        .gce_pd("disk-1")
+        .zones(["europe-west1-b", "europe-west1-c"]);
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.source.zones, ["europe-west1-b", "europe-west1-c"]);
+    let v: serde_json::Value = serde_json::from_str(&json_line(&f)).expect("valid JSON");
+    assert_eq!(
+        v["zones"],
+        serde_json::json!(["europe-west1-b", "europe-west1-c"])
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&json_line(&mariadb_finding())).expect("valid JSON");
+    assert_eq!(v["zones"], serde_json::json!([]), "none required: empty");
 }
 
 #[test]
