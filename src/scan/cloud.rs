@@ -17,7 +17,7 @@ use crate::census::CensusReport;
 use crate::census::config::CensusConfig;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, FailureKind, Scope, Snapshot, recorded_scope};
+use crate::decide::census::{Census, FailureKind, Scope, recorded_scope};
 use crate::model::crd::{Hint, Reason, Subject};
 use crate::model::finding::Finding;
 
@@ -58,25 +58,18 @@ impl std::fmt::Display for ScopeFailure {
 /// The failures of the scans' listings, by scope (the last one of each).
 pub(crate) type Failures = BTreeMap<String, ScopeFailure>;
 
-/// Records one listing's reports into `census` (adding the scopes an aggregated listing names
-/// that the configuration did not), and each failure into `failed`. A failure is kept even when
-/// the other listing of the scope worked: one listing is not two, and the scan is incomplete.
-/// `section_cluster` is the section's own `clusterName`, when it differs from the file's: a disk
-/// naming it is this cluster's ([`as_census_names`]).
-pub(crate) fn record(
-    census: &mut Census,
-    reports: Vec<CensusReport>,
-    section_cluster: Option<&str>,
-    failed: &mut Failures,
-) {
+/// Records one listing's reports into `census` (admitting the zones and regions an aggregated
+/// listing names, as the operator admits them), and each failure into `failed`. A failure is
+/// kept even when the other listing of the scope worked: one listing is not two, and the scan is
+/// incomplete. A section's own `clusterName` is the census's name for its scopes
+/// ([`Census::cluster_name_of`]), so a disk naming it is this cluster's, as in the operator:
+/// what a listing read is recorded as read.
+pub(crate) fn record(census: &mut Census, reports: Vec<CensusReport>, failed: &mut Failures) {
     for r in reports {
         let key = r.key;
-        census.pools.entry(key.clone()).or_default();
+        census.admit(&key);
         let result = match r.result {
-            Ok(mut snap) => {
-                as_census_names(&mut snap, section_cluster, census.cluster_name.as_deref());
-                Ok(snap)
-            }
+            Ok(snap) => Ok(snap),
             Err(f) => {
                 failed.insert(
                     key.to_string(),
@@ -96,25 +89,6 @@ pub(crate) fn record(
             }
         };
         census.record(&key, result);
-    }
-}
-
-/// A section may name this cluster otherwise than the file's `clusterName` (GKE's cluster name
-/// beside ceph-csi's): a disk naming the section's name is this cluster's, so it is recorded
-/// under the census's name, which [`DiskFacts::owner`] compares with.
-pub(crate) fn as_census_names(snap: &mut Snapshot, section: Option<&str>, census: Option<&str>) {
-    let (Some(section), Some(census)) = (section, census) else {
-        return;
-    };
-    if section == census {
-        return;
-    }
-    for seen in snap.images.values_mut() {
-        if let Some(d) = seen.detail.as_mut()
-            && d.cluster.as_deref() == Some(section)
-        {
-            d.cluster = Some(census.to_string());
-        }
     }
 }
 
@@ -173,23 +147,22 @@ mod gce {
             Ok(l) => l,
             Err(e) => {
                 let f = CensusFailure::caused(e.category, None, e);
-                record(census, fail_known(&known, f), None, failed);
+                record(census, fail_known(&known, f), failed);
                 return;
             }
         };
-        let ours = section.cluster_name.as_deref();
         for _ in 0..2 {
             let started = Instant::now();
             let at = wall_clock();
             let listing = lister.list().await;
             let reports = reports_of(listing, &project, &mut known, at, started.elapsed());
-            record(census, reports, ours, failed);
+            record(census, reports, failed);
             if section.snapshots {
                 let started = Instant::now();
                 let at = wall_clock();
                 let listing = lister.list_snapshots().await;
                 let report = snapshots_report_of(listing, &project, at, started.elapsed());
-                record(census, vec![report], ours, failed);
+                record(census, vec![report], failed);
             }
         }
     }
@@ -217,7 +190,7 @@ mod gce {
                 elapsed: std::time::Duration::ZERO,
             })
             .collect();
-        record(census, reports, None, failed);
+        record(census, reports, failed);
     }
 }
 
@@ -262,7 +235,7 @@ mod ebs {
                 at,
                 started.elapsed(),
             );
-            record(census, vec![report], ours, failed);
+            record(census, vec![report], failed);
             if section.snapshots {
                 let started = Instant::now();
                 let at = wall_clock();
@@ -275,7 +248,7 @@ mod ebs {
                     at,
                     started.elapsed(),
                 );
-                record(census, vec![report], ours, failed);
+                record(census, vec![report], failed);
             }
         }
     }
@@ -308,7 +281,7 @@ mod ebs {
                 elapsed: std::time::Duration::ZERO,
             })
             .collect();
-        record(census, reports, None, failed);
+        record(census, reports, failed);
     }
 }
 

@@ -248,18 +248,38 @@ impl Reader {
 }
 
 /// The images a scan found named (by a PV or a tombstone), by censused pool.
-type Referenced = HashMap<Scope, HashSet<String>>;
+pub(crate) type Referenced = HashMap<Scope, HashSet<String>>;
 
 /// The PVs' verdicts, sorted by what must still be done with them.
 #[derive(Default)]
-struct Classified {
+pub(crate) struct Classified {
     /// Findings as they stand.
-    findings: Vec<Finding>,
+    pub(crate) findings: Vec<Finding>,
     /// Findings that rest on a claim being absent, with their volume, to be looked at again.
-    recheck: Vec<(Volume, Finding)>,
+    pub(crate) recheck: Vec<(Volume, Finding)>,
 }
 
 impl Classified {
+    /// One listed PV: the disk it names noted in `referenced` (when a censused pool holds it),
+    /// then classified against `facts` at `now` and its verdict taken. Pure: what a page of PVs
+    /// goes through, one by one.
+    pub(crate) fn volume(
+        &mut self,
+        pv: Volume,
+        facts: &Facts,
+        now: &Time,
+        referenced: &mut Referenced,
+    ) {
+        if let (Some(c), Some(r)) = (
+            facts.census.as_deref(),
+            pv.spec.as_ref().and_then(volume_disk),
+        ) {
+            note_reference(c, r, referenced);
+        }
+        let verdict = classify(&pv, facts, now.clone());
+        self.take(pv, verdict);
+    }
+
     fn take(&mut self, pv: Volume, verdict: Verdict) {
         match verdict {
             Verdict::Leftover(f) => {
@@ -346,15 +366,7 @@ impl Reader {
             },
             |items| {
                 for pv in items {
-                    let pv = Volume::read(pv, exclusions);
-                    if let (Some(c), Some(r)) = (
-                        facts.census.as_deref(),
-                        pv.spec.as_ref().and_then(volume_disk),
-                    ) {
-                        note_reference(c, r, referenced);
-                    }
-                    let verdict = classify(&pv, facts, now.clone());
-                    out.take(pv, verdict);
+                    out.volume(Volume::read(pv, exclusions), facts, now, referenced);
                 }
             },
         )
@@ -695,6 +707,9 @@ struct Line<'a> {
     image_name: Option<&'a str>,
     disk_name: Option<&'a str>,
     path: Option<&'a str>,
+    /// The zones the PV's node affinity requires (`status.source.zones`): where an in-tree
+    /// disk, and an EBS volume's region, is located.
+    zones: &'a [String],
     message: &'a str,
     /// A cloud disk's keys, after the others; absent from every other line.
     #[serde(flatten)]
@@ -783,6 +798,7 @@ fn line(f: &Finding) -> Line<'_> {
         image_name: s.source.image_name.as_deref(),
         disk_name: s.source.disk_name.as_deref(),
         path: s.source.path.as_deref(),
+        zones: &s.source.zones,
         message: &s.message,
         disk: None,
         cost: s.cost.as_ref().map(|c| CostKeys {
@@ -1080,7 +1096,9 @@ pub async fn run(
         progress.step("census: the details of the Ceph images nothing names");
         let failed = read_details(cs, &mut c, &unnamed).await;
         report.census_failed.extend(failed);
-        report.findings.extend(orphans(&c, &report.referenced));
+        report
+            .findings
+            .extend(orphans(&c, &report.referenced, &wall_clock()));
         report.cloud_failed = cloud_failed.into_values().collect();
         census_state = Some(c);
     }
@@ -1253,15 +1271,14 @@ pub(crate) fn snapshot_orphans(
     (found, Vec::new())
 }
 
-/// The findings about the images nothing names, every pool's (not the snapshot scopes': see
-/// [`snapshot_orphans`]).
-fn orphans(c: &Census, referenced: &Referenced) -> Vec<Finding> {
-    let now = wall_clock();
+/// The findings about the images nothing names at `now`, every pool's (not the snapshot
+/// scopes': see [`snapshot_orphans`]).
+pub(crate) fn orphans(c: &Census, referenced: &Referenced, now: &Time) -> Vec<Finding> {
     let empty = HashSet::new();
     let mut found = Vec::new();
     for k in c.pools.keys().filter(|k| !k.holds_snapshots()) {
         let refs = referenced.get(k).unwrap_or(&empty);
-        found.extend(c.orphans(k, refs, &now));
+        found.extend(c.orphans(k, refs, now));
     }
     found
 }

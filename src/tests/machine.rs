@@ -33,12 +33,12 @@ const STALE_AFTER: Duration = Duration::from_secs(60);
 
 /// The loop with its four stores, and the hands that fill them (as the feeds do, before they
 /// hand the item to the loop).
-struct World {
-    machine: Loop,
-    pv: Writer<Volume>,
+pub(super) struct World {
+    pub(super) machine: Loop,
+    pub(super) pv: Writer<Volume>,
     pvc: Writer<Claim>,
     sc: Writer<StorageClass>,
-    vl: Writer<Leftover>,
+    pub(super) vl: Writer<Leftover>,
     _role: tokio::sync::watch::Sender<Role>,
 }
 
@@ -46,7 +46,7 @@ fn world() -> World {
     world_with(Settings::default())
 }
 
-fn world_with(settings: Settings) -> World {
+pub(super) fn world_with(settings: Settings) -> World {
     let (pv_store, pv) = reflector::store();
     let (pvc_store, pvc) = reflector::store();
     let (sc_store, sc) = reflector::store();
@@ -78,7 +78,7 @@ fn world_with(settings: Settings) -> World {
     }
 }
 
-fn class(name: &str, policy: &str) -> StorageClass {
+pub(super) fn class(name: &str, policy: &str) -> StorageClass {
     StorageClass {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -90,7 +90,7 @@ fn class(name: &str, policy: &str) -> StorageClass {
     }
 }
 
-fn claim(namespace: &str, name: &str, uid: &str) -> Claim {
+pub(super) fn claim(namespace: &str, name: &str, uid: &str) -> Claim {
     Claim::of(&ObjectMeta {
         namespace: Some(namespace.into()),
         name: Some(name.into()),
@@ -108,26 +108,26 @@ fn published_claim_missing() -> VolumeLeftover {
 }
 
 impl World {
-    fn step(&mut self, event: Event) -> Effects {
+    pub(super) fn step(&mut self, event: Event) -> Effects {
         self.machine.step(event, Instant::now(), &now())
     }
-    fn put_pv(&mut self, p: &PersistentVolume) -> Event {
+    pub(super) fn put_pv(&mut self, p: &PersistentVolume) -> Event {
         let v = Volume::from(p);
         self.pv
             .apply_watcher_event(&watcher::Event::Apply(v.clone()));
         Event::Input(Input::Pv(Box::new(FeedItem::Applied(v))))
     }
-    fn put_claim(&mut self, c: Claim) -> Event {
+    pub(super) fn put_claim(&mut self, c: Claim) -> Event {
         self.pvc
             .apply_watcher_event(&watcher::Event::Apply(c.clone()));
         Event::Input(Input::Pvc(Box::new(FeedItem::Applied(c))))
     }
-    fn put_class(&mut self, c: StorageClass) -> Event {
+    pub(super) fn put_class(&mut self, c: StorageClass) -> Event {
         self.sc
             .apply_watcher_event(&watcher::Event::Apply(c.clone()));
         Event::Input(Input::Sc(Box::new(FeedItem::Applied(c))))
     }
-    fn put_leftover(&mut self, o: &VolumeLeftover) -> Event {
+    pub(super) fn put_leftover(&mut self, o: &VolumeLeftover) -> Event {
         let l = super::fixtures::lean(o);
         self.vl
             .apply_watcher_event(&watcher::Event::Apply(l.clone()));
@@ -135,16 +135,16 @@ impl World {
     }
 }
 
-fn listed_pvs() -> Event {
+pub(super) fn listed_pvs() -> Event {
     Event::Input(Input::Pv(Box::new(FeedItem::Listed { gone: Vec::new() })))
 }
-fn listed_claims() -> Event {
+pub(super) fn listed_claims() -> Event {
     Event::Input(Input::Pvc(Box::new(FeedItem::Listed { gone: Vec::new() })))
 }
-fn listed_classes() -> Event {
+pub(super) fn listed_classes() -> Event {
     Event::Input(Input::Sc(Box::new(FeedItem::Listed { gone: Vec::new() })))
 }
-fn listed_leftovers() -> Event {
+pub(super) fn listed_leftovers() -> Event {
     Event::Input(Input::Vl(Box::new(FeedItem::Listed { gone: Vec::new() })))
 }
 fn pvs_failing() -> Event {

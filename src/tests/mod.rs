@@ -20,6 +20,7 @@ mod leftover;
 mod machine;
 mod metrics;
 mod name;
+mod one_truth;
 mod output;
 mod plan;
 mod props;

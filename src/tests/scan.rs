@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
 
-use super::fixtures::{PvBuilder, lookup, mariadb_finding, mariadb_pv, pv};
+use super::fixtures::{PvBuilder, finding, lookup, mariadb_finding, mariadb_pv, pv};
 use crate::decide::classify::{ClaimFacts, ClassFacts, Found, Lookup};
 use crate::model::finding::Finding;
 use crate::model::volume::Volume;
@@ -224,6 +224,29 @@ fn json_line_is_one_line_of_valid_json() {
     assert_eq!(v["pool"], "replicapool");
     assert_eq!(v["image_name"], "csi-vol-mariadb");
     assert_eq!(v["message"], mariadb_finding().status.message.as_str());
+}
+
+/// Issue 33: the line said every fact of the PV's source but its zones, which locate an
+/// in-tree disk (and an EBS volume's region), and which the operator publishes
+/// (`status.source.zones`).
+#[test]
+fn json_line_names_the_zones_that_locate_the_disk() {
+    let p = pv("intree")
+        .retain()
+        .released()
+        .claim("db", "data", "uid-1")
+        .gce_pd("disk-1")
+        .zones(["europe-west1-b", "europe-west1-c"]);
+    let f = finding(&p, &lookup());
+    assert_eq!(f.status.source.zones, ["europe-west1-b", "europe-west1-c"]);
+    let v: serde_json::Value = serde_json::from_str(&json_line(&f)).expect("valid JSON");
+    assert_eq!(
+        v["zones"],
+        serde_json::json!(["europe-west1-b", "europe-west1-c"])
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&json_line(&mariadb_finding())).expect("valid JSON");
+    assert_eq!(v["zones"], serde_json::json!([]), "none required: empty");
 }
 
 #[test]
@@ -582,7 +605,7 @@ mod cloud {
     use crate::model::crd::{Hint, Reason};
     use crate::model::finding::Finding;
     use crate::model::volume::Volume;
-    use crate::scan::cloud::{DiskKeys, Failures, as_census_names, disk_keys, record};
+    use crate::scan::cloud::{DiskKeys, Failures, disk_keys, record};
     use crate::scan::{Facts, Format, Outcome, ScanResult, findings, write_report_with};
 
     fn zone() -> Scope {
@@ -701,15 +724,9 @@ mod cloud {
         record(
             &mut c,
             vec![listed(&zone(), 0, Ok(gce_disks()))],
-            None,
             &mut failed,
         );
-        record(
-            &mut c,
-            vec![listed(&region(), 0, Ok(vec![]))],
-            None,
-            &mut failed,
-        );
+        record(&mut c, vec![listed(&region(), 0, Ok(vec![]))], &mut failed);
         assert!(
             classified(&c, &pvs).is_empty(),
             "one listing is not two: an absence after one is unknown"
@@ -717,15 +734,9 @@ mod cloud {
         record(
             &mut c,
             vec![listed(&zone(), 60, Ok(gce_disks()))],
-            None,
             &mut failed,
         );
-        record(
-            &mut c,
-            vec![listed(&region(), 60, Ok(vec![]))],
-            None,
-            &mut failed,
-        );
+        record(&mut c, vec![listed(&region(), 60, Ok(vec![]))], &mut failed);
         assert!(failed.is_empty(), "{failed:?}");
         let found = classified(&c, &pvs);
         assert_eq!(
@@ -767,12 +778,7 @@ mod cloud {
         let mut failed = Failures::new();
         for at in [0, 60] {
             for scope in [zone(), regional.clone(), region()] {
-                record(
-                    &mut c,
-                    vec![listed(&scope, at, Ok(vec![]))],
-                    None,
-                    &mut failed,
-                );
+                record(&mut c, vec![listed(&scope, at, Ok(vec![]))], &mut failed);
             }
         }
         assert!(failed.is_empty(), "{failed:?}");
@@ -855,12 +861,7 @@ mod cloud {
                 ("theirs", disk(Some("staging"), &[], Some("pvc-9"))),
                 ("ours", disk(Some("prod"), &["vm-1"], Some("pvc-1"))),
             ];
-            record(
-                &mut c,
-                vec![listed(&zone(), at, Ok(disks))],
-                None,
-                &mut failed,
-            );
+            record(&mut c, vec![listed(&zone(), at, Ok(disks))], &mut failed);
         }
         let found = c.orphans(&zone(), &Default::default(), &now_plus(120));
         let by_disk: Vec<(&str, &[Hint])> = found
@@ -905,30 +906,18 @@ mod cloud {
         let mut failed = Failures::new();
         let orphan = || vec![("orphan", disk(None, &[], None))];
         // GCE: listed, then a 403. EBS: throttled, then listed.
-        record(
-            &mut c,
-            vec![listed(&zone(), 0, Ok(orphan()))],
-            None,
-            &mut failed,
-        );
+        record(&mut c, vec![listed(&zone(), 0, Ok(orphan()))], &mut failed);
         record(
             &mut c,
             vec![listed(&region(), 0, Err(FailureCategory::Quota))],
-            None,
             &mut failed,
         );
         record(
             &mut c,
             vec![listed(&zone(), 60, Err(FailureCategory::Forbidden))],
-            None,
             &mut failed,
         );
-        record(
-            &mut c,
-            vec![listed(&region(), 60, Ok(vec![]))],
-            None,
-            &mut failed,
-        );
+        record(&mut c, vec![listed(&region(), 60, Ok(vec![]))], &mut failed);
         let lines: Vec<String> = failed.values().map(ToString::to_string).collect();
         assert_eq!(
             lines,
@@ -960,6 +949,7 @@ mod cloud {
     #[test]
     fn scopes_an_aggregated_listing_names_join_the_census() {
         let mut c = Census::new(Vec::<Scope>::new(), Some("prod"), Duration::from_secs(3600));
+        c.open_project("p1", None);
         let regional = Scope::Gce {
             project: "p1".into(),
             location: "europe-west1".into(),
@@ -967,12 +957,7 @@ mod cloud {
         let mut failed = Failures::new();
         for at in [0, 60] {
             let disks = vec![("regional", disk(None, &[], None))];
-            record(
-                &mut c,
-                vec![listed(&regional, at, Ok(disks))],
-                None,
-                &mut failed,
-            );
+            record(&mut c, vec![listed(&regional, at, Ok(disks))], &mut failed);
         }
         let found = c.orphans(&regional, &Default::default(), &now_plus(120));
         assert_eq!(found.len(), 1);
@@ -983,23 +968,67 @@ mod cloud {
         );
     }
 
+    /// Issue 33: `scan` recorded a disk naming its section's own `clusterName` as naming the
+    /// file's, then compared it with the section's name (as the operator does, through
+    /// [`Census::cluster_name_of`]): this cluster's disks in such a section read as another
+    /// cluster's and were never reported, while the operator published them. A listing is now
+    /// recorded as read, as in the operator: the section's name is this cluster's there, the
+    /// file's another's; and a zone an aggregated listing names is admitted with its section's
+    /// name.
     #[test]
-    fn a_disk_naming_the_sections_own_cluster_name_is_this_clusters() {
-        let mut snap = Snapshot {
-            started: now_plus(0),
-            pool_id: 0,
-            images: [
-                ("gke".to_string(), disk(Some("gke-prod"), &[], None)),
-                ("other".to_string(), disk(Some("gke-staging"), &[], None)),
-            ]
-            .into(),
-            trash: Default::default(),
-            unread: Default::default(),
+    fn each_section_names_its_own_cluster_as_the_operator_reads_it() {
+        let config = crate::census::config::CensusConfig::parse(
+            "clusterName: prod
+gce:
+  - project: fixed
+    locations: [europe-west1-b]
+    clusterName: gke-prod
+  - project: open
+    clusterName: gke-open
+ebs:
+  - region: eu-west-1
+    clusterName: eks-prod
+",
+        )
+        .expect("config parses");
+        let mut c = config.census(Duration::from_secs(3600));
+        let gce = |project: &str, location: &str| Scope::Gce {
+            project: project.into(),
+            location: location.into(),
         };
-        as_census_names(&mut snap, Some("gke-prod"), Some("prod"));
-        let cluster = |n: &str| snap.images[n].detail.as_ref().unwrap().cluster.clone();
-        assert_eq!(cluster("gke").as_deref(), Some("prod"));
-        assert_eq!(cluster("other").as_deref(), Some("gke-staging"));
+        let ebs = Scope::Ebs {
+            account: None,
+            region: "eu-west-1".into(),
+        };
+        let scopes = [
+            (gce("fixed", "europe-west1-b"), "gke-prod"),
+            (gce("open", "europe-west1-c"), "gke-open"),
+            (ebs, "eks-prod"),
+        ];
+        let mut failed = Failures::new();
+        for at in [0, 60] {
+            for (scope, ours) in &scopes {
+                let disks = vec![
+                    ("ours", disk(Some(ours), &[], Some("pv-1"))),
+                    ("files", disk(Some("prod"), &[], Some("pv-2"))),
+                ];
+                record(&mut c, vec![listed(scope, at, Ok(disks))], &mut failed);
+            }
+        }
+        assert!(failed.is_empty(), "{failed:?}");
+        for (scope, _) in &scopes {
+            let found = c.orphans(scope, &Default::default(), &now_plus(120));
+            let names: Vec<&str> = found
+                .iter()
+                .map(|f| f.status.image.as_ref().expect("image").name.as_str())
+                .collect();
+            assert_eq!(names, ["ours"], "{scope}");
+            assert!(
+                found[0].status.hints.is_empty(),
+                "{:?}",
+                found[0].status.hints
+            );
+        }
     }
 }
 

@@ -14,12 +14,8 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{
-    CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec,
-};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
 use volume_leftovers::census::ceph::CensusSettings;
 use volume_leftovers::census::ceph::rbd;
@@ -29,34 +25,6 @@ use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 
 use crate::ceph::{Ceph, Frozen, Watch, uuid};
 use crate::support::*;
-
-/// A PV as ceph-csi provisions it: driver, handle, and the attributes naming its image.
-fn rbd_pv(name: &str, class: &str, fsid: &str, pool: &str, image: &str) -> PersistentVolume {
-    PersistentVolume {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PersistentVolumeSpec {
-            capacity: Some([("storage".to_string(), Quantity("16Mi".into()))].into()),
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            persistent_volume_reclaim_policy: Some("Retain".into()),
-            storage_class_name: Some(class.into()),
-            csi: Some(CSIPersistentVolumeSource {
-                driver: "rbd.csi.ceph.com".into(),
-                volume_handle: format!("0001-0024-{fsid}-0000000000000001-{image}"),
-                volume_attributes: Some(BTreeMap::from([
-                    ("clusterID".to_string(), fsid.to_string()),
-                    ("pool".to_string(), pool.to_string()),
-                    ("imageName".to_string(), image.to_string()),
-                ])),
-                ..CSIPersistentVolumeSource::default()
-            }),
-            ..PersistentVolumeSpec::default()
-        }),
-        status: None,
-    }
-}
 
 fn class_retain(name: &str) -> StorageClass {
     crate::support::class(name, "Retain")

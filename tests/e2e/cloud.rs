@@ -14,124 +14,19 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
-use k8s_openapi::api::core::v1::{
-    CSIPersistentVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
-};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use volume_leftovers::decide::census::{Scope, disk_leftover_name};
 use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover};
 
 use crate::support::*;
-
-/// moto's standalone server on a free port of 127.0.0.1, stopped on drop.
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn moto() -> Option<Moto> {
-    match start_moto() {
-        Ok(m) => Some(m),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("moto could not be started (CI=true: failing, not skipping): {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: moto could not be started: {e}");
-            None
-        }
-    }
-}
-
-fn start_moto() -> Result<Moto, String> {
-    let server = match std::env::var("VL_MOTO_SERVER") {
-        Ok(p) => p,
-        Err(_) => {
-            let out = Command::new(repo().join("scripts/moto.sh"))
-                .stderr(Stdio::inherit())
-                .output()
-                .map_err(|e| format!("scripts/moto.sh: {e}"))?;
-            if !out.status.success() {
-                return Err(format!("scripts/moto.sh failed: {}", out.status));
-            }
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        }
-    };
-    let port = free_port();
-    let child = Command::new(&server)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{server}: {e}"))?;
-    let mut moto = Moto { child, port };
-    let until = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = moto.child.try_wait() {
-            return Err(format!("moto_server exited: {status}"));
-        }
-        if Instant::now() > until {
-            return Err("moto_server did not listen within 60 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(moto)
-}
-
-const KEY_ID: &str = "AKIATESTTESTTEST";
-const SECRET: &str = "test-secret";
-
-/// A plain SDK client, for the test's own writes to moto.
-async fn writer(port: u16, region: &str) -> aws_sdk_ec2::Client {
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new(region.to_string()))
-        .endpoint_url(format!("http://127.0.0.1:{port}"))
-        .http_client(aws_smithy_http_client::Builder::new().build_http())
-        .credentials_provider(aws_sdk_ec2::config::Credentials::new(
-            KEY_ID, SECRET, None, None, "test",
-        ))
-        .load()
-        .await;
-    aws_sdk_ec2::Client::new(&sdk)
-}
-
-/// Creates a 10 GiB gp3 volume with these tags; returns its id.
-async fn create_volume(ec2: &aws_sdk_ec2::Client, az: &str, tags: &[(&str, &str)]) -> String {
-    let mut req = ec2
-        .create_volume()
-        .availability_zone(az)
-        .size(10)
-        .volume_type(aws_sdk_ec2::types::VolumeType::Gp3);
-    if !tags.is_empty() {
-        let mut spec = TagSpecification::builder().resource_type(ResourceType::Volume);
-        for (k, v) in tags {
-            spec = spec.tags(Tag::builder().key(*k).value(*v).build());
-        }
-        req = req.tag_specifications(spec.build());
-    }
-    req.send()
-        .await
-        .expect("CreateVolume")
-        .volume_id()
-        .expect("an id")
-        .to_string()
-}
 
 /// A gate in front of moto: forwards each request while open, answers EC2's 403
 /// (`UnauthorizedOperation`) once closed. One request per connection (`Connection: close`).
@@ -217,41 +112,6 @@ fn pass(mut conn: TcpStream, target: u16, closed: &AtomicBool) -> std::io::Resul
     let mut answer = Vec::new();
     up.read_to_end(&mut answer)?;
     conn.write_all(&answer)
-}
-
-/// A PV as the EBS CSI driver provisions it, in `zone`.
-fn ebs_pv(name: &str, class: &str, volume_id: &str, zone: &str) -> PersistentVolume {
-    PersistentVolume {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PersistentVolumeSpec {
-            capacity: Some([("storage".to_string(), Quantity("10Gi".into()))].into()),
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            persistent_volume_reclaim_policy: Some("Retain".into()),
-            storage_class_name: Some(class.into()),
-            csi: Some(CSIPersistentVolumeSource {
-                driver: "ebs.csi.aws.com".into(),
-                volume_handle: volume_id.into(),
-                ..CSIPersistentVolumeSource::default()
-            }),
-            node_affinity: Some(VolumeNodeAffinity {
-                required: Some(NodeSelector {
-                    node_selector_terms: vec![NodeSelectorTerm {
-                        match_expressions: Some(vec![NodeSelectorRequirement {
-                            key: "topology.kubernetes.io/zone".into(),
-                            operator: "In".into(),
-                            values: Some(vec![zone.into()]),
-                        }]),
-                        ..NodeSelectorTerm::default()
-                    }],
-                }),
-            }),
-            ..PersistentVolumeSpec::default()
-        }),
-        status: None,
-    }
 }
 
 /// Every VolumeLeftover's resourceVersion, by name.
@@ -654,24 +514,6 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
     );
     operator.stop();
     let _ = leftovers.delete(&name, &Default::default()).await;
-}
-
-/// Creates a snapshot of `volume` with these tags; returns its id.
-async fn create_snapshot(ec2: &aws_sdk_ec2::Client, volume: &str, tags: &[(&str, &str)]) -> String {
-    let mut req = ec2.create_snapshot().volume_id(volume);
-    if !tags.is_empty() {
-        let mut spec = TagSpecification::builder().resource_type(ResourceType::Snapshot);
-        for (k, v) in tags {
-            spec = spec.tags(Tag::builder().key(*k).value(*v).build());
-        }
-        req = req.tag_specifications(spec.build());
-    }
-    req.send()
-        .await
-        .expect("CreateSnapshot")
-        .snapshot_id()
-        .expect("an id")
-        .to_string()
 }
 
 /// A pre-provisioned VolumeSnapshotContent naming the backend snapshot `handle`.

@@ -79,6 +79,38 @@ pub fn install_snapshots(cp: &ControlPlane, controller: &Path) -> Running {
     )
 }
 
+/// A pre-provisioned content and the snapshot in `ns` that binds it, as the notes'
+/// `objects.yaml` (docs/snapshot-controller-notes.md).
+pub fn pair(ns: &str, content: &str, snapshot: &str, policy: &str, labels: &str) -> String {
+    format!(
+        "apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotContent
+metadata:
+  name: {content}
+  labels: {labels}
+spec:
+  deletionPolicy: {policy}
+  driver: example.csi.invalid
+  source:
+    snapshotHandle: handle-{content}
+  volumeSnapshotRef:
+    namespace: {ns}
+    name: {snapshot}
+---
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshot
+metadata:
+  name: {snapshot}
+  namespace: {ns}
+  labels: {labels}
+spec:
+  source:
+    volumeSnapshotContentName: {content}
+---
+"
+    )
+}
+
 /// The driver every lifecycle object names: the project's own test CSI driver.
 pub const TEST_DRIVER: &str = "test.csi.leftovers.dev";
 

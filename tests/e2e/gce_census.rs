@@ -30,14 +30,13 @@
 //!
 //! When the server's Python cannot be installed the tests skip, except in CI (`CI=true`).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    CSIPersistentVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    PersistentVolume, PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
+    NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
+    PersistentVolumeClaim, VolumeNodeAffinity,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -49,116 +48,6 @@ use volume_leftovers::decide::classify::NOTE_FOUND;
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 
 use crate::support::*;
-
-/// A running test Compute server for one project; stopped on drop.
-struct Fake {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Fake {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The server's interpreter and Google's discovery document.
-fn python() -> Result<(PathBuf, PathBuf), String> {
-    let out = Command::new(repo().join("scripts/gce-python.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("scripts/gce-python.sh: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("scripts/gce-python.sh failed: {}", out.status));
-    }
-    let py = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    let doc = Command::new(&py)
-        .args(["-c", "import googleapiclient, pathlib; print(pathlib.Path(googleapiclient.__file__).parent / 'discovery_cache/documents/compute.v1.json')"])
-        .output()
-        .map_err(|e| format!("{}: {e}", py.display()))?;
-    if !doc.status.success() {
-        return Err("cannot locate compute.v1.json".into());
-    }
-    Ok((
-        py,
-        PathBuf::from(String::from_utf8_lossy(&doc.stdout).trim()),
-    ))
-}
-
-impl Fake {
-    fn start(dir: PathBuf, state: Value) -> Result<Fake, String> {
-        let (py, doc) = python()?;
-        std::fs::create_dir_all(&dir).unwrap();
-        let state_file = dir.join("state.json");
-        std::fs::write(&state_file, state.to_string()).unwrap();
-        let mut child = Command::new(py)
-            .arg(repo().join("tests/fake-gce-compute/server.py"))
-            .arg("--discovery")
-            .arg(doc)
-            .arg("--state")
-            .arg(&state_file)
-            .arg("--write-keys")
-            .arg(dir.join("keys"))
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
-            .spawn()
-            .map_err(|e| format!("spawning server.py: {e}"))?;
-        let mut line = String::new();
-        let read = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
-        match (read, line.trim().strip_prefix("listening ")) {
-            (Ok(_), Some(p)) => Ok(Fake {
-                port: p.parse().unwrap(),
-                child,
-                dir,
-            }),
-            _ => {
-                let _ = child.kill();
-                Err(format!("server.py did not start: {line:?}"))
-            }
-        }
-    }
-
-    /// Replaces the server's state: written beside and renamed over the file, which the server
-    /// reads again at its next request.
-    fn set_state(&self, state: &Value) {
-        let tmp = self.dir.join("state.json.tmp");
-        std::fs::write(&tmp, state.to_string()).unwrap();
-        std::fs::rename(&tmp, self.dir.join("state.json")).unwrap();
-    }
-
-    /// How many requests the server has had for `path`.
-    fn requests(&self, path: &str) -> u64 {
-        let (_, body) = http_get(&format!("http://127.0.0.1:{}/_fake/requests", self.port))
-            .expect("the server's request counts");
-        let counts: Value = serde_json::from_str(&body).unwrap();
-        counts[path].as_u64().unwrap_or(0)
-    }
-
-    /// The `gce:` section naming this server.
-    fn section(&self, project: &str, extra: &str) -> String {
-        format!(
-            "  - project: {project}\n    keyFile: {}\n    endpoint: http://127.0.0.1:{}\n{extra}",
-            self.dir.join("keys/key.json").display(),
-            self.port
-        )
-    }
-}
-
-/// Both servers, or `None` (the test skips) when they cannot be started outside CI.
-fn started(a: Result<Fake, String>, b: Result<Fake, String>) -> Option<(Fake, Fake)> {
-    match (a, b) {
-        (Ok(a), Ok(b)) => Some((a, b)),
-        (Err(e), _) | (_, Err(e)) => {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("the test Compute server cannot be started (CI=true): {e}");
-            }
-            eprintln!("SKIPPED: the test Compute server cannot be started: {e}");
-            None
-        }
-    }
-}
 
 /// The operator binary with the census configuration `config`, short intervals, its log in
 /// `log`.
@@ -184,29 +73,6 @@ fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Ru
     Running(cmd.spawn().unwrap())
 }
 
-/// A PV as the GCE PD CSI driver provisions it.
-fn gce_pv(name: &str, class: &str, handle: &str) -> PersistentVolume {
-    PersistentVolume {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PersistentVolumeSpec {
-            capacity: Some([("storage".to_string(), Quantity("10Gi".into()))].into()),
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            persistent_volume_reclaim_policy: Some("Retain".into()),
-            storage_class_name: Some(class.into()),
-            csi: Some(CSIPersistentVolumeSource {
-                driver: "pd.csi.storage.gke.io".into(),
-                volume_handle: handle.into(),
-                ..CSIPersistentVolumeSource::default()
-            }),
-            ..PersistentVolumeSpec::default()
-        }),
-        status: None,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown() {
     let _lock = operator_lock(Flavor::Full).await;
@@ -214,7 +80,7 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
     let admin = cp.admin().await;
     let cluster = unique("e2e-gke");
     let dir = cp.dir.join(unique("gce-census"));
-    let agg = Fake::start(
+    let agg = ComputeServer::start(
         dir.join("agg"),
         json!({
             "project": "p-agg",
@@ -242,7 +108,7 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
             ],
         }),
     );
-    let fixed = Fake::start(
+    let fixed = ComputeServer::start(
         dir.join("fixed"),
         json!({
             "project": "p-fixed",
@@ -533,8 +399,8 @@ fn census_up(port: u16, project: &str, location: &str) -> Option<f64> {
 /// What the scenario made and watches.
 struct Gke {
     cluster: String,
-    repl: Fake,
-    hang: Fake,
+    repl: ComputeServer,
+    hang: ComputeServer,
     classes: Api<StorageClass>,
     class: String,
     claims: Api<PersistentVolumeClaim>,
@@ -555,7 +421,7 @@ impl Gke {
     /// Step a's objects: the class, two claims of it, and for each the regional disk (written
     /// into the running server's state) and the PV the driver and the external-provisioner
     /// make, bound by the controller-manager.
-    async fn provision(admin: &kube::Client, repl: Fake, hang: Fake) -> Gke {
+    async fn provision(admin: &kube::Client, repl: ComputeServer, hang: ComputeServer) -> Gke {
         let cluster = unique("e2e-gke-repl");
         let class = unique("sc-fast-repl");
         let classes = Api::<StorageClass>::all(admin.clone());
@@ -644,7 +510,7 @@ impl Gke {
 
     /// The census configuration: the first project listed as a whole, the second by its region.
     fn config(&self, path: &Path) {
-        let section = |f: &Fake, project: &str, extra: &str| f.section(project, extra);
+        let section = |f: &ComputeServer, project: &str, extra: &str| f.section(project, extra);
         let text = format!(
             "clusterName: {}\ngce:\n{}{}",
             self.cluster,
@@ -817,8 +683,8 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
     let cp = cp();
     let admin = cp.admin().await;
     let dir = cp.dir.join(unique("gke-repl"));
-    let repl = Fake::start(dir.join("repl"), json!({"project": GKE_PROJECT}));
-    let hang = Fake::start(dir.join("hang"), json!({"project": HANG_PROJECT}));
+    let repl = ComputeServer::start(dir.join("repl"), json!({"project": GKE_PROJECT}));
+    let hang = ComputeServer::start(dir.join("hang"), json!({"project": HANG_PROJECT}));
     let Some((repl, hang)) = started(repl, hang) else {
         return;
     };
@@ -872,23 +738,6 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
 
 // --- The project's snapshots (`snapshots: true`) ---------------------------------------------
 
-/// A snapshot as the PD CSI driver cuts it: its marker and what it was cut for in the
-/// description, the cluster's label.
-fn csi_snapshot(name: &str, id: &str, cluster: &str) -> Value {
-    json!({
-        "name": name, "id": id, "diskSizeGb": "20", "status": "READY",
-        "storageBytes": "1048576", "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
-        "sourceDisk": "zones/europe-west1-b/disks/pvc-source",
-        "labels": {"goog-k8s-cluster-name": cluster},
-        "description": json!({
-            "kubernetes.io/created-for/volumesnapshot/name": format!("vs-{name}"),
-            "kubernetes.io/created-for/volumesnapshot/namespace": "shop",
-            "kubernetes.io/created-for/volumesnapshotcontent/name": format!("snapcontent-{id}"),
-            "storage.gke.io/created-by": DRIVER,
-        }).to_string(),
-    })
-}
-
 /// A pre-provisioned VolumeSnapshotContent of the PD CSI driver naming `handle`.
 fn gce_content(name: &str, handle: &str) -> String {
     format!(
@@ -935,15 +784,15 @@ fn scan_with(cp: &ControlPlane, config: &Path) -> (Option<i32>, String, String) 
 async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
     let cluster = unique("e2e-gke-snap");
     let project = "p-snap";
-    let snap = Fake::start(
+    let snap = ComputeServer::start(
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique("gce-snap")),
         json!({
             "project": project,
             "zones": ["europe-west1-b"], "regions": ["europe-west1"],
             "snapshots": [
-                csi_snapshot("snapshot-orphan", "8101", &cluster),
-                csi_snapshot("snapshot-kept", "8102", &cluster),
-                csi_snapshot("snapshot-theirs", "8103", "another-cluster"),
+                gce_csi_snapshot("snapshot-orphan", "8101", &cluster),
+                gce_csi_snapshot("snapshot-kept", "8102", &cluster),
+                gce_csi_snapshot("snapshot-theirs", "8103", "another-cluster"),
                 {"name": "by-hand", "id": "8104", "diskSizeGb": "10", "status": "READY",
                  "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
                  "description": "a backup made by hand",
@@ -951,12 +800,12 @@ async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
             ],
         }),
     );
-    let denied = Fake::start(
+    let denied = ComputeServer::start(
         PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique("gce-snap-denied")),
         json!({
             "project": "p-denied",
             "zones": ["europe-west1-b"],
-            "snapshots": [csi_snapshot("snapshot-hidden", "8201", &cluster)],
+            "snapshots": [gce_csi_snapshot("snapshot-hidden", "8201", &cluster)],
             "errors": {"global/snapshots": {"status": 403, "message": "Required 'compute.snapshots.list' permission for 'projects/p-denied'"}},
         }),
     );

@@ -25,6 +25,9 @@ mod image;
 mod lifecycle;
 mod node;
 mod odd;
+// scan and the operator over one world of every backend: built with both.
+#[cfg(all(feature = "gce", feature = "ebs"))]
+mod one_truth;
 mod operator;
 mod quiet;
 mod rbac;

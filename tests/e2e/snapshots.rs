@@ -50,37 +50,6 @@ fn snapshot_findings(lines: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A pre-provisioned content and the snapshot that binds it, as the notes' `objects.yaml`.
-fn pair(content: &str, snapshot: &str, policy: &str, labels: &str) -> String {
-    format!(
-        "apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshotContent
-metadata:
-  name: {content}
-  labels: {labels}
-spec:
-  deletionPolicy: {policy}
-  driver: example.csi.invalid
-  source:
-    snapshotHandle: handle-{content}
-  volumeSnapshotRef:
-    namespace: {NS}
-    name: {snapshot}
----
-apiVersion: snapshot.storage.k8s.io/v1
-kind: VolumeSnapshot
-metadata:
-  name: {snapshot}
-  namespace: {NS}
-  labels: {labels}
-spec:
-  source:
-    volumeSnapshotContentName: {content}
----
-"
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose_content_is_gone() {
     let controller = snapshot_controller();
@@ -102,10 +71,10 @@ async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose
         .unwrap_or_else(|e| panic!("{e}"));
     let velero = "{velero.io/backup-name: nightly}";
     let objects = [
-        pair("kept-content", "kept-snap", "Retain", "{}"),
-        pair("backup-content", "backup-snap", "Retain", velero),
-        pair("alive-content", "alive-snap", "Retain", "{}"),
-        pair("lost-content", "lost-snap", "Retain", "{}"),
+        pair(NS, "kept-content", "kept-snap", "Retain", "{}"),
+        pair(NS, "backup-content", "backup-snap", "Retain", velero),
+        pair(NS, "alive-content", "alive-snap", "Retain", "{}"),
+        pair(NS, "lost-content", "lost-snap", "Retain", "{}"),
     ]
     .concat();
     let file = cp.dir.join("snapshots.yaml");
@@ -335,7 +304,10 @@ async fn the_operator_watches_snapshots_once_served_and_publishes_each_finding()
         ("lost-content", "lost-snap", "Retain", "{}"),
         ("stuck-content", "stuck-snap", "Delete", "{}"),
     ];
-    let objects: String = pairs.iter().map(|(c, s, p, l)| pair(c, s, p, l)).collect();
+    let objects: String = pairs
+        .iter()
+        .map(|(c, s, p, l)| pair(NS, c, s, p, l))
+        .collect();
     let file = cp.dir.join("operator-snapshots.yaml");
     std::fs::write(&file, objects).unwrap();
     cp.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])

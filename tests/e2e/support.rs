@@ -1129,14 +1129,43 @@ pub fn scraped_sum(port: u16, name: &str) -> Option<f64> {
 /// and what it decided written. An absence asserted after this is one the operator had the
 /// chance to get wrong.
 pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
-    let runs =
-        format!(r#"volume_leftovers_census_runs_total{{backend="{backend}",scope="{scope}"}}"#);
-    let start = scraped(port, &runs).unwrap_or(0.0);
+    wait_listings_settled(port, &[format!(r#"backend="{backend}",scope="{scope}""#)]).await
+}
+
+/// The labels of a census scope's series, as the operator's metrics write them: `pool` for a
+/// Ceph pool, `backend` and `scope` for a cloud scope.
+pub fn census_labels(scope: &volume_leftovers::decide::census::Scope) -> String {
+    use volume_leftovers::decide::census::Scope;
+    match scope {
+        Scope::Ceph(k) => format!(r#"pool="{k}""#),
+        other => {
+            let full = other.to_string();
+            let (backend, name) = full.split_once(':').expect("backend:scope");
+            format!(r#"backend="{backend}",scope="{name}""#)
+        }
+    }
+}
+
+/// [`wait_census_settled`] for several scopes at once, each by its labels
+/// ([`census_labels`]): each has completed two more listings than now, and everything they
+/// concluded has been decided and written.
+pub async fn wait_listings_settled(port: u16, labels: &[String]) {
+    let runs: Vec<String> = labels
+        .iter()
+        .map(|l| format!("volume_leftovers_census_runs_total{{{l}}}"))
+        .collect();
+    let start: Vec<f64> = runs
+        .iter()
+        .map(|r| scraped(port, r).unwrap_or(0.0))
+        .collect();
     wait_for(
-        &format!("two more listings of {backend}:{scope}, decided and written"),
+        &format!("two more listings of {labels:?}, decided and written"),
         Duration::from_secs(60),
         || async {
-            (scraped(port, &runs).unwrap_or(0.0) >= start + 2.0
+            (runs
+                .iter()
+                .zip(&start)
+                .all(|(r, s)| scraped(port, r).unwrap_or(0.0) >= s + 2.0)
                 && scraped(port, "volume_leftovers_queued_volumes ") == Some(0.0)
                 && scraped(port, "volume_leftovers_writes_in_flight ") == Some(0.0)
                 && scraped_sum(port, "volume_leftovers_pending_findings") == Some(0.0))
@@ -1144,4 +1173,363 @@ pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
         },
     )
     .await
+}
+
+// --- the parts the census tests share: the cloud test servers, PVs as the drivers make them ---
+
+/// A part a test needs that cannot be had here (a cloud test server's Python): `None`, a loud
+/// skip, except in CI (`CI=true`), where the test fails (make test installs every part first).
+pub fn available<T>(what: &str, part: Result<T, String>) -> Option<T> {
+    match part {
+        Ok(v) => Some(v),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{what} cannot be started (CI=true: failing, not skipping): {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: {what} cannot be started: {e}");
+            None
+        }
+    }
+}
+
+/// A running test Compute server (`tests/fake-gce-compute/server.py`, the project's own, NOT
+/// Google's) for one project; stopped on drop.
+pub struct ComputeServer {
+    child: std::process::Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Drop for ComputeServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Compute server's interpreter and Google's discovery document.
+fn compute_python() -> Result<(PathBuf, PathBuf), String> {
+    let out = Command::new(repo().join("scripts/gce-python.sh"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("scripts/gce-python.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("scripts/gce-python.sh failed: {}", out.status));
+    }
+    let py = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let doc = Command::new(&py)
+        .args(["-c", "import googleapiclient, pathlib; print(pathlib.Path(googleapiclient.__file__).parent / 'discovery_cache/documents/compute.v1.json')"])
+        .output()
+        .map_err(|e| format!("{}: {e}", py.display()))?;
+    if !doc.status.success() {
+        return Err("cannot locate compute.v1.json".into());
+    }
+    Ok((
+        py,
+        PathBuf::from(String::from_utf8_lossy(&doc.stdout).trim()),
+    ))
+}
+
+impl ComputeServer {
+    /// Starts a server in `dir` answering from `state`, with a service-account key it trusts in
+    /// `dir/keys/key.json`.
+    pub fn start(dir: PathBuf, state: serde_json::Value) -> Result<ComputeServer, String> {
+        use std::io::BufRead;
+        let (py, doc) = compute_python()?;
+        std::fs::create_dir_all(&dir).unwrap();
+        let state_file = dir.join("state.json");
+        std::fs::write(&state_file, state.to_string()).unwrap();
+        let mut child = Command::new(py)
+            .arg(repo().join("tests/fake-gce-compute/server.py"))
+            .arg("--discovery")
+            .arg(doc)
+            .arg("--state")
+            .arg(&state_file)
+            .arg("--write-keys")
+            .arg(dir.join("keys"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
+            .spawn()
+            .map_err(|e| format!("spawning server.py: {e}"))?;
+        let mut line = String::new();
+        let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        match (read, line.trim().strip_prefix("listening ")) {
+            (Ok(_), Some(p)) => Ok(ComputeServer {
+                port: p.parse().unwrap(),
+                child,
+                dir,
+            }),
+            _ => {
+                let _ = child.kill();
+                Err(format!("server.py did not start: {line:?}"))
+            }
+        }
+    }
+
+    /// Replaces the server's state: written beside and renamed over the file, which the server
+    /// reads again at its next request.
+    pub fn set_state(&self, state: &serde_json::Value) {
+        let tmp = self.dir.join("state.json.tmp");
+        std::fs::write(&tmp, state.to_string()).unwrap();
+        std::fs::rename(&tmp, self.dir.join("state.json")).unwrap();
+    }
+
+    /// How many requests the server has had for `path`.
+    pub fn requests(&self, path: &str) -> u64 {
+        let (_, body) = http_get(&format!("http://127.0.0.1:{}/_fake/requests", self.port))
+            .expect("the server's request counts");
+        let counts: serde_json::Value = serde_json::from_str(&body).unwrap();
+        counts[path].as_u64().unwrap_or(0)
+    }
+
+    /// The `gce:` section naming this server.
+    pub fn section(&self, project: &str, extra: &str) -> String {
+        format!(
+            "  - project: {project}\n    keyFile: {}\n    endpoint: http://127.0.0.1:{}\n{extra}",
+            self.dir.join("keys/key.json").display(),
+            self.port
+        )
+    }
+}
+
+/// Both servers, or `None` (the test skips) when they cannot be started outside CI.
+pub fn started(
+    a: Result<ComputeServer, String>,
+    b: Result<ComputeServer, String>,
+) -> Option<(ComputeServer, ComputeServer)> {
+    available("the test Compute server", a.and_then(|a| Ok((a, b?))))
+}
+
+/// moto's standalone server on a free port of 127.0.0.1, stopped on drop.
+pub struct Moto {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// moto, or `None` (the test skips) when it cannot be started outside CI.
+pub fn moto() -> Option<Moto> {
+    available("moto", start_moto())
+}
+
+fn start_moto() -> Result<Moto, String> {
+    let server = match std::env::var("VL_MOTO_SERVER") {
+        Ok(p) => p,
+        Err(_) => {
+            let out = Command::new(repo().join("scripts/moto.sh"))
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .map_err(|e| format!("scripts/moto.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("scripts/moto.sh failed: {}", out.status));
+            }
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    let port = free_port();
+    let child = Command::new(&server)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{server}: {e}"))?;
+    let mut moto = Moto { child, port };
+    let until = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = moto.child.try_wait() {
+            return Err(format!("moto_server exited: {status}"));
+        }
+        if Instant::now() > until {
+            return Err("moto_server did not listen within 60 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(moto)
+}
+
+/// The keys moto is given (it checks none without IAM users).
+pub const KEY_ID: &str = "AKIATESTTESTTEST";
+pub const SECRET: &str = "test-secret";
+
+/// A plain SDK client, for the test's own writes to moto.
+#[cfg(feature = "ebs")]
+pub async fn writer(port: u16, region: &str) -> aws_sdk_ec2::Client {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(region.to_string()))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .credentials_provider(aws_sdk_ec2::config::Credentials::new(
+            KEY_ID, SECRET, None, None, "test",
+        ))
+        .load()
+        .await;
+    aws_sdk_ec2::Client::new(&sdk)
+}
+
+/// The tag specification of `tags` for a resource of `kind`.
+#[cfg(feature = "ebs")]
+fn tagged(
+    kind: aws_sdk_ec2::types::ResourceType,
+    tags: &[(&str, &str)],
+) -> aws_sdk_ec2::types::TagSpecification {
+    use aws_sdk_ec2::types::{Tag, TagSpecification};
+    let mut spec = TagSpecification::builder().resource_type(kind);
+    for (k, v) in tags {
+        spec = spec.tags(Tag::builder().key(*k).value(*v).build());
+    }
+    spec.build()
+}
+
+/// Creates a 10 GiB gp3 volume with these tags; returns its id.
+#[cfg(feature = "ebs")]
+pub async fn create_volume(ec2: &aws_sdk_ec2::Client, az: &str, tags: &[(&str, &str)]) -> String {
+    let mut req = ec2
+        .create_volume()
+        .availability_zone(az)
+        .size(10)
+        .volume_type(aws_sdk_ec2::types::VolumeType::Gp3);
+    if !tags.is_empty() {
+        req = req.tag_specifications(tagged(aws_sdk_ec2::types::ResourceType::Volume, tags));
+    }
+    req.send()
+        .await
+        .expect("CreateVolume")
+        .volume_id()
+        .expect("an id")
+        .to_string()
+}
+
+/// Creates a snapshot of `volume` with these tags; returns its id.
+#[cfg(feature = "ebs")]
+pub async fn create_snapshot(
+    ec2: &aws_sdk_ec2::Client,
+    volume: &str,
+    tags: &[(&str, &str)],
+) -> String {
+    let mut req = ec2.create_snapshot().volume_id(volume);
+    if !tags.is_empty() {
+        req = req.tag_specifications(tagged(aws_sdk_ec2::types::ResourceType::Snapshot, tags));
+    }
+    req.send()
+        .await
+        .expect("CreateSnapshot")
+        .snapshot_id()
+        .expect("an id")
+        .to_string()
+}
+
+/// A Retain PV of `class` with this CSI source (and no other), `size`.
+fn csi_volume(
+    name: &str,
+    class: &str,
+    size: &str,
+    csi: k8s_openapi::api::core::v1::CSIPersistentVolumeSource,
+) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some([("storage".to_string(), Quantity(size.into()))].into()),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            storage_class_name: Some(class.into()),
+            csi: Some(csi),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Node affinity requiring `key In zones` (where a zonal disk can be attached).
+pub fn zone_affinity(key: &str, zones: &[&str]) -> k8s_openapi::api::core::v1::VolumeNodeAffinity {
+    use k8s_openapi::api::core::v1::{
+        NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, VolumeNodeAffinity,
+    };
+    VolumeNodeAffinity {
+        required: Some(NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm {
+                match_expressions: Some(vec![NodeSelectorRequirement {
+                    key: key.into(),
+                    operator: "In".into(),
+                    values: Some(zones.iter().map(|z| z.to_string()).collect()),
+                }]),
+                ..NodeSelectorTerm::default()
+            }],
+        }),
+    }
+}
+
+/// A PV as ceph-csi provisions it: driver, handle, and the attributes naming its image.
+pub fn rbd_pv(name: &str, class: &str, fsid: &str, pool: &str, image: &str) -> PersistentVolume {
+    csi_volume(
+        name,
+        class,
+        "16Mi",
+        k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+            driver: "rbd.csi.ceph.com".into(),
+            volume_handle: format!("0001-0024-{fsid}-0000000000000001-{image}"),
+            volume_attributes: Some(BTreeMap::from([
+                ("clusterID".to_string(), fsid.to_string()),
+                ("pool".to_string(), pool.to_string()),
+                ("imageName".to_string(), image.to_string()),
+            ])),
+            ..Default::default()
+        },
+    )
+}
+
+/// A PV as the GCE PD CSI driver provisions it.
+pub fn gce_pv(name: &str, class: &str, handle: &str) -> PersistentVolume {
+    csi_volume(
+        name,
+        class,
+        "10Gi",
+        k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+            driver: "pd.csi.storage.gke.io".into(),
+            volume_handle: handle.into(),
+            ..Default::default()
+        },
+    )
+}
+
+/// A PV as the EBS CSI driver provisions it, in `zone`.
+pub fn ebs_pv(name: &str, class: &str, volume_id: &str, zone: &str) -> PersistentVolume {
+    let mut pv = csi_volume(
+        name,
+        class,
+        "10Gi",
+        k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+            driver: "ebs.csi.aws.com".into(),
+            volume_handle: volume_id.into(),
+            ..Default::default()
+        },
+    );
+    pv.spec.as_mut().unwrap().node_affinity =
+        Some(zone_affinity("topology.kubernetes.io/zone", &[zone]));
+    pv
+}
+
+/// A snapshot as the PD CSI driver cuts it: its marker and what it was cut for in the
+/// description, the cluster's label.
+pub fn gce_csi_snapshot(name: &str, id: &str, cluster: &str) -> serde_json::Value {
+    serde_json::json!({
+        "name": name, "id": id, "diskSizeGb": "20", "status": "READY",
+        "storageBytes": "1048576", "creationTimestamp": "2026-03-03T10:00:00.000-08:00",
+        "sourceDisk": "zones/europe-west1-b/disks/pvc-source",
+        "labels": {"goog-k8s-cluster-name": cluster},
+        "description": serde_json::json!({
+            "kubernetes.io/created-for/volumesnapshot/name": format!("vs-{name}"),
+            "kubernetes.io/created-for/volumesnapshot/namespace": "shop",
+            "kubernetes.io/created-for/volumesnapshotcontent/name": format!("snapcontent-{id}"),
+            "storage.gke.io/created-by": "pd.csi.storage.gke.io",
+        }).to_string(),
+    })
 }
