@@ -1143,9 +1143,11 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
     let mut failed = Vec::new();
     for r in crate::census::ceph::census_once(cs, c, unnamed).await {
         match r.result {
+            // As a cloud scope's line (`ScopeFailure`): the scope, the category, the line.
             Err(e) => failed.push(format!(
-                "the Ceph census of pool {}: {e}; nothing is said about its images",
-                r.key
+                "the Ceph census of pool {} failed ({}): {e}; nothing is said about its images",
+                r.key,
+                e.kind.category.as_str()
             )),
             // Images nothing names whose details could not be read: whether they are
             // anyone's is not known, so the census is not complete.
