@@ -56,6 +56,43 @@ pub(crate) fn one_line(text: &str) -> String {
     line
 }
 
+/// A service's error answer as every cloud backend's failure line says it: its own code, the
+/// HTTP status and its own message, `UnauthorizedOperation (HTTP 403): You are not authorized
+/// to perform this operation.` (EC2), `PERMISSION_DENIED (HTTP 403): Required
+/// 'compute.disks.list' permission for 'projects/p'` (Compute). What the answer lacks is left
+/// out. Never the SDK's debug form of the answer: that repeats the message and adds the raw
+/// headers and body.
+#[cfg(any(feature = "gce", feature = "ebs"))]
+pub(crate) fn service_line(
+    code: Option<&str>,
+    status: Option<u16>,
+    message: Option<&str>,
+) -> String {
+    let head = match (code.filter(|c| !c.is_empty()), status) {
+        (Some(c), Some(s)) => format!("{c} (HTTP {s})"),
+        (Some(c), None) => c.to_string(),
+        (None, Some(s)) => format!("HTTP {s}"),
+        (None, None) => "an error answer without a code".to_string(),
+    };
+    match message.map(str::trim).filter(|m| !m.is_empty()) {
+        Some(m) => format!("{head}: {m}"),
+        None => head,
+    }
+}
+
+/// The innermost cause of `e` (itself when it has none): past the SDKs' wrappers ("dispatch
+/// failure", "service error"), what actually went wrong (`Connection refused (os error 111)`).
+#[cfg(any(feature = "gce", feature = "ebs"))]
+pub(crate) fn innermost<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> &'a (dyn std::error::Error + 'static) {
+    let mut e = e;
+    while let Some(s) = e.source() {
+        e = s;
+    }
+    e
+}
+
 /// Why a scope's census failed: its kind (the problem, mapped once from the backend's error
 /// where the backend meets it), the line the logs and `scan` print, and the typed cause.
 ///
