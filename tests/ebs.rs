@@ -24,6 +24,8 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use volume_leftovers::census::ebs::census::{report_of, snapshots_report_of};
 use volume_leftovers::census::ebs::{
     CredentialSource, Ebs, EbsConfig, ErrorCategory, ListError, TagFilter,
 };
@@ -354,7 +356,12 @@ async fn child_default_chain_without_credentials() {
         .await
         .expect_err("no credentials");
     assert_eq!(err.category, ErrorCategory::Auth, "{err}");
-    println!("child: {err}");
+    let line = failure_line(err, false);
+    assert!(
+        line.starts_with("listing EBS volumes in us-east-1: no usable credentials: "),
+        "{line}"
+    );
+    println!("child: {line}");
 }
 
 #[tokio::test]
@@ -462,8 +469,9 @@ async fn answer(
             .header("content-type", "text/xml")
             .body(Full::new(Bytes::from(format!(
                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
-                 <Message>injected by the test proxy</Message></Error></Errors>\
-                 <RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>"
+                 <Message>{}</Message></Error></Errors>\
+                 <RequestID>00000000-0000-0000-0000-000000000000</RequestID></Response>",
+                ec2_message(code)
             ))))
             .unwrap(),
         Mode::Pages { size } => {
@@ -489,6 +497,44 @@ async fn answer(
                 .unwrap()
         }
     }
+}
+
+/// The message EC2 sends with `code` (the proxy's own words for the codes it fakes otherwise).
+fn ec2_message(code: &str) -> &'static str {
+    match code {
+        "UnauthorizedOperation" => "You are not authorized to perform this operation.",
+        _ => "injected by the test proxy",
+    }
+}
+
+/// The longest failure line the operator logs and `scan` prints (`census::LINE_BOUND`).
+const LINE_BOUND: usize = 300;
+
+/// The line of a failed listing of `resource` as the operator logs it and `scan` prints it
+/// (the census's report of it), checked for what every failure line is: one line, bounded,
+/// none of the SDK's debug form of the answer (its raw response, headers, XML body).
+fn failure_line(err: ListError, snapshots: bool) -> String {
+    let config = EbsConfig::new("us-east-1");
+    let at = Time(jiff::Timestamp::UNIX_EPOCH);
+    let report = if snapshots {
+        snapshots_report_of(Err(err), &config, None, None, at, Duration::ZERO)
+    } else {
+        report_of(Err(err), &config, None, None, at, Duration::ZERO)
+    };
+    let line = report.result.expect_err("a failure").to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    assert!(line.chars().count() <= LINE_BOUND, "bounded: {line}");
+    for debug in [
+        "Response {",
+        "headers",
+        "<?xml",
+        "<Response>",
+        "SdkBody",
+        "Error {",
+    ] {
+        assert!(!line.contains(debug), "{debug:?} in {line}");
+    }
+    line
 }
 
 /// Volumes `start..start + size` of moto's whole DescribeVolumes answer, with a `nextToken`
@@ -598,6 +644,12 @@ async fn a_403_is_forbidden_and_not_retried() {
     assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
     assert_eq!(err.code.as_deref(), Some("UnauthorizedOperation"));
     assert_eq!(requests, 1);
+    // What a person reads: EC2's code, the status and EC2's message, each once.
+    assert_eq!(
+        failure_line(err, false),
+        "listing EBS volumes in us-east-1: UnauthorizedOperation (HTTP 403): \
+         You are not authorized to perform this operation."
+    );
 }
 
 #[tokio::test]
@@ -611,6 +663,11 @@ async fn a_500_is_a_server_error() {
 async fn a_hanging_answer_is_a_timeout_within_the_bounds() {
     let (err, took, requests) = failed_listing(Mode::Hang).await;
     assert_eq!(err.category, ErrorCategory::Timeout, "{err}");
+    let line = failure_line(err, false);
+    assert!(
+        line.starts_with("listing EBS volumes in us-east-1: timed out: "),
+        "{line}"
+    );
     // attempt_timeout 2 s, request_timeout 10 s: the request's bound ends it.
     assert!(took < Duration::from_secs(12), "{took:?}");
     assert!(requests >= 1);
@@ -625,6 +682,11 @@ async fn a_closed_port_is_unreachable() {
         .await
         .expect_err("nothing listens");
     assert_eq!(err.category, ErrorCategory::Unreachable, "{err}");
+    let line = failure_line(err, false);
+    assert!(
+        line.starts_with("listing EBS volumes in us-east-1: could not connect: "),
+        "what failed and its innermost cause: {line}"
+    );
 }
 
 /// Creates IAM users in moto with boto3 (moto's venv has it) and returns each one's keys:
@@ -773,6 +835,14 @@ async fn the_documented_policy_is_enough_and_no_more() {
     assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
     assert_eq!(err.code.as_deref(), Some("AccessDenied"));
     assert_eq!(err.status, Some(403));
+    // moto's own answer, read as a person reads it: its code and status once, then its
+    // message (which names the action refused).
+    let line = failure_line(err, false);
+    let message = line
+        .strip_prefix("listing EBS volumes in us-east-1: AccessDenied (HTTP 403): ")
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(message.contains("DescribeVolumes"), "{line}");
+    assert_eq!(line.matches("AccessDenied").count(), 1, "{line}");
 }
 
 /// Cuts a snapshot of `volume` with these tags; returns its id.
@@ -857,6 +927,11 @@ async fn a_403_on_describe_snapshots_is_forbidden() {
     assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
     assert_eq!(err.code.as_deref(), Some("UnauthorizedOperation"));
     assert!(err.to_string().contains("EBS snapshots"), "{err}");
+    assert_eq!(
+        failure_line(err, true),
+        "listing EBS snapshots in us-east-1: UnauthorizedOperation (HTTP 403): \
+         You are not authorized to perform this operation."
+    );
     let seen = proxy.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "not retried: {seen:?}");
     // The request asked for this account's own snapshots, the driver's tag present.

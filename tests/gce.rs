@@ -20,7 +20,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
+use volume_leftovers::census::CensusReport;
+use volume_leftovers::census::gce::census::{reports_of, snapshots_report_of};
 use volume_leftovers::census::gce::{
     CredentialSource, ErrorCategory, GceConfig, GceLister, Location, Locations, ProjectListing,
 };
@@ -222,6 +225,40 @@ fn names(l: &ProjectListing) -> BTreeMap<String, Result<Vec<String>, ErrorCatego
         .collect()
 }
 
+/// The longest failure line the operator logs and `scan` prints (`census::LINE_BOUND`).
+const LINE_BOUND: usize = 300;
+
+/// The failures' lines of `reports`, by scope, as the operator logs them and `scan` prints
+/// them, checked for what every failure line is: one line, bounded, neither the client's own
+/// wording ("the service reports an error with code … described as") nor the answer's body.
+fn failure_lines(reports: Vec<CensusReport>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for r in reports {
+        let Err(f) = r.result else { continue };
+        let line = f.to_string();
+        assert!(!line.contains('\n'), "one line: {line}");
+        assert!(line.chars().count() <= LINE_BOUND, "bounded: {line}");
+        for raw in ["described as", "\"error\"", "Status {", "Error {"] {
+            assert!(!line.contains(raw), "{raw:?} in {line}");
+        }
+        out.insert(r.key.to_string(), line);
+    }
+    out
+}
+
+/// A listing's failure lines by scope (see [`failure_lines`]).
+fn listing_lines(l: &ProjectListing) -> BTreeMap<String, String> {
+    let at = Time(jiff::Timestamp::UNIX_EPOCH);
+    let mut known = Default::default();
+    failure_lines(reports_of(
+        l.clone(),
+        PROJECT,
+        &mut known,
+        at,
+        Duration::ZERO,
+    ))
+}
+
 fn ok(names: &[&str]) -> Result<Vec<String>, ErrorCategory> {
     Ok(names.iter().map(|s| s.to_string()).collect())
 }
@@ -394,6 +431,31 @@ fn a_failing_scope_is_unknown_with_its_category_and_the_others_are_complete() {
             .contains("compute.disks.list"),
         "the service's message: {forbidden:?}"
     );
+    // What a person reads of each: Compute's status name, the HTTP status and Compute's own
+    // message (naming the missing permission), each once; without an answer, what failed.
+    let lines = listing_lines(&listing);
+    assert_eq!(
+        lines["gce:p-shared/us-central1-b"],
+        "listing the disks of projects/p-shared/zones/us-central1-b: PERMISSION_DENIED \
+         (HTTP 403): Required 'compute.disks.list' permission for 'projects/p-shared'"
+    );
+    assert_eq!(
+        lines["gce:p-shared/europe-west1-b"],
+        "listing the disks of projects/p-shared/zones/europe-west1-b: RESOURCE_EXHAUSTED \
+         (HTTP 429): injected 429 for zones/europe-west1-b"
+    );
+    assert_eq!(
+        lines["gce:p-shared/asia-east1-a"],
+        "listing the disks of projects/p-shared/zones/asia-east1-a: INTERNAL (HTTP 500): \
+         injected 500 for zones/asia-east1-a"
+    );
+    assert!(
+        lines["gce:p-shared/europe-west1"].starts_with(
+            "listing the disks of projects/p-shared/regions/europe-west1: timed out: "
+        ),
+        "{lines:?}"
+    );
+    assert_eq!(lines.len(), 4, "{lines:?}");
     // Retried with backoff where it may pass, not where it cannot; bounded.
     assert_eq!(fake.requests_to("zones/us-central1-b/disks"), 1, "403");
     assert_eq!(fake.requests_to("zones/europe-west1-b/disks"), 2, "429");
@@ -492,6 +554,14 @@ fn a_jwt_the_server_does_not_trust_is_an_auth_error() {
             ("regions/us-central1".into(), Err(ErrorCategory::Auth)),
             ("zones/us-central1-a".into(), Err(ErrorCategory::Auth)),
         ])
+    );
+    let lines = listing_lines(&listing);
+    assert!(
+        lines["gce:p-shared/us-central1-a"].starts_with(
+            "listing the disks of projects/p-shared/zones/us-central1-a: UNAUTHENTICATED \
+             (HTTP 401): Invalid Credentials: "
+        ),
+        "{lines:?}"
     );
     // Not retried: a refused key stays refused.
     assert_eq!(fake.requests_to("zones/us-central1-a/disks"), 1);
@@ -625,9 +695,20 @@ fn a_403_on_the_snapshots_is_forbidden_and_the_disks_still_list() {
         let lister = GceLister::new(fake.config(Locations::All)).await.unwrap();
         (lister.list_snapshots().await, lister.list().await)
     });
-    let err = snapshots.result.expect_err("forbidden");
+    let err = snapshots.result.clone().expect_err("forbidden");
     assert_eq!(err.category, ErrorCategory::Forbidden, "{err}");
     assert!(err.message.contains("compute.snapshots.list"), "{err}");
+    let at = Time(jiff::Timestamp::UNIX_EPOCH);
+    let report = snapshots_report_of(snapshots, PROJECT, at, Duration::ZERO);
+    assert_eq!(
+        failure_lines(vec![report]),
+        BTreeMap::from([(
+            "gce:p-shared/snapshots".to_string(),
+            "listing the snapshots of projects/p-shared: PERMISSION_DENIED (HTTP 403): \
+             Required 'compute.snapshots.list' permission for 'projects/p-shared'"
+                .to_string()
+        )])
+    );
     assert_eq!(
         fake.requests_to("global/snapshots"),
         1,

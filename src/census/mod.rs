@@ -26,19 +26,88 @@ pub struct CensusReport {
     pub(crate) elapsed: Duration,
 }
 
+/// The longest failure line, in characters. A service's message can be a page long (an AWS
+/// encoded authorization message, a proxy's HTML page); a line longer than this says no more
+/// to the person reading the log or `scan`'s stderr, and would bury the lines around it.
+pub(crate) const LINE_BOUND: usize = 300;
+
+/// `text` as one line of at most [`LINE_BOUND`] characters: every run of whitespace or control
+/// characters (a service message's newlines, tabs) becomes one space, and a longer text is cut
+/// on a character boundary and ends with `…`. Every backend's failure line goes through it, so
+/// all are bounded alike.
+pub(crate) fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len().min(LINE_BOUND * 4));
+    let mut chars = 0;
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        for c in (chars > 0).then_some(' ').into_iter().chain(word.chars()) {
+            if chars == LINE_BOUND {
+                // Cut: the last character makes room for the ellipsis.
+                line.pop();
+                line.push('…');
+                return line;
+            }
+            line.push(c);
+            chars += 1;
+        }
+    }
+    line
+}
+
+/// A service's error answer as every cloud backend's failure line says it: its own code, the
+/// HTTP status and its own message, `UnauthorizedOperation (HTTP 403): You are not authorized
+/// to perform this operation.` (EC2), `PERMISSION_DENIED (HTTP 403): Required
+/// 'compute.disks.list' permission for 'projects/p'` (Compute). What the answer lacks is left
+/// out. Never the SDK's debug form of the answer: that repeats the message and adds the raw
+/// headers and body.
+#[cfg(any(feature = "gce", feature = "ebs"))]
+pub(crate) fn service_line(
+    code: Option<&str>,
+    status: Option<u16>,
+    message: Option<&str>,
+) -> String {
+    let head = match (code.filter(|c| !c.is_empty()), status) {
+        (Some(c), Some(s)) => format!("{c} (HTTP {s})"),
+        (Some(c), None) => c.to_string(),
+        (None, Some(s)) => format!("HTTP {s}"),
+        (None, None) => "an error answer without a code".to_string(),
+    };
+    match message.map(str::trim).filter(|m| !m.is_empty()) {
+        Some(m) => format!("{head}: {m}"),
+        None => head,
+    }
+}
+
+/// The innermost cause of `e` (itself when it has none): past the SDKs' wrappers ("dispatch
+/// failure", "service error"), what actually went wrong (`Connection refused (os error 111)`).
+#[cfg(any(feature = "gce", feature = "ebs"))]
+pub(crate) fn innermost<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> &'a (dyn std::error::Error + 'static) {
+    let mut e = e;
+    while let Some(s) = e.source() {
+        e = s;
+    }
+    e
+}
+
 /// Why a scope's census failed: its kind (the problem, mapped once from the backend's error
 /// where the backend meets it), the line the logs and `scan` print, and the typed cause.
 ///
 /// The kind is what is compared: one outage can fail with changing texts (an `rbd_list2`
 /// timeout, then a `rados_connect` timeout), and is still one problem, logged once.
 /// [`Display`](std::fmt::Display) is the whole line, the cause's text included as the logs have
-/// always printed it; [`source`](std::error::Error::source) is the cause itself, for code that
-/// needs more than its text.
+/// always printed it, made one line and bounded by [`one_line`]; it does not repeat the kind,
+/// which whoever prints the line prints beside it (the logs' `category`, `scan`'s
+/// `failed (forbidden)`). [`source`](std::error::Error::source) is the cause itself, for code
+/// that needs more than its text.
 #[derive(Clone, Debug)]
 pub struct CensusFailure {
     /// What kind of problem it is.
     pub kind: FailureKind,
-    /// What failed, in one line.
+    /// What failed, in one line of at most [`LINE_BOUND`] characters.
     pub message: String,
     /// The error behind it, when there is one (a deadline the census itself set has none).
     pub(crate) source: Option<Arc<dyn std::error::Error + Send + Sync>>,
@@ -64,7 +133,7 @@ impl CensusFailure {
     pub(crate) fn new(kind: impl Into<FailureKind>, message: String) -> CensusFailure {
         CensusFailure {
             kind: kind.into(),
-            message,
+            message: one_line(&message),
             source: None,
         }
     }
@@ -81,10 +150,10 @@ impl CensusFailure {
     {
         CensusFailure {
             kind: kind.into(),
-            message: match context {
+            message: one_line(&match context {
                 Some(c) => format!("{c}: {source}"),
                 None => source.to_string(),
-            },
+            }),
             source: Some(Arc::new(source)),
         }
     }
@@ -93,5 +162,28 @@ impl CensusFailure {
     /// The neutral category.
     pub(crate) fn category(&self) -> crate::decide::census::FailureCategory {
         self.kind.category
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CensusFailure, LINE_BOUND, one_line};
+    use crate::decide::census::{FailureCategory, FailureKind};
+
+    #[test]
+    fn a_line_is_one_line_and_bounded_on_a_character() {
+        assert_eq!(one_line("  a\n\tb\r\n\u{1b}c  "), "a b c");
+        let fits = "é".repeat(LINE_BOUND);
+        assert_eq!(one_line(&fits), fits, "as long as the bound: whole");
+        let cut = one_line(&format!("{fits}é"));
+        assert_eq!(cut.chars().count(), LINE_BOUND);
+        assert_eq!(cut, format!("{}…", "é".repeat(LINE_BOUND - 1)));
+        // Every constructor bounds: what reaches a log or stderr is never longer.
+        let f = CensusFailure::new(
+            FailureKind::of(FailureCategory::Server),
+            format!("<html>\n<body>{}</body>\n</html>", "x".repeat(5_000)),
+        );
+        assert_eq!(f.to_string().chars().count(), LINE_BOUND);
+        assert!(!f.to_string().contains('\n'));
     }
 }

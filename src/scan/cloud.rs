@@ -146,8 +146,7 @@ mod gce {
         let lister = match GceLister::new(config_of(section)).await {
             Ok(l) => l,
             Err(e) => {
-                let f = CensusFailure::caused(e.category, None, e);
-                record(census, fail_known(&known, f), failed);
+                record(census, fail_known(&known, census::failure(e)), failed);
                 return;
             }
         };

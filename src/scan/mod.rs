@@ -1221,9 +1221,11 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
             line,
         };
         match r.result {
+            // As a cloud scope's line (`ScopeFailure`): the scope, the category, the line.
             Err(e) => failed.push(gap(format!(
-                "the Ceph census of pool {}: {e}; nothing is said about its images",
-                r.key
+                "the Ceph census of pool {} failed ({}): {e}; nothing is said about its images",
+                r.key,
+                e.kind.category.as_str()
             ))),
             // Images nothing names whose details could not be read: whether they are
             // anyone's is not known, so the census is not complete.

@@ -799,3 +799,34 @@ fn a_ceph_error_gets_its_category_once_and_keeps_its_name_text_and_source() {
     assert!(failing.failed(FailureKind::from(Category::Config), "bad option"));
     assert!(!failing.failed(FailureKind::from(Category::Config), "bad option again"));
 }
+
+/// A Ceph failure's line is librbd's own words: the call, what it was called on, the errno's
+/// text and number; one line, bounded as every backend's (a pool name can be long).
+#[test]
+fn a_ceph_failure_is_one_line_with_the_call_and_the_errnos_text() {
+    use crate::census::LINE_BOUND;
+    use crate::census::ceph::failure;
+    use crate::census::ceph::rbd::{Failure, RbdError, Target};
+    let refused = |pool: &str| {
+        RbdError::Forbidden(Box::new(Failure {
+            call: "rbd_list2",
+            target: Target::Pool {
+                pool: pool.into(),
+                namespace: None,
+            },
+            code: -13,
+            elapsed: Duration::ZERO,
+        }))
+    };
+    let f = failure(refused("replicapool"), None);
+    assert_eq!(
+        f.to_string(),
+        "Ceph refused the request: rbd_list2 on pool replicapool: Permission denied (-13) \
+         (check the user's caps: mon 'allow r' osd 'profile rbd-read-only')"
+    );
+    assert_eq!(f.kind.to_string(), "forbidden");
+    let long = failure(refused(&"p\n".repeat(400)), Some("cluster c".into())).to_string();
+    assert!(long.starts_with("cluster c: Ceph refused the request: rbd_list2 on pool p p p"));
+    assert!(!long.contains('\n'), "{long}");
+    assert_eq!(long.chars().count(), LINE_BOUND, "{long}");
+}

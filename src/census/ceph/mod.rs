@@ -64,6 +64,14 @@ impl From<Category> for FailureKind {
     }
 }
 
+/// A librados/librbd error as the shared failure, the one place it becomes one: its category
+/// (mapped once, above) and its line (the call, what it was called on, and the errno's text
+/// and number: `rbd_list2 on pool replicapool: Permission denied (-13)`), after `context`
+/// when given, one line and bounded as every backend's is.
+pub(crate) fn failure(e: rbd::RbdError, context: Option<String>) -> CensusFailure {
+    CensusFailure::caused(e.category(), context, e)
+}
+
 /// A request or connect that outlived its bound: Ceph is not answering, as with librados's
 /// own timeout (-110), which is [`Category::Unavailable`] too.
 fn abandoned(message: String) -> CensusFailure {
@@ -298,7 +306,7 @@ async fn census_pool(
         }
         Ok(Ok(Err(e))) => {
             let abort = e.aborts_census();
-            (Err(CensusFailure::caused(e.category(), None, e)), 0, abort)
+            (Err(failure(e, None)), 0, abort)
         }
         Ok(Err(join)) => (
             Err(CensusFailure::caused(
@@ -422,9 +430,7 @@ async fn connect(
         }
     });
     match tokio::time::timeout(settings.deadline, &mut rx).await {
-        Ok(Ok(r)) => r.map_err(|e: rbd::RbdError| {
-            CensusFailure::caused(e.category(), Some(format!("cluster {id}")), e)
-        }),
+        Ok(Ok(r)) => r.map_err(|e| failure(e, Some(format!("cluster {id}")))),
         Ok(Err(_)) => Err(CensusFailure::new(
             Category::Other,
             match job.await {
@@ -470,7 +476,10 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
         .images
         .iter()
         .filter_map(|i| match &i.detail {
-            rbd::Detail::Failed(e) => Some((i.name.name.clone(), e.to_string())),
+            // Logged and printed by `scan` as a failure's line is: one line, bounded alike.
+            rbd::Detail::Failed(e) => {
+                Some((i.name.name.clone(), crate::census::one_line(&e.to_string())))
+            }
             _ => None,
         })
         .collect();

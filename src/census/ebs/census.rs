@@ -185,6 +185,13 @@ pub(crate) fn snapshots_census_of(
     )
 }
 
+/// An EBS listing's error as the shared failure, the one place it becomes one: its category
+/// (mapped once, above) and its line (what was listed, in which scope, and EC2's code, status
+/// and message: [`ListError`]'s `Display`), one line and bounded as every backend's is.
+pub(crate) fn failure(e: ListError) -> CensusFailure {
+    CensusFailure::caused(e.category, None, e)
+}
+
 /// The report of one listing for `key`: its census and pages, or its failure and the pages
 /// read before it.
 fn report(
@@ -196,7 +203,7 @@ fn report(
         Ok((census, pages)) => (Ok(census), u64::from(pages)),
         Err(e) => {
             let pages = u64::from(e.pages);
-            (Err(CensusFailure::caused(e.category, None, e)), pages)
+            (Err(failure(e)), pages)
         }
     };
     CensusReport {

@@ -27,7 +27,7 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_ec2::config::http::HttpResponse;
-use aws_sdk_ec2::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::operation::describe_snapshots::DescribeSnapshotsOutput;
 use aws_sdk_ec2::operation::describe_volumes::DescribeVolumesOutput;
 use aws_sdk_ec2::types::{Filter, Snapshot, Volume};
@@ -215,8 +215,12 @@ impl Page for DescribeSnapshotsOutput {
 }
 
 /// Why a scope could not be listed. Nothing of a failed listing is returned.
+///
+/// Its [`Display`](fmt::Display) is what failed and why, readable (`listing EBS volumes in
+/// 123456789012/eu-west-1: UnauthorizedOperation (HTTP 403): You are not authorized to perform
+/// this operation.`); the category is a field, which whoever prints the line prints beside it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("listing EBS {resource} in {scope}: {category:?}: {message}")]
+#[error("listing EBS {resource} in {scope}: {message}")]
 pub struct ListError {
     /// What kind of problem it is.
     pub category: ErrorCategory,
@@ -230,7 +234,8 @@ pub struct ListError {
     pub status: Option<u16>,
     /// Pages read before it failed.
     pub pages: u32,
-    /// What failed, in one line (the SDK's error with its causes).
+    /// Why, readable: EC2's code, the HTTP status and EC2's message, or what failed before an
+    /// answer and its innermost cause (`describe`). Never the SDK's debug form.
     pub message: String,
 }
 
@@ -367,12 +372,7 @@ impl Ebs {
             let mut items = Vec::new();
             let mut tokens = std::collections::HashSet::new();
             while let Some(page) = pages.next().await {
-                let page = page.map_err(|e| {
-                    let status = e.raw_response().map(|r| r.status().as_u16());
-                    let (category, code, status) = categorise(&e, status);
-                    let message = DisplayErrorContext(&e).to_string();
-                    self.error(resource, category, code, status, read, message)
-                })?;
+                let page = page.map_err(|e| page_error(&e, resource, self.config.scope(), read))?;
                 read += 1;
                 page.items_into(&mut items);
                 if let Some(token) = page.next_token().filter(|t| !t.is_empty())
@@ -381,8 +381,6 @@ impl Ebs {
                     return Err(self.error(
                         resource,
                         ErrorCategory::Other,
-                        None,
-                        None,
                         read,
                         format!("page {read} repeated an earlier page token"),
                     ));
@@ -395,23 +393,20 @@ impl Ebs {
             Err(_) => Err(self.error(
                 resource,
                 ErrorCategory::Timeout,
-                None,
-                None,
                 read,
                 format!(
-                    "the listing did not finish within its deadline of {:?}",
-                    self.config.deadline
+                    "the listing did not finish within its deadline of {}s",
+                    self.config.deadline.as_secs_f64()
                 ),
             )),
         }
     }
 
+    /// A failure of the listing itself (no answer to quote): a repeated token, the deadline.
     fn error(
         &self,
         resource: Resource,
         category: ErrorCategory,
-        code: Option<String>,
-        status: Option<u16>,
         pages: u32,
         message: String,
     ) -> ListError {
@@ -419,12 +414,83 @@ impl Ebs {
             category,
             resource,
             scope: self.config.scope(),
-            code,
-            status,
+            code: None,
+            status: None,
             pages,
             message,
         }
     }
+}
+
+/// A failed page of `resource` in `scope` as a [`ListError`], `pages` read before it: its
+/// category, EC2's code and HTTP status, and why, readable ([`describe`]).
+fn page_error<E>(
+    err: &SdkError<E, HttpResponse>,
+    resource: Resource,
+    scope: String,
+    pages: u32,
+) -> ListError
+where
+    E: ProvideErrorMetadata + StdError + 'static,
+{
+    let status = err.raw_response().map(|r| r.status().as_u16());
+    let (category, code, status) = categorise(err, status);
+    ListError {
+        category,
+        resource,
+        scope,
+        code,
+        status,
+        pages,
+        message: describe(err, status),
+    }
+}
+
+/// Why a request failed, readable: an answer as EC2's code, the HTTP status and EC2's message
+/// (`UnauthorizedOperation (HTTP 403): You are not authorized to perform this operation.`);
+/// no answer as what failed and the innermost cause's text (`could not connect: Connection
+/// refused (os error 111)`). Never `DisplayErrorContext` nor `{:?}`: they add the SDK's debug
+/// form, the raw response with its headers and body, and say the message three times.
+fn describe<E, R>(err: &SdkError<E, R>, status: Option<u16>) -> String
+where
+    E: ProvideErrorMetadata + StdError + 'static,
+    R: fmt::Debug + 'static,
+{
+    if let SdkError::ServiceError(s) = err {
+        let e = s.err();
+        return crate::census::service_line(e.code(), status, e.message());
+    }
+    let what = if credentials_failed(err) {
+        "no usable credentials"
+    } else {
+        match err {
+            SdkError::TimeoutError(_) => "timed out",
+            SdkError::DispatchFailure(d) if d.is_timeout() => "timed out",
+            SdkError::DispatchFailure(d) if d.is_io() => "could not connect",
+            SdkError::DispatchFailure(_) => "the request could not be sent",
+            SdkError::ResponseError(_) => "the answer could not be read",
+            SdkError::ConstructionFailure(_) => "the request could not be made",
+            _ => "the request failed",
+        }
+    };
+    let cause = crate::census::innermost(err);
+    match status {
+        Some(s) => format!("{what} (HTTP {s}): {cause}"),
+        None => format!("{what}: {cause}"),
+    }
+}
+
+/// Whether credentials could not be found or loaded: that fails before any request is sent,
+/// as a dispatch or construction failure whose cause is the credential provider's.
+fn credentials_failed(err: &(dyn StdError + 'static)) -> bool {
+    let mut source = Some(err);
+    while let Some(e) = source {
+        if e.downcast_ref::<CredentialsError>().is_some() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// A failed page as a [`ListError`]'s category, EC2 error code and HTTP status (`status`: of
@@ -437,14 +503,8 @@ where
     E: ProvideErrorMetadata + StdError + 'static,
     R: fmt::Debug + 'static,
 {
-    // Credentials that could not be found or loaded fail before any request is sent, as a
-    // dispatch or construction failure whose cause is the credential provider's.
-    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(e) = source {
-        if e.downcast_ref::<CredentialsError>().is_some() {
-            return (ErrorCategory::Auth, None, None);
-        }
-        source = e.source();
+    if credentials_failed(err) {
+        return (ErrorCategory::Auth, None, None);
     }
     match err {
         SdkError::ServiceError(s) => {
@@ -509,5 +569,121 @@ fn snapshot_facts(s: &Snapshot) -> EbsSnapshot {
             .iter()
             .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or("").to_string())))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_ec2::error::{ConnectorError, ErrorMetadata};
+    use aws_sdk_ec2::operation::describe_volumes::DescribeVolumesError;
+
+    use super::*;
+    use crate::census::LINE_BOUND;
+    use crate::census::ebs::census::failure;
+
+    /// EC2's answer to a caller without `ec2:DescribeVolumes`, as the SDK hands it over: the
+    /// parsed code and message, and the raw response with its headers and XML body (which the
+    /// SDK's debug form prints in full).
+    fn refused(message: &str) -> SdkError<DescribeVolumesError, HttpResponse> {
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error>\
+             <Code>UnauthorizedOperation</Code><Message>{message}</Message></Error></Errors>\
+             <RequestID>5a7b2e1c-0000-4000-8000-000000000000</RequestID></Response>"
+        );
+        let mut raw = HttpResponse::new(403.try_into().unwrap(), body.into());
+        raw.headers_mut()
+            .insert("x-amzn-requestid", "5a7b2e1c-0000-4000-8000-000000000000");
+        let meta = ErrorMetadata::builder()
+            .code("UnauthorizedOperation")
+            .message(message)
+            .build();
+        SdkError::service_error(DescribeVolumesError::generic(meta), raw)
+    }
+
+    /// The line the logs and `scan` print for a failed page of volumes in `123456789012/eu-west-1`.
+    fn line_of<E>(e: &SdkError<E, HttpResponse>) -> String
+    where
+        E: ProvideErrorMetadata + StdError + Send + Sync + 'static,
+    {
+        let scope = "123456789012/eu-west-1".to_string();
+        failure(page_error(e, Resource::Volumes, scope, 0)).to_string()
+    }
+
+    #[test]
+    fn a_refused_page_is_one_line_with_ec2s_code_status_and_message() {
+        let message = "You are not authorized to perform this operation.";
+        let e = refused(message);
+        let err = page_error(&e, Resource::Volumes, "123456789012/eu-west-1".into(), 0);
+        assert_eq!(err.category, ErrorCategory::Forbidden);
+        assert_eq!(err.code.as_deref(), Some("UnauthorizedOperation"));
+        assert_eq!(err.status, Some(403));
+        let line = line_of(&e);
+        assert_eq!(
+            line,
+            "listing EBS volumes in 123456789012/eu-west-1: UnauthorizedOperation (HTTP 403): \
+             You are not authorized to perform this operation."
+        );
+        assert_eq!(line.matches("UnauthorizedOperation").count(), 1, "{line}");
+        assert_eq!(line.matches(message).count(), 1, "{line}");
+        for debug in [
+            "Response {",
+            "headers",
+            "x-amzn-requestid",
+            "<?xml",
+            "SdkBody",
+        ] {
+            assert!(!line.contains(debug), "{debug} in {line}");
+        }
+    }
+
+    #[test]
+    fn a_long_or_multi_line_message_is_one_bounded_line() {
+        // An encoded authorization message runs to kilobytes; a proxy's may have newlines.
+        let message = format!(
+            "You are not authorized to perform this operation.\nEncoded authorization \
+             failure message: {}",
+            "ü".repeat(2_000)
+        );
+        let line = line_of(&refused(&message));
+        assert!(!line.contains('\n'), "{line}");
+        assert_eq!(line.chars().count(), LINE_BOUND, "{line}");
+        assert!(line.ends_with('…'), "{line}");
+        assert!(
+            line.contains("UnauthorizedOperation (HTTP 403): You are not authorized to perform this operation. Encoded"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn no_answer_is_what_failed_and_its_innermost_cause() {
+        let refused = std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        );
+        let e: SdkError<DescribeVolumesError, HttpResponse> =
+            SdkError::dispatch_failure(ConnectorError::io(Box::new(refused)));
+        assert_eq!(
+            line_of(&e),
+            "listing EBS volumes in 123456789012/eu-west-1: could not connect: \
+             Connection refused (os error 111)"
+        );
+        let e: SdkError<DescribeVolumesError, HttpResponse> =
+            SdkError::timeout_error(std::io::Error::other(
+                "operation timeout (all attempts including retries) occurred after 60s",
+            ));
+        assert_eq!(
+            line_of(&e),
+            "listing EBS volumes in 123456789012/eu-west-1: timed out: operation timeout \
+             (all attempts including retries) occurred after 60s"
+        );
+        let e: SdkError<DescribeVolumesError, HttpResponse> = SdkError::construction_failure(
+            CredentialsError::not_loaded("no providers in chain provided credentials"),
+        );
+        let err = page_error(&e, Resource::Volumes, "eu-west-1".into(), 0);
+        assert_eq!(err.category, ErrorCategory::Auth);
+        assert_eq!(
+            err.message,
+            "no usable credentials: no providers in chain provided credentials"
+        );
     }
 }

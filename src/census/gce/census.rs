@@ -169,7 +169,10 @@ pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
     }
 }
 
-fn failure(e: ListError) -> CensusFailure {
+/// A GCE listing's error as the shared failure, the one place it becomes one: its category
+/// (mapped once, above) and its line (what was listed, in which scope, and Compute's status,
+/// HTTP status and message), one line and bounded as every backend's is.
+pub(crate) fn failure(e: ListError) -> CensusFailure {
     CensusFailure::caused(e.category, None, e)
 }
 

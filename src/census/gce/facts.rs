@@ -132,8 +132,11 @@ impl fmt::Display for ErrorCategory {
 
 /// Why a scope's listing failed: the scope says nothing about which disks exist (Unknown),
 /// never an empty or partial list.
+///
+/// Its [`Display`](fmt::Display) is the message alone: the category is a field, which whoever
+/// prints the line prints beside it (the logs' `category`, `scan`'s `failed (forbidden)`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{category}: {message}")]
+#[error("{message}")]
 pub struct ListError {
     /// What kind of problem it is.
     pub category: ErrorCategory,

@@ -211,36 +211,76 @@ impl RetryPolicy for Transient {
     }
 }
 
+/// The client errors in `e`'s chain, outermost first (a retry loop that gave up wraps the
+/// last attempt's error).
+fn client_errors(e: &GaxError) -> impl Iterator<Item = &GaxError> + Clone {
+    std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    })
+    .filter_map(|e| e.downcast_ref::<GaxError>())
+}
+
 /// The category of a client error: the first error in its chain that says.
 fn categorize(e: &GaxError) -> ErrorCategory {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(g) = err.downcast_ref::<GaxError>() {
-            if g.is_authentication() {
-                return ErrorCategory::Auth;
-            }
-            if let Some(c) = g.http_status_code().and_then(ErrorCategory::of_status) {
-                return c;
-            }
-            if g.is_timeout() {
-                return ErrorCategory::Timeout;
-            }
+    for g in client_errors(e) {
+        if g.is_authentication() {
+            return ErrorCategory::Auth;
         }
-        cur = err.source();
+        if let Some(c) = g.http_status_code().and_then(ErrorCategory::of_status) {
+            return c;
+        }
+        if g.is_timeout() {
+            return ErrorCategory::Timeout;
+        }
     }
     ErrorCategory::Other
 }
 
+/// A client error, readable, in the shape of the EBS census's: an answer as Compute's status
+/// code name, the HTTP status and Compute's own message (`PERMISSION_DENIED (HTTP 403):
+/// Required 'compute.disks.list' permission for 'projects/p'`: it names the missing
+/// permission); an answer that is not Google's error (a proxy's page) as its status and body;
+/// no answer as what failed and the innermost cause's text. Not the client's own `Display`,
+/// which says "the service reports an error with code PERMISSION_DENIED described as: …" or
+/// quotes a whole body.
+fn describe(e: &GaxError) -> String {
+    for g in client_errors(e) {
+        if let Some(s) = g.status() {
+            return crate::census::service_line(
+                Some(s.code.name()),
+                g.http_status_code(),
+                Some(&s.message),
+            );
+        }
+        if let Some(status) = g.http_status_code() {
+            let body = g
+                .http_payload()
+                .map(|p| String::from_utf8_lossy(p).into_owned());
+            return crate::census::service_line(None, Some(status), body.as_deref());
+        }
+    }
+    let any = |is: fn(&GaxError) -> bool| client_errors(e).any(is);
+    let what = if any(GaxError::is_authentication) {
+        "no usable credentials"
+    } else if any(GaxError::is_timeout) {
+        "timed out"
+    } else if any(GaxError::is_connect) {
+        "could not connect"
+    } else if any(GaxError::is_io) {
+        "the request could not be sent"
+    } else if any(GaxError::is_deserialization) {
+        "the answer could not be read"
+    } else if any(GaxError::is_serialization) || any(GaxError::is_binding) {
+        "the request could not be made"
+    } else {
+        "the request failed"
+    };
+    format!("{what}: {}", crate::census::innermost(e))
+}
+
 /// `what`: `the disks of <scope>`, `the snapshots of <project>`.
 fn list_error(what: &str, e: &GaxError) -> ListError {
-    let category = categorize(e);
-    // The service's own message when there is one (Compute names the missing permission).
-    let detail = e
-        .status()
-        .map(|s| s.message.clone())
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| e.to_string());
-    ListError::new(category, format!("listing {what}: {detail}"))
+    ListError::new(categorize(e), format!("listing {what}: {}", describe(e)))
 }
 
 impl GceLister {
@@ -400,8 +440,8 @@ impl GceLister {
                 return Err(ListError::new(
                     ErrorCategory::Other,
                     format!(
-                        "listing the disks of {all}: warning {:?}: {}",
-                        w.code.as_ref().and_then(|c| c.name()),
+                        "listing the disks of {all}: {}: {}",
+                        w.code.as_ref().and_then(|c| c.name()).unwrap_or("warning"),
                         w.message.as_deref().unwrap_or("")
                     ),
                 ));
