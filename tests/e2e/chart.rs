@@ -3,7 +3,7 @@
 //! (dry run) and that pass the "restricted" Pod Security Standard; `helm install`, `helm upgrade`
 //! and `helm uninstall` on a real control plane leave the operator's ServiceAccount exactly the
 //! rights it needs (read-only on volumes, claims and classes; one Lease in its namespace); the
-//! README's install command works on a fresh cluster, and the CRD it installs survives
+//! install command of docs/operations.md works on a fresh cluster, and the CRD it installs survives
 //! `helm uninstall`. The chart carries the repository's CRD byte for byte, and deploy/ is exactly
 //! what scripts/render-deploy.sh renders from it.
 //!
@@ -949,6 +949,84 @@ fn the_default_render_is_accepted_by_the_api_server() {
         .unwrap();
 }
 
+/// docs/quickstart.md's values files (GKE, EKS with IRSA and with Pod Identity, a plain cluster):
+/// each passes `helm lint --strict`, renders what it asks for (the image, the identity's
+/// annotation, the census configuration and the price table the operator reads), and the real
+/// API server accepts the result (`--dry-run=server`, restricted Pod Security).
+#[test]
+fn the_quickstarts_values_render_and_the_api_server_accepts_them() {
+    let cp = cp();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("docs/quickstart"))
+        .expect("docs/quickstart/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    for file in files {
+        let f = file.to_str().unwrap();
+        let values: Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{f}: {e}"));
+        helm_ok(None, &["lint", "--strict", CHART, "-f", f]);
+        let ns = unique("vl-quick");
+        restricted_namespace(cp, &ns);
+        let release = unique("vlq");
+        let stream = render(&release, &ns, &["-f", f]);
+        let docs = split(&stream);
+        let d = one(&docs, "Deployment");
+        let image = d.value["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            image,
+            format!(
+                "{}:{}",
+                values["image"]["repository"].as_str().unwrap(),
+                values["image"]["tag"].as_str().unwrap()
+            ),
+            "{f}"
+        );
+        let sa = one(&docs, "ServiceAccount");
+        let annotations = &sa.value["metadata"]["annotations"];
+        if let Some(gsa) = values["serviceAccount"]["gcpServiceAccount"].as_str() {
+            assert_eq!(annotations["iam.gke.io/gcp-service-account"], gsa, "{f}");
+        }
+        if let Some(role) = values["serviceAccount"]["awsRoleArn"].as_str() {
+            assert_eq!(annotations["eks.amazonaws.com/role-arn"], role, "{f}");
+        }
+        let args = container_args(&serde_json::from_value(d.value.clone()).expect("a Deployment"));
+        let census = values["census"]["enabled"].as_bool() == Some(true);
+        assert_eq!(
+            args.iter().any(|a| a.starts_with("--census-config")),
+            census,
+            "{f}: {args:?}"
+        );
+        let priced = !values["pricing"]["table"].is_null();
+        assert_eq!(
+            args.iter().any(|a| a.starts_with("--price-table")),
+            priced,
+            "{f}: {args:?}"
+        );
+        // What the operator reads of them parses as it would at its start.
+        for doc in docs.iter().filter(|d| d.kind() == "ConfigMap") {
+            for (key, text) in doc.value["data"].as_object().into_iter().flatten() {
+                let text = text.as_str().unwrap();
+                if key == "census.yaml" {
+                    volume_leftovers::census::config::CensusConfig::parse(text)
+                        .unwrap_or_else(|e| panic!("{f}: census.yaml: {e}"));
+                }
+                if key == "prices.yaml" {
+                    volume_leftovers::model::price::PriceTable::parse(text)
+                        .unwrap_or_else(|e| panic!("{f}: prices.yaml: {e}"));
+                }
+            }
+        }
+        dry_run(cp, &format!("{release}.yaml"), &stream);
+        cp.kubectl_ok(&["delete", "namespace", &ns, "--wait=false"])
+            .unwrap();
+    }
+}
+
 #[test]
 fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
     let cp = cp();
@@ -1382,7 +1460,7 @@ fn the_readme_install_works_on_a_fresh_cluster_and_keeps_the_crd_on_uninstall() 
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!can(&cp, OPERATOR_USER, &["list", "persistentvolumes"]));
 
-    // README: helm install volume-leftovers charts/volume-leftovers -n volume-leftovers --create-namespace
+    // docs/operations.md: helm install volume-leftovers charts/volume-leftovers -n volume-leftovers --create-namespace
     let notes = helm_ok(
         kc,
         &[

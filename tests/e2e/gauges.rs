@@ -196,7 +196,7 @@ async fn released_in(client: &Client, class: &str, size: &str, reclaim: &str) ->
 }
 
 /// An acknowledgement as a ticketing controller writes it: server-side apply of
-/// `spec.acknowledgement` under its own field manager (README, Acknowledging a finding).
+/// `spec.acknowledgement` under its own field manager (docs/reasons.md, Acknowledging).
 async fn acknowledge(api: &Api<VolumeLeftover>, name: &str, ticket: &str) {
     let body = json!({
         "apiVersion": "leftovers.dev/v1alpha1",

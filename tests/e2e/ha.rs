@@ -224,7 +224,7 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
     let handover = termed_at.elapsed();
     let renew = leader::renew_every(LEASE);
     let request = leader::request_timeout(renew);
-    // One line for scripts/handover.sh (the README's handover block), before the checks below
+    // One line for scripts/handover.sh (the handover block of docs/benchmarks.md), before the checks below
     // so that a failing run still says what it measured.
     println!(
         "handover: --lease-duration {lease} s (renewed every {renew:.2} s, requests bounded by \

@@ -43,7 +43,7 @@ use volume_leftovers::model::crd::{Reason, VolumeLeftover};
 
 use crate::support::*;
 
-/// Namespace, release, Deployment, Service and Lease: all `volume-leftovers`, as the README
+/// Namespace, release, Deployment, Service and Lease: all `volume-leftovers`, as docs/operations.md
 /// installs it and deploy/ names it.
 const NS: &str = "volume-leftovers";
 const NAME: &str = "volume-leftovers";
@@ -1006,7 +1006,7 @@ async fn the_chart_runs_on_a_real_node_one_writer_hands_over_and_rolls_out() {
         .and_then(|s| s.cluster_ip)
         .expect("its ClusterIP");
 
-    // --- install: the README's command, with the image the node has --------------------------
+    // --- install: docs/operations.md's command, with the image the node has --------------------------
     // The namespace as deploy/ makes it: the restricted Pod Security level, enforced.
     cluster.kubectl_ok(&[
         "apply",
@@ -1496,7 +1496,7 @@ async fn deploy_applied_with_kustomize_runs_on_a_real_node_with_one_writer() {
         .and_then(|s| s.cluster_ip)
         .expect("its ClusterIP");
 
-    // The README's command, verbatim (deploy/ names the image volume-leftovers:0.1.0).
+    // docs/operations.md's command, verbatim (deploy/ names the image volume-leftovers:0.1.0).
     let t = Instant::now();
     let out = cluster.kubectl(&["apply", "-k", repo().join("deploy").to_str().unwrap()]);
     assert!(
