@@ -730,3 +730,91 @@ async fn an_image_whose_volume_was_deleted_after_the_listing_began_is_no_leftove
         .step(census_report(Ok(later)), Instant::now(), &now_plus(2));
     assert_eq!(writes(&fx).len(), 1, "{:?}", writes(&fx));
 }
+
+/// Issue 29: a first start that publishes many findings says how far it is every few seconds
+/// (writes done, names to go, states held in a grace) and once, when nothing is queued or in
+/// flight, that it converged; not before it decides, and never again after.
+#[tokio::test(start_paused = true)]
+async fn a_first_start_says_how_far_it_is_and_once_that_it_converged() {
+    let settings = Settings {
+        concurrency: 2,
+        ..Settings::default()
+    };
+    let mut w = world_with(settings);
+    let mut events = vec![w.put_class(class("standard", "Retain"))];
+    for i in 0..6 {
+        let p = pv(&format!("r{i}"))
+            .retain()
+            .released()
+            .since(now_plus(-600))
+            .claim_by_name("ns", &format!("c{i}"))
+            .class("standard");
+        events.push(w.put_pv(&p));
+    }
+    // One state held in its grace: a Bound volume whose claim is missing.
+    events.push(w.put_pv(&pv("held").retain().bound().claim("ns", "gone", "u-9")));
+    events.extend([listed_pvs(), listed_claims(), listed_classes()]);
+    let mut logs = Vec::new();
+    for e in events {
+        let fx = w.step(e);
+        assert!(
+            fx.writes.is_empty(),
+            "nothing is decided before every store listed"
+        );
+        logs.extend(fx.logs);
+    }
+    let said = |logs: &[Log]| {
+        logs.iter()
+            .filter(|l| matches!(l, Log::Converging { .. } | Log::Converged { .. }))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(said(&logs).is_empty(), "{logs:?}");
+    let mut fx = w.step(listed_leftovers());
+    let mut progress = Vec::new();
+    // Each write lands three seconds after it started, two at a time.
+    while !fx.writes.is_empty() {
+        progress.extend(said(&fx.logs));
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let mut next = Effects::default();
+        for start in fx.writes {
+            let landed = w.step(Event::Written {
+                name: start.name.clone(),
+                result: Ok(Written {
+                    op: Op::Create,
+                    outcome: Outcome::Done,
+                    echo: None,
+                    requests: 1,
+                }),
+                told: start.told,
+            });
+            progress.extend(said(&landed.logs));
+            next.writes.extend(landed.writes);
+        }
+        fx = next;
+    }
+    let converged: Vec<&Log> = progress
+        .iter()
+        .filter(|l| matches!(l, Log::Converged { .. }))
+        .collect();
+    assert_eq!(converged.len(), 1, "{progress:?}");
+    let Log::Converged { held, written, .. } = converged[0] else {
+        unreachable!()
+    };
+    assert_eq!((*held, *written), (1, 6), "{progress:?}");
+    let during: Vec<&Log> = progress
+        .iter()
+        .filter(|l| matches!(l, Log::Converging { .. }))
+        .collect();
+    assert!(
+        !during.is_empty(),
+        "nine seconds of writes said how far they were: {progress:?}"
+    );
+    assert!(
+        matches!(progress.last(), Some(Log::Converged { .. })),
+        "nothing after the convergence: {progress:?}"
+    );
+    tokio::time::advance(Duration::from_secs(30)).await;
+    let fx = w.step(Event::Tick(Tick::Resync));
+    assert!(said(&fx.logs).is_empty(), "said once: {:?}", fx.logs);
+}

@@ -30,6 +30,28 @@ pub(crate) enum Log {
     },
     /// The periodic sweep starts (debug).
     Sweep,
+    /// The first round of decisions is under way (info, every few seconds while it lasts).
+    Converging {
+        /// Writes landed so far.
+        written: usize,
+        /// Names queued or being written.
+        remaining: usize,
+        /// Names whose state is held in its grace.
+        held: usize,
+        /// Milliseconds since deciding began.
+        millis: u64,
+    },
+    /// The first round of decisions is done: nothing queued, nothing in flight (info, once).
+    Converged {
+        /// Names with a published finding.
+        published: usize,
+        /// Names whose state is held in its grace (published when it lasts).
+        held: usize,
+        /// Writes it took.
+        written: usize,
+        /// Milliseconds since deciding began.
+        millis: u64,
+    },
     /// A write landed or was outdated (debug, at every write).
     Written {
         /// The name written.

@@ -55,9 +55,32 @@ pub(crate) struct Loop {
     pub(crate) scheduler: Scheduler,
     pub(super) report: Option<Report>,
     pub(super) census: Option<CensusState>,
+    /// The first round of decisions after this replica started deciding.
+    pub(super) convergence: Convergence,
     /// The effects of the step under way.
     pub(super) out: Effects,
 }
+
+/// The first round of decisions, from the moment this replica starts deciding until nothing is
+/// queued or in flight: on a cluster with thousands of findings that round writes for a minute,
+/// and it says how far it is instead of staying silent.
+#[derive(Debug, Default)]
+pub(crate) enum Convergence {
+    /// Not deciding yet.
+    #[default]
+    NotStarted,
+    /// Deciding since `since`; the last progress line at `said`; `written` writes landed.
+    Running {
+        since: Instant,
+        said: Instant,
+        written: usize,
+    },
+    /// Converged once: nothing more is said about it.
+    Done,
+}
+
+/// How often a first convergence says how far it is.
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// The OpenReports mirror's books: whether the findings changed since it was last written, the
 /// last content written, and whether a write is in flight.
@@ -188,6 +211,7 @@ impl Loop {
                 .as_ref()
                 .map(|c| CensusState::new(c.config.census(c.image_grace))),
             settings,
+            convergence: Convergence::NotStarted,
             out: Effects::default(),
         }
     }
@@ -235,7 +259,72 @@ impl Loop {
         }
         let writes = self.dispatch(now, wall);
         self.out.writes = writes;
+        self.converge(now);
         self.take_effects()
+    }
+
+    /// Says how far the first convergence is: a line every [`PROGRESS_EVERY`] while names are
+    /// queued or writes are in flight, and one when none are (the findings published, those
+    /// held in a grace, the writes it took).
+    fn converge(&mut self, now: Instant) {
+        if !self.scheduler.is_active() {
+            return;
+        }
+        if matches!(self.convergence, Convergence::NotStarted) {
+            self.convergence = Convergence::Running {
+                since: now,
+                said: now,
+                written: 0,
+            };
+        }
+        let Convergence::Running {
+            since,
+            said,
+            written,
+        } = self.convergence
+        else {
+            return;
+        };
+        let (queued, in_flight) = (self.scheduler.queued(), self.scheduler.in_flight());
+        let millis =
+            u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX);
+        if queued == 0 && in_flight == 0 {
+            self.convergence = Convergence::Done;
+            let published = self
+                .scheduler
+                .names_where(|n| n.memo().is_some_and(|m| m.published.is_some()))
+                .len();
+            let held = self.held();
+            self.log(Log::Converged {
+                published,
+                held,
+                written,
+                millis,
+            });
+        } else if now.saturating_duration_since(said) >= PROGRESS_EVERY {
+            self.convergence = Convergence::Running {
+                since,
+                said: now,
+                written,
+            };
+            let held = self.held();
+            self.log(Log::Converging {
+                written,
+                remaining: queued + in_flight,
+                held,
+                millis,
+            });
+        }
+    }
+
+    /// Names whose state is held in its grace.
+    fn held(&self) -> usize {
+        self.scheduler
+            .names_where(|n| {
+                n.memo()
+                    .is_some_and(|m| matches!(m.held, Some(crate::decide::name::Held::Pending(_))))
+            })
+            .len()
     }
 
     /// A write ended at `now` while the loop shuts down: its books are kept and its Event
@@ -498,6 +587,9 @@ impl Loop {
             Ok(w) => {
                 if w.outcome == Outcome::Done {
                     self.out.events.extend(told);
+                }
+                if let Convergence::Running { written, .. } = &mut self.convergence {
+                    *written += 1;
                 }
                 let (op, result) = (w.op.as_str(), w.outcome.as_str());
                 self.gauge(Gauge::Write {

@@ -243,6 +243,32 @@ fn emit(line: Log) {
             tracing::warn!(target: MACHINE, category = category.as_str(), %error, "writing the OpenReports ClusterReport failed; trying again")
         }
         Log::Sweep => tracing::debug!(target: MACHINE, "periodic sweep"),
+        Log::Converging {
+            written,
+            remaining,
+            held,
+            millis,
+        } => tracing::info!(
+            target: MACHINE,
+            written,
+            remaining,
+            held,
+            "publishing: {written} write(s) done, {remaining} name(s) to go, {held} held in a grace ({} s)",
+            millis / 1000
+        ),
+        Log::Converged {
+            published,
+            held,
+            written,
+            millis,
+        } => tracing::info!(
+            target: MACHINE,
+            published,
+            held,
+            written,
+            "converged in {:.1} s: {published} finding(s) published, {held} held in a grace, {written} write(s)",
+            millis as f64 / 1000.0
+        ),
         Log::Written { name, op, result } => {
             tracing::debug!(target: MACHINE, %name, op, result, "written")
         }
