@@ -16,16 +16,43 @@ export PATH="$PATH:/usr/sbin:/sbin"
 # shellcheck source=scripts/cache.sh
 . scripts/cache.sh
 
+# The seconds of each phase, printed at the end of the run (and read by scripts/figures.sh into
+# docs/testing.md): `phase NAME` ends the phase under way and starts NAME.
+phases=()
+phase_name=""
+phase_start=$SECONDS
+run_start=$SECONDS
+phase() {
+  if [ -n "$phase_name" ]; then
+    phases+=("$(printf '%6d s  %s' $((SECONDS - phase_start)) "$phase_name")")
+  fi
+  phase_name=$1
+  phase_start=$SECONDS
+}
+phases_reported=false
+phases_report() {
+  $phases_reported && return
+  phases_reported=true
+  phase ""
+  echo "== suite phases (seconds; $(nproc) cores, load average at the end $(cut -d' ' -f1-3 /proc/loadavg))"
+  printf '%s\n' "${phases[@]}"
+  printf '%6d s  %s\n' $((SECONDS - run_start)) "the whole run"
+}
+
 for tool in cargo go openssl curl python3; do
   command -v "$tool" >/dev/null || { echo "test.sh: $tool is required but not on PATH" >&2; exit 1; }
 done
 
+phase "tools: Debian packages"
 echo "== small tools that minimal Debian images lack (GNU time for the Go builds; pgrep, kill), installed when missing"
 scripts/ensure-tools.sh time pgrep kill
+phase "tools: control plane (Go)"
 echo "== control plane binaries (cached by pinned version)"
 controlplane/build.sh >/dev/null
+phase "tools: node (Go)"
 echo "== node binaries for the real-node tests (kubelet, kube-scheduler, kube-proxy, containerd; cached by pin)"
 node/build.sh >/dev/null
+phase "tools: helm, promtool, lua, snapshot-controller, CSI (Go)"
 echo "== tools built from their Go modules (cached by pin): helm, promtool, Argo CD's Lua runner, the CSI snapshot-controller and csi-snapshotter sidecar, the project's test CSI driver"
 tools/build.sh helm >/dev/null
 tools/build.sh promtool >/dev/null
@@ -33,10 +60,12 @@ tools/build.sh lua >/dev/null
 tools/build.sh snapshot-controller >/dev/null
 tools/build.sh csi-snapshotter >/dev/null
 tools/build.sh csi-test-driver >/dev/null
+phase "tools: Debian packages"
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
 scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
+phase "tools: Python (seed, moto, Compute server)"
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
 echo "== moto's EC2 server for the EBS census tests (cached by pin)"
@@ -46,21 +75,29 @@ scripts/gce-python.sh >/dev/null
 # The steps above find most tools already installed on a machine that ran them once (CI's): run
 # them again where nothing is, so that a missing install step fails here and not on a newcomer's
 # first `make test`.
+phase "fresh root"
 echo "== fresh root: the install steps from nothing installed, in a bare Debian root (scripts/fresh-root.sh)"
 scripts/fresh-root.sh
 
+phase "rust: fmt, clippy, check"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo check --no-default-features --all-targets (the build without the cloud SDKs)"
 cargo check --no-default-features --all-targets --locked
+phase "rust: release build"
 echo "== cargo build --release (the binary the image test packs)"
 cargo build --release --locked
 export VL_RELEASE_BINARY=$CARGO_TARGET_DIR/release/volume-leftovers
+phase "rust: test build"
+echo "== cargo test --no-run (the test binaries)"
+cargo test --tests --locked --no-run
+phase "tests (every binary; each one's time below)"
 echo "== cargo test"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# A failing run says where its time went too.
+trap 'phases_report; rm -f "$log"' EXIT
 cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a
@@ -97,5 +134,9 @@ if pgrep -af "$gce"; then
 fi
 echo "== no control-plane process, Ceph daemon, container or cloud test server left behind"
 
+phases_report
+# Each test binary's own time (`Running ...` then its `test result: ... finished in Xs`).
+awk '/^ *Running / { bin = $2; sub(/.*\//, "", bin); sub(/-[0-9a-f]+$/, "", bin) }
+     /^test result:/ { t = $NF; sub(/s$/, "", t); printf "%6d s    %s\n", t, bin }' "$log"
 # One closing line for the whole run.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
