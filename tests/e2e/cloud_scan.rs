@@ -235,7 +235,11 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
     assert_eq!(orphan["scope"], "gce:p-e2e/europe-west1-b");
     assert_eq!(
         (&orphan["project"], &orphan["zone"], &orphan["region"]),
-        (&json!(project), &json!("europe-west1-b"), &Value::Null)
+        (
+            &json!(project),
+            &json!("europe-west1-b"),
+            &json!("europe-west1")
+        )
     );
     assert_eq!(orphan["disk_name"], "unlabelled");
     assert_eq!(orphan["size_bytes"], 10u64 << 30);

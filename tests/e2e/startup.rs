@@ -26,7 +26,7 @@ async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_s
             .output()
             .unwrap()
     };
-    let out = scan("json");
+    let out = scan("jsonl");
     assert_eq!(
         out.status.code(),
         Some(0),
