@@ -1,6 +1,6 @@
 //! Entry point: parse flags, set up logging, dispatch. Exit codes: 0 ok (scan: no leftovers),
-//! 1 error, 2 usage error, 3 scan found leftovers, 4 scan incomplete (something it needs could not
-//! be read; stderr names it).
+//! 1 error (explain: not a finding), 2 usage error, 3 scan found leftovers, 4 scan incomplete
+//! (something it needs could not be read; stderr names it).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -80,6 +80,18 @@ fn main() -> ExitCode {
         Command::Scan(args) => match runtime(None) {
             Ok(rt) => rt.block_on(scan(args)),
             Err(e) => fatal("scan", &FatalError::Runtime(e)),
+        },
+        Command::Explain(args) => match runtime(None) {
+            Ok(rt) => {
+                let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+                match rt.block_on(volume_leftovers::run::explain::run(
+                    args, &mut out, &mut err,
+                )) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fatal("explain", &e.into()),
+                }
+            }
+            Err(e) => fatal("explain", &FatalError::Runtime(e)),
         },
     }
 }

@@ -55,6 +55,11 @@ pub enum Command {
     /// Print the shell completion script for this command (as `volume-leftovers`, or as the
     /// kubectl plugin `kubectl-leftovers`): `source <(volume-leftovers completion bash)`.
     Completion(CompletionArgs),
+    /// Print the commands a person can review and run to reuse, abandon or keep one finding
+    /// (printed, never run): the VolumeLeftover NAME, else the finding NAME of one scan (read-only,
+    /// with the flags of `scan`). Exit code 0: explained; 1: NAME is not a finding, or the cluster
+    /// refused a read (one line on stderr says which); 2: usage.
+    Explain(ExplainArgs),
 }
 
 /// Flags of `completion`.
@@ -337,6 +342,29 @@ pub struct ScanArgs {
     #[command(flatten)]
     pub pricing: PricingArgs,
     /// Which snapshot objects are kept out.
+    #[command(flatten)]
+    pub snapshots: SnapshotArgs,
+}
+
+/// Flags of `explain`: the finding's name, and those of `scan` for when no VolumeLeftover of
+/// that name exists.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The finding: a VolumeLeftover's name (`kubectl get vl`), or a name `scan` reports.
+    pub name: String,
+    /// Each request is abandoned after this long (1s to 10m).
+    #[arg(long, env = "VL_REQUEST_TIMEOUT", default_value = shown!(DEFAULT_REQUEST_TIMEOUT), value_parser = request_timeout)]
+    pub request_timeout: Duration,
+    /// The operator's graces, for the scan.
+    #[command(flatten)]
+    pub graces: GraceArgs,
+    /// What the scan keeps out.
+    #[command(flatten)]
+    pub exclude: ExcludeArgs,
+    /// The storage backend's census, for the scan (disk findings are the census's).
+    #[command(flatten)]
+    pub census: CensusArgs,
+    /// Which snapshot objects the scan keeps out.
     #[command(flatten)]
     pub snapshots: SnapshotArgs,
 }

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod controller;
+pub mod explain;
 pub mod scheduling;
 pub mod settings;
 pub mod wiring;
@@ -46,6 +47,9 @@ pub enum FatalError {
     /// The price table is unusable.
     #[error("{0}")]
     Prices(String),
+    /// `explain` printed nothing.
+    #[error(transparent)]
+    Explain(#[from] crate::run::explain::ExplainError),
     /// The async runtime could not be built.
     #[error("starting the async runtime: {0}")]
     Runtime(#[source] std::io::Error),

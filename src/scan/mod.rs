@@ -194,18 +194,31 @@ struct Reader {
     progress: progress::Progress,
 }
 
-impl Reader {
-    fn error(&self, verb: &'static str, resource: &'static str, source: RequestError) -> ScanError {
+impl ScanError {
+    /// A failed read of `resource` from `server`: the line names both, and on a 401 whose
+    /// credentials were rejected.
+    pub(crate) fn read(
+        verb: &'static str,
+        resource: &'static str,
+        server: &str,
+        source: RequestError,
+    ) -> ScanError {
         // The server's answer does not say whose credentials it rejected.
         let credentials =
             (source.category() == Category::Unauthorized).then(crate::watch::client::credentials);
         ScanError::Read {
             verb,
             resource,
-            server: self.server.clone(),
+            server: server.to_string(),
             source: Box::new(source),
             credentials,
         }
+    }
+}
+
+impl Reader {
+    fn error(&self, verb: &'static str, resource: &'static str, source: RequestError) -> ScanError {
+        ScanError::read(verb, resource, &self.server, source)
     }
 
     /// Lists `resource` page by page, folding each page with `fold`.
