@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: demo test controlplane image fresh-check
+.PHONY: demo test controlplane image release fresh-check
 
 # The operator's main job: against $KUBECONFIG when set (read-only: `scan`; OPERATOR=1 runs the
 # operator there too, which writes VolumeLeftovers and Events), else a local control plane with
@@ -21,6 +21,14 @@ controlplane:
 # (target/image/volume-leftovers-VERSION.tar) for docker/podman load or ctr images import.
 image:
 	./scripts/image.sh
+
+# Everything a release ships, into target/release-artifacts: the image (OCI layout and
+# docker-archive), the chart (helm package), the kubectl plugin as kubectl-leftovers in a
+# linux-amd64 .tar.gz with its sha256, krew's manifest (leftovers.yaml; its download URL from
+# RELEASE_URL) and SHA256SUMS. With REGISTRY=host[:port][/path] it pushes the image and the chart
+# there (REGISTRY_PLAIN_HTTP=1 for a registry without TLS). docs/operations.md, "Release and publish".
+release:
+	./scripts/release.sh
 
 # The install steps of the scripts (every ensure-tools.sh line, seed-python.sh) run from nothing
 # installed, in a bare Debian root made by mmdebstrap; prints the seconds of each step. make test

@@ -28,8 +28,14 @@
 #   containerd.toml, kubelet.yaml,             the configuration
 #   kube-proxy.yaml, cni/net.d
 #   containerd.sock                            the CRI endpoint (`ctr -a RUN_DIR/containerd.sock`)
-#   env                                        NODE_NAME, NODE_BIN_DIR, CONTAINERD_ADDRESS, NODE_IP,
-#                                              POD_SUBNET, ports, ...
+#   containerd/certs.d/                        containerd's registry host configuration (its
+#                                              config_path, read at each pull; empty): a registry
+#                                              without TLS is HOST:PORT/hosts.toml there, e.g.
+#                                                server = "http://127.0.0.1:5000"
+#                                                [host."http://127.0.0.1:5000"]
+#                                                  capabilities = ["pull", "resolve"]
+#   env                                        NODE_NAME, NODE_BIN_DIR, CONTAINERD_ADDRESS,
+#                                              REGISTRY_CONFIG_PATH, NODE_IP, POD_SUBNET, ports, ...
 #   *.log                                      component logs
 #
 # Environment: NODE_NAME (default vl-node), NODE_READY_TIMEOUT (seconds, default 120).
@@ -122,6 +128,7 @@ NODE_NAME=$node
 NODE_BIN_DIR=$bin
 CONTROLPLANE_RUN_DIR=$cp_run
 CONTAINERD_ADDRESS=$sock
+REGISTRY_CONFIG_PATH=$run/containerd/certs.d
 CGROUP_ROOT=$cgroup_root
 CNI_BRIDGE=$bridge
 KUBELET_ROOT=$kubelet_root
@@ -289,7 +296,7 @@ cat >"$run/cni/net.d/10-vl-bridge.conflist" <<EOF
 EOF
 
 # --- containerd -------------------------------------------------------------------------------
-mkdir -p "$run/containerd/root" "$run/containerd/state" "$run/containerd/opt" "$run/runc"
+mkdir -p "$run/containerd/root" "$run/containerd/state" "$run/containerd/opt" "$run/containerd/certs.d" "$run/runc"
 cat >"$run/containerd.toml" <<EOF
 version = 4
 root = "$run/containerd/root"
@@ -328,6 +335,10 @@ disabled_plugins = [
     snapshotter = "overlayfs"
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = "registry.k8s.io/pause:3.10.2"
+    # Where a registry's hosts.toml goes (HOST:PORT/hosts.toml: its scheme, capabilities, CA),
+    # read at each pull, so a test adds one while the node runs (tests/e2e/release.rs).
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = "$run/containerd/certs.d"
   [plugins.'io.containerd.cri.v1.runtime']
     # This machine withholds CAP_SYS_RESOURCE, so no process may lower its oom_score_adj below 0
     # and runc fails on the sandbox's -998 ("can't get final child's PID from pipe: EOF").

@@ -4,8 +4,9 @@
 # the daemonless container tools of scripts/image.sh and scripts/run-image.sh, runc, the CNI
 # plugins and iptables of the real node (node/build.sh), the Ceph daemons and CLIs of the census
 # tests (ceph/up.sh), Python's venv module (scripts/seed-python.sh), GNU time (the Go builds
-# record their peak memory with /usr/bin/time -v), and the small tools of procps, iproute2 and
-# uuid-runtime that minimal Debian images lack.
+# record their peak memory with /usr/bin/time -v), the CNCF distribution registry server
+# (docker-registry: the release test pushes to one of its own, scripts/release.sh), and the small
+# tools of procps, iproute2 and uuid-runtime that minimal Debian images lack.
 #
 #   scripts/ensure-tools.sh TOOL...      e.g. buildah skopeo   or   umoci runc   or   ceph-mon ceph-osd rbd
 #
@@ -19,12 +20,18 @@
 # non-interactive `apt-get install --no-install-recommends` (with an `apt-get update` first when
 # the package lists do not know a package, as on a machine whose lists are empty); elsewhere it
 # names what to install and fails.
+#
+# Installing never starts a service: a package whose maintainer script would start one (Debian's
+# docker-registry starts a registry on :5000, every interface, where an init system runs it) is
+# installed under a policy-rc.d that denies it (unless the machine has its own, as container
+# images do), and docker-registry's start at boot is disabled afterwards. The tests start the
+# servers they need themselves, on 127.0.0.1, and stop them.
 set -euo pipefail
 
 # tool -> the Debian package that provides it (bookworm).
 package_of() {
   case "$1" in
-    buildah | skopeo | umoci | runc | iptables | mmdebstrap | ceph-mon | ceph-osd | time | python3-venv) echo "$1" ;;
+    buildah | skopeo | umoci | runc | iptables | mmdebstrap | ceph-mon | ceph-osd | time | python3-venv | docker-registry) echo "$1" ;;
     ceph | rbd | ceph-authtool) echo ceph-common ;;
     monmaptool) echo ceph-base ;;
     cni-plugins) echo containernetworking-plugins ;;
@@ -78,10 +85,27 @@ known() { for p in "${packages[@]}"; do apt-cache show "$p" >/dev/null 2>&1 || r
 # refreshes the others: the install below says whether what we need is there.
 update() { "${apt[@]}" update >&2 || echo "ensure-tools.sh: apt-get update reported errors (above); trying the install anyway" >&2; }
 known || update
+# No service starts from these installs (invoke-rc.d and deb-systemd-invoke ask policy-rc.d; 101:
+# action forbidden). A policy-rc.d the machine has is left as it is.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/ensure-tools.sh: no service starts during its install (removed afterwards)\nexit 101\n' >"$policy"
+  chmod 0755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 # Lists that know the package can still be older than the mirror (a 404 on a superseded .deb):
 # refresh them once and try again.
 "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2 ||
   { update && "${apt[@]}" install -y --no-install-recommends "${packages[@]}" >&2; }
+case " ${packages[*]} " in
+  *" docker-registry "*)
+    # Its postinst enables the registry at boot (sysvinit links, a systemd unit): not wanted.
+    update-rc.d docker-registry disable >/dev/null 2>&1 || true
+    if command -v deb-systemd-helper >/dev/null 2>&1; then
+      deb-systemd-helper disable docker-registry.service >/dev/null 2>&1 || true
+    fi
+    ;;
+esac
 for tool in "${missing[@]}"; do
   present "$tool" || {
     echo "ensure-tools.sh: $tool is still missing after apt-get install $(package_of "$tool")" >&2

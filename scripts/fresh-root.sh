@@ -124,7 +124,7 @@ cleanup() {
 trap cleanup EXIT
 tar -C "$root" -xf "$cache/base.tar"
 # The point of the check: nothing of what the scripts install is there, and apt knows no package.
-for p in buildah ceph-common runc iptables time python3-venv; do
+for p in buildah ceph-common runc iptables time python3-venv docker-registry; do
   if chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
     echo "fresh-root.sh: the bare root already has $p installed" >&2
     exit 1

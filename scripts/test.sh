@@ -63,6 +63,8 @@ tools/build.sh csi-test-driver >/dev/null
 phase "tools: Debian packages"
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"
 scripts/ensure-tools.sh buildah skopeo umoci runc
+echo "== the CNCF distribution registry from Debian (docker-registry) for the release test, installed when missing"
+scripts/ensure-tools.sh docker-registry
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
 scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
 phase "tools: Python (seed, moto, Compute server)"
@@ -102,14 +104,16 @@ cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a
 # watchdog that stops it within a second or two of its owner's exit), and so must every container
-# and every cloud test server (moto's, and the project's Compute server, which exit with their test).
+# and every cloud test server (moto's, and the project's Compute server, which exit with their test)
+# and registry (the release test's docker-registry).
 runs="$CARGO_TARGET_DIR/tmp/controlplane-"
+registries="docker-registry serve $CARGO_TARGET_DIR/tmp/registry-"
 cephs="$CARGO_TARGET_DIR/tmp/ceph-"
 moto='/moto_server( |$)'
 gce="$PWD/tests/fake-gce-compute/server\.py"
 for _ in $(seq 20); do
   pgrep -f "$runs" >/dev/null || pgrep -f "$cephs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null ||
-    pgrep -f "$moto" >/dev/null || pgrep -f "$gce" >/dev/null || break
+    pgrep -f "$moto" >/dev/null || pgrep -f "$gce" >/dev/null || pgrep -f "$registries" >/dev/null || break
   sleep 0.5
 done
 if pgrep -af "$runs"; then
@@ -132,7 +136,11 @@ if pgrep -af "$gce"; then
   echo "test.sh: a Compute test server (fake-gce-compute) outlived the GCE tests (listed above)" >&2
   exit 1
 fi
-echo "== no control-plane process, Ceph daemon, container or cloud test server left behind"
+if pgrep -af "$registries"; then
+  echo "test.sh: a registry of the release test outlived it (listed above)" >&2
+  exit 1
+fi
+echo "== no control-plane process, Ceph daemon, container, cloud test server or registry left behind"
 
 phases_report
 # Each test binary's own time (`Running ...` then its `test result: ... finished in Xs`).

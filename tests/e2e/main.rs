@@ -32,6 +32,7 @@ mod one_truth;
 mod operator;
 mod quiet;
 mod rbac;
+mod release;
 mod snapshots;
 mod startup;
 mod support;

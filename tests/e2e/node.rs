@@ -21,7 +21,7 @@
 //!
 //! Needs root, the release binary (`VL_RELEASE_BINARY`, as tests/e2e/image.rs) and node/build.sh's
 //! components; when any of it cannot be built or started, the tests fail (never skip). The two
-//! tests take turns: one kube-proxy per machine (node/up.sh). Figures go to stderr (`node: ...`),
+//! tests, and release.rs's, take turns: one kube-proxy per machine (node/up.sh). Figures go to stderr (`node: ...`),
 //! also when the tests pass; `VL_NODE_DEBUG=1` adds timestamps and every leader sample.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,8 +45,8 @@ use crate::support::*;
 
 /// Namespace, release, Deployment, Service and Lease: all `volume-leftovers`, as docs/operations.md
 /// installs it and deploy/ names it.
-const NS: &str = "volume-leftovers";
-const NAME: &str = "volume-leftovers";
+pub(crate) const NS: &str = "volume-leftovers";
+pub(crate) const NAME: &str = "volume-leftovers";
 const SELECTOR: &str = "app.kubernetes.io/instance=volume-leftovers";
 /// What `image: volume-leftovers:0.1.0` resolves to, and what scripts/image.sh tags.
 const IMAGE: &str = "docker.io/library/volume-leftovers:0.1.0";
@@ -69,18 +69,18 @@ fn note(line: &str) {
     }
 }
 
-fn secs(d: Duration) -> String {
+pub(crate) fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
-fn tmp() -> PathBuf {
+pub(crate) fn tmp() -> PathBuf {
     option_env!("CARGO_TARGET_TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target/tmp"))
 }
 
-/// One kube-proxy per machine: the tests of this file take turns.
-async fn node_turn() -> tokio::sync::MutexGuard<'static, ()> {
+/// One kube-proxy per machine: the tests of this file and release.rs take turns.
+pub(crate) async fn node_turn() -> tokio::sync::MutexGuard<'static, ()> {
     static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     TURN.lock().await
 }
@@ -89,10 +89,10 @@ async fn node_turn() -> tokio::sync::MutexGuard<'static, ()> {
 
 /// A control plane with a real node (`controlplane/up.sh DIR --owner-pid PID --node`), stopped
 /// (node first) when dropped; its watchdog stops it too if this process dies.
-struct Cluster {
-    dir: PathBuf,
-    bin: PathBuf,
-    node_dir: PathBuf,
+pub(crate) struct Cluster {
+    pub(crate) dir: PathBuf,
+    pub(crate) bin: PathBuf,
+    pub(crate) node_dir: PathBuf,
     node_bin: PathBuf,
     containerd: String,
     /// `up.sh` started → control plane ready.
@@ -101,7 +101,7 @@ struct Cluster {
     node_start: Duration,
 }
 
-fn env_of(dir: &Path, key: &str) -> Result<String, String> {
+pub(crate) fn env_of(dir: &Path, key: &str) -> Result<String, String> {
     let env = std::fs::read_to_string(dir.join("env"))
         .map_err(|e| format!("{}/env: {e}", dir.display()))?;
     env.lines()
@@ -169,17 +169,17 @@ impl Cluster {
         })
     }
 
-    fn start_or_fail() -> Cluster {
+    pub(crate) fn start_or_fail() -> Cluster {
         Self::start().unwrap_or_else(|e| {
             panic!("the control plane with a node could not be started (tests never skip):\n{e}")
         })
     }
 
-    fn kubeconfig(&self) -> PathBuf {
+    pub(crate) fn kubeconfig(&self) -> PathBuf {
         self.dir.join("admin.kubeconfig")
     }
 
-    fn kubectl(&self, args: &[&str]) -> Output {
+    pub(crate) fn kubectl(&self, args: &[&str]) -> Output {
         Command::new(self.bin.join("kubectl"))
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
@@ -188,7 +188,7 @@ impl Cluster {
             .expect("running kubectl")
     }
 
-    fn kubectl_ok(&self, args: &[&str]) -> String {
+    pub(crate) fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
         assert!(
             out.status.success(),
@@ -199,12 +199,12 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         client_of(&self.kubeconfig()).await
     }
 
     /// `ctr` on the node's containerd, in the CRI's namespace.
-    fn ctr(&self, args: &[&str]) -> Output {
+    pub(crate) fn ctr(&self, args: &[&str]) -> Output {
         Command::new(self.node_bin.join("ctr"))
             .args(["--address", &self.containerd, "--namespace", "k8s.io"])
             .args(args)
@@ -400,7 +400,7 @@ fn image() -> (PathBuf, Duration) {
 }
 
 /// helm, built by tools/build.sh (cached), run in the repository with its own home.
-fn helm(cluster: &Cluster, args: &[&str]) -> String {
+pub(crate) fn helm(cluster: &Cluster, args: &[&str]) -> String {
     static HELM: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let helm = HELM.get_or_init(|| {
         let out = Command::new(repo().join("tools/build.sh"))
@@ -458,7 +458,7 @@ fn terminating(p: &Pod) -> bool {
     p.metadata.deletion_timestamp.is_some()
 }
 
-fn pod_name(p: &Pod) -> String {
+pub(crate) fn pod_name(p: &Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
 }
 
@@ -476,7 +476,7 @@ async fn operator_pods(pods: &Api<Pod>) -> Vec<Pod> {
 
 /// Waits until exactly `n` operator pods exist, none terminating, all Running and Ready; returns
 /// them, and for each the time (since `since`) it was first seen Ready.
-async fn wait_ready(
+pub(crate) async fn wait_ready(
     pods: &Api<Pod>,
     n: usize,
     since: Instant,
@@ -924,7 +924,7 @@ fn assert_authenticated_with_projected_token(events: &[Value], pod: &PodFacts) -
 
 /// scripts/demo-scenario.yaml applied, its claim bound and deleted: mariadb-pv is Released.
 /// Returns when the claim was deleted.
-async fn mariadb_released(cluster: &Cluster, client: &Client) -> Instant {
+pub(crate) async fn mariadb_released(cluster: &Cluster, client: &Client) -> Instant {
     cluster.kubectl_ok(&[
         "apply",
         "-f",
@@ -952,7 +952,7 @@ async fn mariadb_released(cluster: &Cluster, client: &Client) -> Instant {
 }
 
 /// Waits for the ClaimDeleted VolumeLeftover `name`.
-async fn wait_claim_deleted(client: &Client, name: &str) {
+pub(crate) async fn wait_claim_deleted(client: &Client, name: &str) {
     wait_leftover(
         &Api::<VolumeLeftover>::all(client.clone()),
         name,
