@@ -14,7 +14,6 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=VL_REVISION");
     let revision = match git(&["rev-parse", "--short=12", "HEAD"]) {
         Some(rev) if !rev.is_empty() => {
             // Run again when HEAD moves (a commit, a checkout).
@@ -42,10 +41,16 @@ fn main() {
             }
             rev
         }
-        _ => std::env::var("VL_REVISION")
-            .ok()
-            .filter(|r| !r.is_empty())
-            .unwrap_or_else(|| "unknown".into()),
+        // Watched only here: a checkout ignores the variable, and `cargo test` hands the
+        // `rustc-env` below to every test process, whose children (`make demo`) would otherwise
+        // see it changed and rebuild the crate.
+        _ => {
+            println!("cargo:rerun-if-env-changed=VL_REVISION");
+            std::env::var("VL_REVISION")
+                .ok()
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "unknown".into())
+        }
     };
     println!("cargo:rustc-env=VL_REVISION={revision}");
 }

@@ -64,13 +64,16 @@ fn make_demo(tmp: &Path, target: &Path, stdout: &Path, stderr: &Path) -> Command
         // Its own process group, so that a demo past the timeout is stopped as a whole.
         .process_group(0);
     // Without what `cargo test` adds to a test's environment (CARGO_PKG_NAME, CARGO_MANIFEST_DIR,
-    // ...): cargo compares the variables a build script watches (ring's watch these) with its
-    // own environment, so the demo's `cargo build --release` would rebuild ring and everything
-    // above it, which it does not do from a shell.
+    // ..., OUT_DIR and VL_REVISION since this crate has a build script): cargo compares the variables a
+    // build script watches (ring's watch these, OUT_DIR among them) with its own environment, so
+    // the demo's `cargo build --release` would rebuild ring and everything above it, which it
+    // does not do from a shell.
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
         let cargo_added = key == "CARGO"
             || key == "LD_LIBRARY_PATH"
+            || key == "OUT_DIR"
+            || key == "VL_REVISION"
             || (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR");
         if cargo_added {
             cmd.env_remove(&*key);
