@@ -554,9 +554,9 @@ fn main() {
     >()));
     drop((_m, _s, _t, state));
 
-    // Claims (metadata only).
+    // Claims (metadata, and the expansion only while a request exceeds its capacity).
     let (claim_store, _claim_w, claim_total, claim_peak) =
-        ingest::<ClaimMeta, Claim>(&claim_pages, |c| Claim::of(&c.metadata));
+        ingest::<ClaimMeta, Claim>(&claim_pages, |c| Claim::of(&c));
     let (claim_obj, claim_keys, claim_table) = split(&claim_store, claim_total);
 
     // Classes.

@@ -145,13 +145,11 @@ fn claims(n: usize) -> impl Iterator<Item = ClaimMeta> {
             18 => format!("new-claim-uid-{i}"),
             _ => return None,
         };
-        Some(ClaimMeta {
-            metadata: meta(
-                &format!("data-{i}"),
-                Some(&format!("team-{}", i % 500)),
-                uid,
-            ),
-        })
+        Some(ClaimMeta::from(meta(
+            &format!("data-{i}"),
+            Some(&format!("team-{}", i % 500)),
+            uid,
+        )))
     })
 }
 
@@ -216,7 +214,7 @@ fn main() {
     claim_w.apply_watcher_event(&Event::Init);
     let mut claim_count = 0;
     for c in claims(n) {
-        claim_w.apply_watcher_event(&Event::InitApply(Claim::of(&c.metadata)));
+        claim_w.apply_watcher_event(&Event::InitApply(Claim::of(&c)));
         claim_count += 1;
     }
     claim_w.apply_watcher_event(&Event::InitDone);

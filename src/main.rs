@@ -197,10 +197,11 @@ fn held_back(
         named.push(format!("and {} more", report.held.len() - SHOWN));
     }
     eprintln!(
-        "volume-leftovers scan: held back {} state(s) that have not lasted their grace (--grace {}s, --delete-grace {}s), not reported: {}",
+        "volume-leftovers scan: held back {} state(s) that have not lasted their grace (--grace {}s, --delete-grace {}s, --expansion-grace {}s), not reported: {}",
         report.held.len(),
         graces.grace.as_secs(),
         graces.delete_grace.as_secs(),
+        graces.expansion_grace.as_secs(),
         named.join("; ")
     );
 }

@@ -17,6 +17,7 @@ use crate::model::crd::{
     ClaimInfo, Hint, Reason, StorageClassInfo, Subject, Tristate, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
+use crate::model::expansion::ClaimSize;
 use crate::model::finding::Undecided;
 pub(crate) use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
@@ -174,7 +175,12 @@ fn bound_reason(name: &str, claim: Option<&ObservedClaim>) -> Result<Reason, Ver
         Some(c) => c,
     };
     match &c.found {
-        Found::Yes(facts) if c.same_claim(facts) => Err(Verdict::Healthy),
+        // Its claim is there: healthy, unless the claim asks for more than it has (how long it
+        // has, the expansion grace decides: `plan::gate`).
+        Found::Yes(facts) if c.same_claim(facts) => match facts.size {
+            ClaimSize::Expanding(_) => Ok(Reason::ExpansionStuck),
+            ClaimSize::Settled | ClaimSize::Uncomparable(_) => Err(Verdict::Healthy),
+        },
         Found::Yes(_) | Found::Absent => Ok(Reason::BoundClaimMissing),
         // A 403 never makes a finding of a Bound volume, nor clears one.
         Found::Unknown | Found::Stale => Err(Verdict::Undecided(Undecided::BoundClaimUnknown {
@@ -482,6 +488,13 @@ fn observe_claim(r: &ClaimRef, lookup: &impl Lookup) -> ObservedClaim {
         Found::Yes(c) if uid.as_deref().is_some_and(|u| u != c.uid) => Some(c.uid.clone()),
         _ => None,
     };
+    let expansion = match &found {
+        Found::Yes(c) if current_uid.is_none() => match &c.size {
+            ClaimSize::Expanding(e) => Some(crate::model::crd::ExpansionInfo::of(e)),
+            ClaimSize::Settled | ClaimSize::Uncomparable(_) => None,
+        },
+        _ => None,
+    };
     ObservedClaim {
         incomplete: namespace.is_none() || name.is_none(),
         not_a_claim,
@@ -494,6 +507,7 @@ fn observe_claim(r: &ClaimRef, lookup: &impl Lookup) -> ObservedClaim {
             uid,
             missing,
             current_uid,
+            expansion,
         },
     }
 }
@@ -629,6 +643,7 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
             "PersistentVolume {pv} is Failed: its {} reclaim did not complete.",
             f.reclaim
         ),
+        Reason::ExpansionStuck => expansion_sentence(pv, claim_ref, info),
         Reason::VolumeWithoutDisk => image_gone_sentence(f, claim_ref),
         Reason::DiskWithoutVolume => format!(
             "{} is not referenced by any PersistentVolume.",
@@ -644,6 +659,42 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
         | Reason::ContentDeleted
         | Reason::SnapshotWithoutContent => String::new(),
     }
+}
+
+/// The sentence of a volume whose claim's expansion stopped: sizes, the step, what the claim's
+/// conditions say (bounded: a resizer's message can be a stack of errors) and what to do.
+fn expansion_sentence(pv: &str, claim_ref: &str, info: Option<&ClaimInfo>) -> String {
+    let Some(e) = info.and_then(|c| c.expansion.as_ref()) else {
+        return format!(
+            "PersistentVolume {pv} is Bound to claim {claim_ref}, whose expansion stopped."
+        );
+    };
+    let said = e
+        .conditions
+        .iter()
+        .find_map(|c| c.message.as_deref().map(|m| (c.type_.as_str(), m)))
+        .map(|(kind, m)| {
+            format!(
+                " {kind}: {}.",
+                crate::model::text::one_line(m).trim_end_matches('.')
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "PersistentVolume {pv} is Bound to claim {claim_ref}, which asks for {} but has {}: its expansion stopped {}.{said} {}.",
+        e.requested,
+        e.capacity,
+        e.stopped_at.stopped_where(),
+        upper_first(e.stopped_at.advice()),
+    )
+}
+
+/// `s` with its first letter in upper case.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// The sentence of a volume whose image the census no longer finds: it says the claim's story

@@ -47,6 +47,10 @@ pub(crate) enum Choice {
     Reuse,
     /// Let it go: record, snapshot, delete.
     Abandon,
+    /// Let a stopped operation complete (an expansion).
+    Finish,
+    /// Take a stopped operation back (an expansion's request lowered back).
+    Revert,
     /// Keep it as it is, on purpose.
     Keep,
 }
@@ -58,6 +62,8 @@ impl Choice {
             Choice::First => "Before you choose",
             Choice::Reuse => "Reuse",
             Choice::Abandon => "Abandon",
+            Choice::Finish => "Finish",
+            Choice::Revert => "Revert",
             Choice::Keep => "Keep",
         }
     }
@@ -390,6 +396,7 @@ pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
         | Reason::BoundClaimMissing
         | Reason::PreboundClaimMissing
         | Reason::ReclaimFailed => volume(&cx),
+        Reason::ExpansionStuck => expansion(&cx),
         Reason::VolumeDeleted => tombstone(&cx),
         Reason::VolumeWithoutDisk => without_disk(&cx),
         Reason::DiskWithoutVolume => without_volume(&cx),
@@ -721,6 +728,18 @@ fn head(cx: &Cx) -> Vec<String> {
             (Tristate::Unknown, _) => "may or may not exist: claims could not be read".into(),
         };
         out.push(format!("Its claim {}{uid} {now}.", c.reference));
+        if let Some(e) = &c.expansion {
+            let status = e
+                .resize_status
+                .as_deref()
+                .map_or(String::new(), |r| format!(", resize status {r}"));
+            out.push(format!(
+                "It asks for {} and has {}; its resize stopped at {}{status}.",
+                e.requested,
+                e.capacity,
+                e.stopped_at.as_str()
+            ));
+        }
     }
     if !s.reason.is_snapshot() && s.reason != Reason::SnapshotWithoutContent {
         out.push(disk_sentence(cx));
@@ -1360,6 +1379,7 @@ fn reuse_volume(cx: &Cx, pv: &str) -> Block {
         }
         // Not a live PV's reason: `volume` is not called for them.
         Reason::VolumeDeleted
+        | Reason::ExpansionStuck
         | Reason::DiskWithoutVolume
         | Reason::VolumeWithoutDisk
         | Reason::SnapshotDeleted
@@ -2099,6 +2119,7 @@ fn content(cx: &Cx) -> Vec<Block> {
         | Reason::BoundClaimMissing
         | Reason::PreboundClaimMissing
         | Reason::ReclaimFailed
+        | Reason::ExpansionStuck
         | Reason::VolumeDeleted
         | Reason::DiskWithoutVolume
         | Reason::VolumeWithoutDisk
@@ -2147,6 +2168,81 @@ fn content(cx: &Cx) -> Vec<Block> {
         block(Choice::Abandon, "record, delete", abandon),
         keep(cx, Some(("volumesnapshotcontent", content))),
     ]
+}
+
+/// A claim whose expansion stopped: look at what the claim and its events say, let the step
+/// complete (what that step needs), or lower the request back (above the capacity, as the API
+/// server demands; the size cannot be taken below what the claim has), or acknowledge it.
+fn expansion(cx: &Cx) -> Vec<Block> {
+    use crate::model::expansion::ResizeStep;
+    let e = cx.s.claim.as_ref().and_then(|c| c.expansion.as_ref());
+    let (ns, claim) = (
+        cx.or(cx.claim_ns(), "namespace"),
+        cx.or(cx.claim_name(), "claim"),
+    );
+    let requested = cx.or(e.map(|e| e.requested.as_str()), "requested size");
+    let capacity = cx.or(e.map(|e| e.capacity.as_str()), "capacity");
+    let step = e.map_or(ResizeStep::NotStarted, |e| e.stopped_at);
+    let first = vec![
+        say(format!(
+            "The claim {ns}/{claim} asks for {requested} and has {capacity}: its expansion              stopped {}. Nothing is lost; the application may run out of space. What the claim              and its events say:",
+            step.stopped_where()
+        )),
+        run(format!(
+            "kubectl get pvc -n {} {} {}",
+            quote(&ns),
+            quote(&claim),
+            quote(
+                "-o=jsonpath={.status.allocatedResources} {.status.allocatedResourceStatuses}                  {.status.conditions}"
+            )
+        )),
+        run(format!(
+            "kubectl get events -n {} --field-selector {}",
+            quote(&ns),
+            quote(&format!(
+                "involvedObject.kind=PersistentVolumeClaim,involvedObject.name={claim}"
+            ))
+        )),
+    ];
+    let mut finish = vec![say(format!("{}.", upper(step.advice())))];
+    if step == ResizeStep::NodePending {
+        finish.push(say(
+            "Which pods mount it now (`Used By`; <none>: start one that does, and the kubelet \
+             grows the filesystem as it mounts the claim):",
+        ));
+        finish.push(run(format!(
+            "kubectl describe pvc -n {} {}",
+            quote(&ns),
+            quote(&claim)
+        )));
+    }
+    let size = ask("a size above the capacity");
+    let lower = serde_json::json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    let revert = vec![
+        say(format!(
+            "Lower the request back to a size the backend can give, above {capacity} (the API              server refuses one at or below the capacity; a volume never shrinks). The resizer              then grows it to that size instead:"
+        )),
+        run(format!(
+            "kubectl patch pvc -n {} {} --type merge -p {}",
+            quote(&ns),
+            quote(&claim),
+            quote(&lower.to_string())
+        )),
+    ];
+    vec![
+        block(Choice::First, "look at the resize", first),
+        block(Choice::Finish, "let the resize complete", finish),
+        block(Choice::Revert, "lower the request back", revert),
+        keep(cx, Some(("pv", cx.pv_name()))),
+    ]
+}
+
+/// `s` with its first letter in upper case.
+fn upper(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 fn content_missing(cx: &Cx) -> Vec<Block> {

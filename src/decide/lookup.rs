@@ -11,6 +11,8 @@ use std::sync::Arc;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::model::expansion::{ClaimSize, ClaimSpecWire, ClaimStatusWire, claim_size};
+
 /// What is known about a claim, looked up by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimFacts {
@@ -18,6 +20,8 @@ pub struct ClaimFacts {
     pub(crate) uid: String,
     /// `metadata.deletionTimestamp` is set.
     pub(crate) terminating: bool,
+    /// What its request and capacity say (an expansion under way or stopped).
+    pub(crate) size: ClaimSize,
 }
 
 /// What is known about a StorageClass.
@@ -79,11 +83,12 @@ pub(crate) fn disk_found(
     }
 }
 
-/// The facts classification needs from a claim's metadata.
-pub(crate) fn claim_facts(meta: &ObjectMeta) -> ClaimFacts {
+/// The facts classification needs from a claim.
+pub(crate) fn claim_facts(c: &ClaimObject) -> ClaimFacts {
     ClaimFacts {
-        uid: meta.uid.clone().unwrap_or_default(),
-        terminating: meta.deletion_timestamp.is_some(),
+        uid: c.metadata.uid.clone().unwrap_or_default(),
+        terminating: c.metadata.deletion_timestamp.is_some(),
+        size: claim_size(c.spec.as_ref(), c.status.as_ref()),
     }
 }
 
@@ -108,13 +113,30 @@ fn parameter(c: &StorageClass, key: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A PersistentVolumeClaim as the claim feed reads it: its metadata, without `managedFields`
-/// and `annotations` ([`crate::model::meta`]); `spec` and `status` are skipped by the parser.
+/// A PersistentVolumeClaim as the claim feed and `scan` read it: its metadata, without
+/// `managedFields` and `annotations` ([`crate::model::meta`]), and of its spec and status only
+/// what says its size ([`crate::model::expansion`]); the rest is skipped by the parser.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 pub struct ClaimObject {
     /// The metadata that is read.
     #[serde(default, deserialize_with = "crate::model::meta::lean")]
     pub metadata: ObjectMeta,
+    /// `spec.resources.requests.storage`.
+    #[serde(default)]
+    pub spec: Option<ClaimSpecWire>,
+    /// `status`: phase, capacity and the resize's status and conditions.
+    #[serde(default)]
+    pub status: Option<ClaimStatusWire>,
+}
+
+/// A claim of which only the metadata is known (its size settled).
+impl From<ObjectMeta> for ClaimObject {
+    fn from(metadata: ObjectMeta) -> Self {
+        ClaimObject {
+            metadata,
+            ..ClaimObject::default()
+        }
+    }
 }
 
 impl kube::Resource for ClaimObject {
@@ -144,8 +166,9 @@ impl kube::Resource for ClaimObject {
     }
 }
 
-/// What the operator keeps of a claim in its store: its key, uid and whether it is being
-/// deleted (about 350 bytes with the store's key, against about 950 for its stripped metadata).
+/// What the operator keeps of a claim in its store: its key, uid, whether it is being deleted
+/// and, only while its request exceeds its capacity, the expansion (about 350 bytes with the
+/// store's key, against about 950 for its stripped metadata).
 /// Its `resourceVersion` and uid stay out of the store's key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -157,18 +180,26 @@ pub struct Claim {
     pub(crate) uid: crate::model::uid::Uid,
     /// `metadata.deletionTimestamp` is set.
     pub(crate) terminating: bool,
+    /// What its request and capacity say.
+    pub(crate) size: ClaimSize,
 }
 
 impl Claim {
-    /// The lean form of a claim's metadata.
-    pub fn of(meta: &ObjectMeta) -> Claim {
+    /// The lean form of a claim.
+    pub fn of(c: &ClaimObject) -> Claim {
         // The same facts `scan` reads, through the same function.
-        let ClaimFacts { uid, terminating } = claim_facts(meta);
+        let ClaimFacts {
+            uid,
+            terminating,
+            size,
+        } = claim_facts(c);
+        let meta = &c.metadata;
         Claim {
             namespace: crate::model::intern::intern(meta.namespace.as_deref().unwrap_or_default()),
             name: meta.name.as_deref().unwrap_or_default().into(),
             uid: crate::model::uid::Uid::new(&uid),
             terminating,
+            size,
         }
     }
 
@@ -177,6 +208,7 @@ impl Claim {
         ClaimFacts {
             uid: self.uid.to_string(),
             terminating: self.terminating,
+            size: self.size.clone(),
         }
     }
 }

@@ -76,6 +76,9 @@ pub struct Graces {
     /// missing, Released or Failed): the PV controller and the provisioner are normally deleting
     /// it.
     pub delete_grace: Duration,
+    /// For a claim that asks for more than it has (`ExpansionStuck`): a resize normally
+    /// completes within minutes, and a filesystem resize waits for a pod to mount the claim.
+    pub expansion_grace: Duration,
 }
 
 /// Where a state's grace clock starts.
@@ -89,6 +92,10 @@ pub(crate) enum ClockStart {
     /// date (a claim that vanished, a claimRef cleared or set by hand long after the phase
     /// changed), so the phase's time would start the clock too early.
     Observed,
+    /// At the start of the step a claim's resize is in, as its resize conditions date it (their
+    /// earliest `lastTransitionTime`); where no condition dates it (nothing acted on the raised
+    /// request), at the first time this process saw it.
+    Expansion,
 }
 
 /// The grace a finding's state needs, and where its clock starts. Zero: publish at once.
@@ -96,6 +103,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     let s = &f.status;
     let (base, clock) = match s.reason {
         Reason::ClaimStillPresent => (graces.grace, ClockStart::Phase),
+        Reason::ExpansionStuck => (graces.expansion_grace, ClockStart::Expansion),
         Reason::ReleasedWithoutClaim | Reason::BoundClaimMissing | Reason::PreboundClaimMissing => {
             (graces.grace, ClockStart::Observed)
         }
@@ -124,7 +132,10 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     // pipeline waits the delete grace.
     let (policy, phase) = (ReclaimPolicy::of(&s.reclaim_policy), Phase::of(&s.phase));
     let deleting = match s.reason {
-        Reason::VolumeDeleted | Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent => false,
+        Reason::VolumeDeleted
+        | Reason::DiskWithoutVolume
+        | Reason::SnapshotWithoutContent
+        | Reason::ExpansionStuck => false,
         r if r.is_snapshot() => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
@@ -141,7 +152,7 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     } else {
         base
     };
-    let clock = if s.phase_since.is_none() {
+    let clock = if clock == ClockStart::Phase && s.phase_since.is_none() {
         // Old API servers (before lastPhaseTransitionTime) and hand-written statuses.
         ClockStart::Observed
     } else {
@@ -205,16 +216,20 @@ pub(crate) fn gate(
             since: now.clone(),
         });
     }
-    let start = match (clock, &f.status.phase_since) {
-        (ClockStart::Phase, Some(t)) => t.clone(),
-        _ => observed
+    let dated = match clock {
+        ClockStart::Phase => f.status.phase_since.clone(),
+        ClockStart::Expansion => expansion_since(f),
+        ClockStart::Observed => None,
+    };
+    let first_seen = match &dated {
+        Some(start) => add(start, grace),
+        None => now.clone(),
+    };
+    let start = dated.unwrap_or_else(|| {
+        observed
             .as_ref()
-            .map_or_else(|| now.clone(), |o| o.since.clone()),
-    };
-    let first_seen = match clock {
-        ClockStart::Phase => add(&start, grace),
-        ClockStart::Observed => now.clone(),
-    };
+            .map_or_else(|| now.clone(), |o| o.since.clone())
+    });
     let published = existing
         .filter(|o| o.managed && *o.volume_uid == *f.volume_uid)
         .and_then(|o| o.status.as_ref())
@@ -228,6 +243,15 @@ pub(crate) fn gate(
     } else {
         Gated::Later(grace - elapsed)
     }
+}
+
+/// When the step a claim's resize is in began, as its resize conditions date it.
+fn expansion_since(f: &Finding) -> Option<Time> {
+    let e = f.status.claim.as_ref()?.expansion.as_ref()?;
+    e.conditions
+        .iter()
+        .filter_map(|c| c.last_transition_time.clone())
+        .min_by_key(|t| t.0)
 }
 
 /// `t + d`, to the second; `t` itself if the sum is out of range.
@@ -325,7 +349,8 @@ fn decided_on_claims(r: Reason) -> bool {
         | Reason::ClaimRecreated
         | Reason::ClaimStillPresent
         | Reason::BoundClaimMissing
-        | Reason::PreboundClaimMissing => true,
+        | Reason::PreboundClaimMissing
+        | Reason::ExpansionStuck => true,
         Reason::ClaimUnknown
         | Reason::ClaimRefInvalid
         | Reason::ReleasedWithoutClaim

@@ -27,6 +27,8 @@ pub(crate) fn severity(r: Reason) -> &'static str {
         | Reason::ReleasedWithoutClaim
         | Reason::PreboundClaimMissing => "medium",
         Reason::ClaimStillPresent | Reason::ClaimUnknown => "low",
+        // A claim that asks for more than it has: the application may run out of space.
+        Reason::ExpansionStuck => "medium",
         // Restores from the snapshot fail now.
         Reason::SnapshotContentMissing => "high",
         // A backend snapshot that still bills, and may be the last copy of its data.

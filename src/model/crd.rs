@@ -619,6 +619,12 @@ pub enum Reason {
     PreboundClaimMissing,
     /// Phase Failed: the reclaim (recycle or delete) of the volume failed.
     ReclaimFailed,
+    /// Bound, and its claim asks for more than it has (`spec.resources.requests.storage` above
+    /// `status.capacity.storage`) for longer than the expansion grace period: the expansion
+    /// stopped. `status.claim.expansion` says at which step (`stoppedAt`), with the claim's
+    /// resize status and conditions. A claim whose request was lowered back to its capacity, or
+    /// that got more than it asked (a backend rounding up), is not a finding.
+    ExpansionStuck,
     /// The PersistentVolume was deleted, but its reclaim policy was Retain (or its delete had
     /// failed), so the disk behind it was not: this object is the last record of which disk
     /// belonged to which claim. It stays until the storage backend's census shows the disk is
@@ -668,7 +674,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 19] = [
+    pub const ALL: [Reason; 20] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
@@ -678,6 +684,7 @@ impl Reason {
         Reason::BoundClaimMissing,
         Reason::PreboundClaimMissing,
         Reason::ReclaimFailed,
+        Reason::ExpansionStuck,
         Reason::VolumeDeleted,
         Reason::DiskWithoutVolume,
         Reason::VolumeWithoutDisk,
@@ -702,6 +709,7 @@ impl Reason {
             Reason::BoundClaimMissing => "BoundClaimMissing",
             Reason::PreboundClaimMissing => "PreboundClaimMissing",
             Reason::ReclaimFailed => "ReclaimFailed",
+            Reason::ExpansionStuck => "ExpansionStuck",
             Reason::VolumeDeleted => "VolumeDeleted",
             Reason::DiskWithoutVolume => "DiskWithoutVolume",
             Reason::VolumeWithoutDisk => "VolumeWithoutDisk",
@@ -998,6 +1006,76 @@ pub struct ClaimInfo {
         skip_serializing_if = "Option::is_none"
     )]
     pub current_uid: Option<String>,
+    /// The claim's expansion, when it asks for more than it has (`ExpansionStuck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<ExpansionInfo>,
+}
+
+/// A claim's expansion that stopped: what it asks, has, and says about the resize.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpansionInfo {
+    /// `spec.resources.requests.storage` of the claim, as written.
+    pub requested: String,
+    /// The same, in bytes.
+    pub requested_bytes: i64,
+    /// `status.capacity.storage` of the claim, as written.
+    pub capacity: String,
+    /// The same, in bytes.
+    pub capacity_bytes: i64,
+    /// `status.allocatedResources.storage`: the size the resizer set out to give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<String>,
+    /// `status.allocatedResourceStatuses.storage` (`ControllerResizeInProgress`,
+    /// `ControllerResizeInfeasible`, `NodeResizePending`, `NodeResizeInProgress`,
+    /// `NodeResizeInfeasible`), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resize_status: Option<String>,
+    /// Where the resize stopped, read from the resize status and the conditions.
+    pub stopped_at: crate::model::expansion::ResizeStep,
+    /// The claim's resize conditions that hold (`Resizing`, `FileSystemResizePending`,
+    /// `ControllerResizeError`, `NodeResizeError`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ExpansionCondition>,
+}
+
+/// One of a claim's resize conditions.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpansionCondition {
+    /// The condition's type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Its message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Its `lastTransitionTime`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+}
+
+impl ExpansionInfo {
+    /// The published form of what a claim says about its expansion.
+    pub fn of(e: &crate::model::expansion::Expansion) -> ExpansionInfo {
+        ExpansionInfo {
+            requested: e.requested.to_string(),
+            requested_bytes: e.requested_bytes,
+            capacity: e.capacity.to_string(),
+            capacity_bytes: e.capacity_bytes,
+            allocated: e.allocated.as_deref().map(str::to_string),
+            resize_status: e.resize_status.as_deref().map(str::to_string),
+            stopped_at: e.step,
+            conditions: e
+                .conditions
+                .iter()
+                .map(|c| ExpansionCondition {
+                    type_: c.kind.to_string(),
+                    message: c.message.as_deref().map(str::to_string),
+                    last_transition_time: c.since.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where the volume's data lives in the storage backend.

@@ -5,6 +5,7 @@
 pub mod crd;
 pub mod csi;
 pub mod exclude;
+pub mod expansion;
 pub mod finding;
 pub mod image;
 pub mod intern;
@@ -16,5 +17,6 @@ pub mod price;
 pub mod quantity;
 pub mod selector;
 pub mod snapshot;
+pub mod text;
 pub mod uid;
 pub mod volume;

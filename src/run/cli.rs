@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::run::settings::{
-    DEFAULT_CONCURRENCY, DEFAULT_DELETE_GRACE, DEFAULT_GRACE, DEFAULT_PAGE_SIZE,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESYNC, DEFAULT_WATCH_TIMEOUT,
+    DEFAULT_CONCURRENCY, DEFAULT_DELETE_GRACE, DEFAULT_EXPANSION_GRACE, DEFAULT_GRACE,
+    DEFAULT_PAGE_SIZE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_RESYNC, DEFAULT_WATCH_TIMEOUT,
 };
 use crate::scan::Format;
 
@@ -202,6 +202,11 @@ pub struct GraceArgs {
     /// controller and the CSI driver, are normally deleting it).
     #[arg(long, env = "VL_DELETE_GRACE", default_value = shown!(DEFAULT_DELETE_GRACE), value_parser = wait)]
     pub(crate) delete_grace: Duration,
+    /// How long a Bound claim must ask for more than it has (its request above its capacity)
+    /// before it is published as ExpansionStuck, timed from the start of the resize step its
+    /// conditions date, else from its first observation.
+    #[arg(long, env = "VL_EXPANSION_GRACE", default_value = shown!(DEFAULT_EXPANSION_GRACE), value_parser = wait)]
+    pub(crate) expansion_grace: Duration,
 }
 
 impl GraceArgs {
@@ -210,6 +215,7 @@ impl GraceArgs {
         crate::decide::plan::Graces {
             grace: self.grace,
             delete_grace: self.delete_grace,
+            expansion_grace: self.expansion_grace,
         }
     }
 }

@@ -19,6 +19,9 @@ pub(crate) const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(120);
 /// The default of `--delete-grace` and [`Graces::delete_grace`].
 pub(crate) const DEFAULT_DELETE_GRACE: Duration = Duration::from_secs(600);
+/// The default of `--expansion-grace` and [`Graces::expansion_grace`]: well above a resize
+/// (seconds to minutes), so that only one that stopped is published.
+pub(crate) const DEFAULT_EXPANSION_GRACE: Duration = Duration::from_secs(3600);
 /// The default of `--watch-timeout` and [`Settings::watch_timeout`].
 pub(crate) const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default of `--request-timeout` (of `run` and of `scan`) and [`Settings::request_timeout`].
@@ -79,6 +82,7 @@ impl Default for Settings {
             graces: Graces {
                 grace: DEFAULT_GRACE,
                 delete_grace: DEFAULT_DELETE_GRACE,
+                expansion_grace: DEFAULT_EXPANSION_GRACE,
             },
             page_size: DEFAULT_PAGE_SIZE,
             watch_timeout: watch_timeout_secs(DEFAULT_WATCH_TIMEOUT),

@@ -147,7 +147,7 @@ fn feeds(client: &Client, settings: &Settings) -> (Stores, SelectAll<InputStream
         pv_strip,
         Input::Pv,
     );
-    let pvc_strip: Convert<ClaimMeta, Claim> = Arc::new(|c| Claim::of(&c.metadata));
+    let pvc_strip: Convert<ClaimMeta, Claim> = Arc::new(|c| Claim::of(&c));
     let (pvc, claims) = watched(
         Api::<ClaimMeta>::all(client.clone()),
         &cfg,

@@ -16,7 +16,6 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ListParams, ObjectList};
@@ -26,7 +25,9 @@ use serde::Serialize;
 use crate::census::ceph::CensusSettings;
 use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
 use crate::decide::classify::{classify, volume_disk};
-use crate::decide::lookup::{ClaimFacts, ClassFacts, Found, Lookup, claim_facts, class_facts};
+use crate::decide::lookup::{
+    ClaimFacts, ClaimObject, ClassFacts, Found, Lookup, claim_facts, class_facts,
+};
 use crate::decide::plan::{Gated, Graces, gate};
 use crate::engine::clock::wall_clock;
 use crate::model::crd::{Hint, Reason, Tristate};
@@ -317,21 +318,25 @@ enum SecondLook {
 }
 
 impl Reader {
-    /// Every claim, as the compact facts classification needs. Metadata only: a claim's spec
-    /// and status are not needed, and a list of them would be much larger.
+    /// Every claim, as the compact facts classification needs: its metadata and what says its
+    /// size (an expansion's request, capacity and resize status), read as [`ClaimObject`], the
+    /// operator's claim type.
     async fn claims(&self) -> Result<HashMap<(String, String), ClaimFacts>, ScanError> {
-        let api: Api<PersistentVolumeClaim> = Api::all(self.client.clone());
+        let api: Api<ClaimObject> = Api::all(self.client.clone());
         let mut claims = HashMap::new();
         self.pages(
             "persistentvolumeclaims",
             |lp| {
                 let api = api.clone();
-                async move { api.list_metadata(&lp).await }
+                async move { api.list(&lp).await }
             },
             |items| {
                 for c in items {
-                    let key = (c.namespace().unwrap_or_default(), c.name_any());
-                    claims.insert(key, claim_facts(&c.metadata));
+                    let key = (
+                        c.metadata.namespace.clone().unwrap_or_default(),
+                        c.metadata.name.clone().unwrap_or_default(),
+                    );
+                    claims.insert(key, claim_facts(&c));
                 }
             },
         )
@@ -513,12 +518,12 @@ impl Reader {
         facts: &Facts,
         now: &Time,
     ) -> Result<SecondLook, ScanError> {
-        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
-        let failed = match tokio::time::timeout(self.timeout, api.get_metadata_opt(name)).await {
+        let api: Api<ClaimObject> = Api::namespaced(self.client.clone(), ns);
+        let failed = match tokio::time::timeout(self.timeout, api.get_opt(name)).await {
             Ok(Ok(c)) => {
                 let mut one = facts.clone();
                 if let (Some(claims), Some(c)) = (one.claims.as_mut(), c) {
-                    claims.insert((ns.to_string(), name.to_string()), claim_facts(&c.metadata));
+                    claims.insert((ns.to_string(), name.to_string()), claim_facts(&c));
                 }
                 let again = match classify(pv, &one, now.clone()) {
                     Verdict::Leftover(f) => Some(f),
@@ -724,12 +729,37 @@ struct Line<'a> {
     /// disk, and an EBS volume's region, is located.
     zones: &'a [String],
     message: &'a str,
+    /// A stopped expansion (`status.claim.expansion`); absent from every other line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expansion: Option<ExpansionKeys<'a>>,
     /// A cloud disk's keys, after the others; absent from every other line.
     #[serde(flatten)]
     disk: Option<&'a cloud::DiskKeys>,
     /// The estimated cost, with a price table that prices the finding; absent otherwise.
     #[serde(flatten)]
     cost: Option<CostKeys<'a>>,
+}
+
+/// The keys of a stopped expansion: `status.claim.expansion`, snake_case as every key of a line.
+#[derive(Serialize)]
+struct ExpansionKeys<'a> {
+    requested: &'a str,
+    requested_bytes: i64,
+    capacity: &'a str,
+    capacity_bytes: i64,
+    allocated: Option<&'a str>,
+    resize_status: Option<&'a str>,
+    stopped_at: &'static str,
+    conditions: Vec<ConditionKeys<'a>>,
+}
+
+/// One resize condition of a claim.
+#[derive(Serialize)]
+struct ConditionKeys<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    message: Option<&'a str>,
+    last_transition_time: Option<String>,
 }
 
 /// The keys of an estimated cost (`status.cost`), amounts in the currency's minor unit.
@@ -813,6 +843,29 @@ fn line(f: &Finding) -> Line<'_> {
         path: s.source.path.as_deref(),
         zones: &s.source.zones,
         message: &s.message,
+        expansion: claim
+            .and_then(|c| c.expansion.as_ref())
+            .map(|e| ExpansionKeys {
+                requested: &e.requested,
+                requested_bytes: e.requested_bytes,
+                capacity: &e.capacity,
+                capacity_bytes: e.capacity_bytes,
+                allocated: e.allocated.as_deref(),
+                resize_status: e.resize_status.as_deref(),
+                stopped_at: e.stopped_at.as_str(),
+                conditions: e
+                    .conditions
+                    .iter()
+                    .map(|c| ConditionKeys {
+                        kind: &c.type_,
+                        message: c.message.as_deref(),
+                        last_transition_time: c
+                            .last_transition_time
+                            .as_ref()
+                            .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                    })
+                    .collect(),
+            }),
         disk: None,
         cost: s.cost.as_ref().map(|c| CostKeys {
             currency: &c.currency,

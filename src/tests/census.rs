@@ -665,6 +665,7 @@ fn a_delete_policy_volume_whose_image_is_gone_waits_the_delete_grace() {
     let graces = Graces {
         grace: Duration::from_secs(120),
         delete_grace: Duration::from_secs(600),
+        expansion_grace: Duration::from_secs(120),
     };
     let releasing = bound_rbd_pv().delete().released();
     let Verdict::Leftover(f) = classify(&Volume::from(&releasing), &with_census(c.clone()), now())

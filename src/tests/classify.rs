@@ -61,6 +61,7 @@ fn released_with_claim_gone_is_claim_deleted() {
             uid: Some("uid-1".into()),
             missing: Tristate::True,
             current_uid: None,
+            expansion: None
         })
     );
     assert!(f.status.hints.is_empty(), "{:?}", f.status.hints);
@@ -716,6 +717,7 @@ fn mariadb_status_is_observed_field_by_field() {
             uid: Some("uid-mariadb-1".into()),
             missing: Tristate::True,
             current_uid: None,
+            expansion: None
         })
     );
     assert_eq!(capacity.as_deref(), Some("250Mi"));

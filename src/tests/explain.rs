@@ -224,6 +224,7 @@ fn claim(missing: Tristate) -> ClaimInfo {
         uid: Some("0c1d2e3f-old".into()),
         missing,
         current_uid: None,
+        expansion: None,
     }
 }
 
@@ -283,6 +284,26 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
         }
         Reason::ReleasedWithoutClaim => s.claim = None,
         Reason::BoundClaimMissing => s.phase = "Bound".into(),
+        Reason::ExpansionStuck => {
+            s.phase = "Bound".into();
+            s.claim = Some(ClaimInfo {
+                expansion: Some(crate::model::crd::ExpansionInfo {
+                    requested: "20Gi".into(),
+                    requested_bytes: 20 << 30,
+                    capacity: "10Gi".into(),
+                    capacity_bytes: 10 << 30,
+                    allocated: Some("20Gi".into()),
+                    resize_status: Some("ControllerResizeInfeasible".into()),
+                    stopped_at: crate::model::expansion::ResizeStep::ControllerInfeasible,
+                    conditions: vec![crate::model::crd::ExpansionCondition {
+                        type_: "ControllerResizeError".into(),
+                        message: Some("the pool has no room for 20Gi".into()),
+                        last_transition_time: Some(now()),
+                    }],
+                }),
+                ..claim(Tristate::False)
+            });
+        }
         Reason::PreboundClaimMissing => s.phase = "Available".into(),
         Reason::ReclaimFailed => {
             s.phase = "Failed".into();
@@ -491,11 +512,12 @@ fn expected_missing(reason: Reason, backend: Backend) -> BTreeSet<&'static str> 
         reason,
         Reason::VolumeWithoutDisk | Reason::DiskWithoutVolume
     );
-    // A claim that still exists: no disk command yet.
+    // A claim that still exists (or is expanding): no disk command.
     if backend == Backend::Gce
         && !census
         && !reason.is_snapshot()
         && reason != Reason::ClaimStillPresent
+        && reason != Reason::ExpansionStuck
     {
         m.insert("project");
     }
@@ -668,17 +690,44 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
                 }
 
                 // Every command parses as shell words, placeholders quoted.
-                for choice in [Choice::First, Choice::Reuse, Choice::Abandon, Choice::Keep] {
+                for choice in [
+                    Choice::First,
+                    Choice::Reuse,
+                    Choice::Abandon,
+                    Choice::Finish,
+                    Choice::Revert,
+                    Choice::Keep,
+                ] {
                     for c in e.commands(choice) {
                         let w = words(c);
                         assert!(!w.is_empty(), "{at}: an empty command");
                     }
                 }
-                // Three choices for every finding, after what to know first.
-                for choice in [Choice::Reuse, Choice::Abandon, Choice::Keep] {
+                // Three choices for every finding, after what to know first: of a stopped
+                // expansion, to let it finish or take it back; of anything else, to reuse or
+                // abandon what is left.
+                let choices = if reason == Reason::ExpansionStuck {
+                    [Choice::Finish, Choice::Revert, Choice::Keep]
+                } else {
+                    [Choice::Reuse, Choice::Abandon, Choice::Keep]
+                };
+                for choice in choices {
                     assert!(
                         e.blocks.iter().any(|b| b.choice == choice),
                         "{at}: no {choice:?} block\n{text}"
+                    );
+                }
+                if reason == Reason::ExpansionStuck {
+                    let revert = e.commands(Choice::Revert);
+                    assert!(
+                        revert.iter().any(|c| c.starts_with("kubectl patch pvc -n shop data ")
+                            && c.contains(r#"{"spec":{"resources":{"requests":{"storage":"<a size above the capacity>"}}}}"#)),
+                        "{at}: no request lowered back in {revert:#?}"
+                    );
+                    assert!(text.contains("asks for 20Gi and has 10Gi"), "{at}\n{text}");
+                    assert!(
+                        !text.contains("kubectl delete"),
+                        "{at}: a delete for an expansion\n{text}"
                     );
                 }
 
@@ -693,7 +742,8 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
                 // The disk's own commands, with its real names, the disk before the PV.
                 let disk_gone = reason == Reason::VolumeWithoutDisk;
                 let snapshots = reason.is_snapshot() || reason == Reason::SnapshotWithoutContent;
-                if !disk_gone && !snapshots && reason != Reason::ClaimStillPresent {
+                let expansion = reason == Reason::ExpansionStuck;
+                if !disk_gone && !snapshots && !expansion && reason != Reason::ClaimStillPresent {
                     let cmds = disk_commands(reason, backend);
                     for want in &cmds {
                         assert!(
@@ -805,7 +855,7 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
     }
     assert_eq!(
         cases,
-        2 * (11 * 7 + 3 + 2 + 6 * 4),
+        2 * (12 * 7 + 3 + 2 + 6 * 4),
         "every reason and backend"
     );
 }

@@ -413,6 +413,7 @@ impl Facts {
             ClaimFacts {
                 uid: uid.into(),
                 terminating,
+                size: Default::default(),
             },
         );
         self

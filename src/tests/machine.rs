@@ -91,12 +91,15 @@ pub(super) fn class(name: &str, policy: &str) -> StorageClass {
 }
 
 pub(super) fn claim(namespace: &str, name: &str, uid: &str) -> Claim {
-    Claim::of(&ObjectMeta {
-        namespace: Some(namespace.into()),
-        name: Some(name.into()),
-        uid: Some(uid.into()),
-        ..ObjectMeta::default()
-    })
+    Claim::of(
+        &ObjectMeta {
+            namespace: Some(namespace.into()),
+            name: Some(name.into()),
+            uid: Some(uid.into()),
+            ..ObjectMeta::default()
+        }
+        .into(),
+    )
 }
 
 /// What the operator published for the Bound PV `b` whose claim was missing.

@@ -11,6 +11,7 @@ mod cost;
 mod crd;
 mod disk;
 mod events;
+mod expansion;
 mod explain;
 mod feed;
 mod fixtures;

@@ -28,6 +28,7 @@ use crate::model::volume::Volume;
 const GRACES: Graces = Graces {
     grace: Duration::from_secs(120),
     delete_grace: Duration::from_secs(600),
+    expansion_grace: Duration::from_secs(120),
 };
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";

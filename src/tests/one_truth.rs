@@ -75,6 +75,7 @@ const NS: &str = "db";
 const ZERO: Graces = Graces {
     grace: Duration::ZERO,
     delete_grace: Duration::ZERO,
+    expansion_grace: Duration::ZERO,
 };
 const IMAGE_GRACE: Duration = Duration::from_secs(600);
 
@@ -399,13 +400,16 @@ gce:
         by_name
             .into_iter()
             .map(|(name, (uid, terminating))| {
-                Claim::of(&ObjectMeta {
-                    namespace: Some(NS.into()),
-                    name: Some(name.into()),
-                    uid: Some(uid.into()),
-                    deletion_timestamp: terminating.then(|| now_plus(-30)),
-                    ..ObjectMeta::default()
-                })
+                Claim::of(
+                    &ObjectMeta {
+                        namespace: Some(NS.into()),
+                        name: Some(name.into()),
+                        uid: Some(uid.into()),
+                        deletion_timestamp: terminating.then(|| now_plus(-30)),
+                        ..ObjectMeta::default()
+                    }
+                    .into(),
+                )
             })
             .collect()
     }

@@ -26,6 +26,7 @@ use crate::model::volume::Volume;
 const GRACES: Graces = Graces {
     grace: Duration::from_secs(120),
     delete_grace: Duration::from_secs(600),
+    expansion_grace: Duration::from_secs(120),
 };
 
 /// A Bound PV whose claim is gone.
@@ -301,6 +302,7 @@ fn gate_with_zero_grace_publishes_at_once() {
     let zero = Graces {
         grace: Duration::ZERO,
         delete_grace: Duration::ZERO,
+        expansion_grace: Duration::ZERO,
     };
     let mut clock = None;
     expect_now(gate(leftover(&f), None, &mut clock, &now(), zero));

@@ -169,7 +169,7 @@ fn world() -> impl Strategy<Value = World> {
             1 => Just(None),
             4 => proptest::collection::vec(claim, 0..4).prop_map(|cs| Some(
                 cs.into_iter()
-                    .map(|(ns, n, u, t)| ((ns.to_string(), n.to_string()), ClaimFacts { uid: u.into(), terminating: t }))
+                    .map(|(ns, n, u, t)| ((ns.to_string(), n.to_string()), ClaimFacts { uid: u.into(), terminating: t, size: Default::default() }))
                     .collect()
             )),
         ],
@@ -267,6 +267,11 @@ proptest! {
                 prop_assert_eq!(lookup, Some(Found::Absent));
             }
             Reason::ReclaimFailed => prop_assert_eq!(phase, "Failed"),
+            Reason::ExpansionStuck => {
+                prop_assert_eq!(phase, "Bound");
+                prop_assert!(matches!(lookup, Some(Found::Yes(_))));
+                prop_assert!(s.claim.as_ref().is_some_and(|c| c.expansion.is_some()));
+            }
             Reason::VolumeDeleted => prop_assert!(false, "a tombstone from a live volume"),
             Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk | Reason::SnapshotWithoutContent => {
                 prop_assert!(false, "a census finding without a census")

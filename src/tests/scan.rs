@@ -24,6 +24,7 @@ fn claims(entries: &[(&str, &str, &str)]) -> Option<HashMap<(String, String), Cl
                     ClaimFacts {
                         uid: uid.to_string(),
                         terminating: false,
+                        size: Default::default(),
                     },
                 )
             })
@@ -85,7 +86,8 @@ fn snapshot_finds_a_claim_by_namespace_and_name() {
         s.claim("ns", "c"),
         Found::Yes(ClaimFacts {
             uid: "uid-1".into(),
-            terminating: false
+            terminating: false,
+            size: Default::default()
         })
     );
     assert_eq!(s.claim("ns", "d"), Found::Absent);
@@ -802,6 +804,7 @@ mod cloud {
                 crate::decide::lookup::ClaimFacts {
                     uid: "u-1".into(),
                     terminating: false,
+                    size: Default::default(),
                 },
             )])),
             classes: Some(HashMap::new()),
@@ -1049,6 +1052,7 @@ mod graces {
     const DEFAULTS: Graces = Graces {
         grace: Duration::from_secs(120),
         delete_grace: Duration::from_secs(600),
+        expansion_grace: Duration::from_secs(120),
     };
 
     #[test]
@@ -1102,6 +1106,7 @@ mod graces {
         let none = Graces {
             grace: Duration::ZERO,
             delete_grace: Duration::ZERO,
+            expansion_grace: Duration::ZERO,
         };
         let (reported, held) = hold(vec![f], none, &now());
         assert!(held.is_empty());

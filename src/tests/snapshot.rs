@@ -34,6 +34,7 @@ fn graces() -> Graces {
     Graces {
         grace: Duration::from_secs(600),
         delete_grace: Duration::from_secs(1800),
+        expansion_grace: Duration::from_secs(600),
     }
 }
 

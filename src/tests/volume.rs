@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::fixtures::*;
-use crate::decide::lookup::Claim;
+use crate::decide::lookup::{Claim, ClaimObject};
 use crate::model::intern::{CAP, intern};
 use crate::model::volume::Volume;
 
@@ -82,13 +82,163 @@ fn a_claim_keeps_the_facts_scan_reads() {
         uid: Some("uid-1".into()),
         ..Default::default()
     };
-    let c = Claim::of(&meta);
-    assert_eq!(c.facts(), crate::decide::lookup::claim_facts(&meta));
+    let c = Claim::of(&meta.clone().into());
+    assert_eq!(
+        c.facts(),
+        crate::decide::lookup::claim_facts(&meta.clone().into())
+    );
     assert!(!c.terminating);
     meta.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
         jiff::Timestamp::UNIX_EPOCH,
     ));
-    assert!(Claim::of(&meta).terminating);
+    assert!(Claim::of(&meta.into()).terminating);
+}
+
+/// A claim as the API server sends it, Bound, asking for `requested` and having `capacity`, with
+/// these status fields besides.
+fn sized_claim(requested: &str, capacity: &str, status: serde_json::Value) -> ClaimObject {
+    let mut s = serde_json::json!({"phase": "Bound", "capacity": {"storage": capacity}});
+    for (k, v) in status.as_object().into_iter().flatten() {
+        s[k] = v.clone();
+    }
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "team-a", "uid": "u-1"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+                 "resources": {"requests": {"storage": requested}}, "volumeName": "pv-1"},
+        "status": s,
+    }))
+    .expect("a claim")
+}
+
+#[test]
+fn a_claim_keeps_its_expansion_only_while_it_asks_for_more_than_it_has() {
+    use crate::model::expansion::{ClaimSize, ResizeStep, Uncomparable};
+    let settled = Claim::of(&sized_claim("10Gi", "10Gi", serde_json::json!({})));
+    assert_eq!(settled.size, ClaimSize::Settled);
+    // A backend that rounds up gives more than asked: not an expansion.
+    let rounded = Claim::of(&sized_claim("10G", "10Gi", serde_json::json!({})));
+    assert_eq!(rounded.size, ClaimSize::Settled);
+    // Written differently, the same size.
+    let same = Claim::of(&sized_claim("10240Mi", "10Gi", serde_json::json!({})));
+    assert_eq!(same.size, ClaimSize::Settled);
+
+    let raised = Claim::of(&sized_claim("20Gi", "10Gi", serde_json::json!({})));
+    let ClaimSize::Expanding(e) = &raised.size else {
+        panic!("{:?}", raised.size)
+    };
+    assert_eq!(
+        (
+            &*e.requested,
+            e.requested_bytes,
+            &*e.capacity,
+            e.capacity_bytes
+        ),
+        ("20Gi", 20 << 30, "10Gi", 10 << 30)
+    );
+    assert_eq!(e.step, ResizeStep::NotStarted);
+    assert_eq!(e.since(), None);
+    assert_eq!(
+        Claim::of(&sized_claim("20Gi", "10Gi", serde_json::json!({}))).facts(),
+        raised.facts()
+    );
+
+    let infeasible = Claim::of(&sized_claim(
+        "20Gi",
+        "10Gi",
+        serde_json::json!({
+            "allocatedResources": {"storage": "20Gi"},
+            "allocatedResourceStatuses": {"storage": "ControllerResizeInfeasible"},
+            "conditions": [
+                {"type": "ControllerResizeError", "status": "True",
+                 "lastTransitionTime": "2026-12-01T10:00:00Z", "message": "no room"},
+                {"type": "ModifyVolumeError", "status": "True",
+                 "lastTransitionTime": "2026-11-01T10:00:00Z", "message": "not a resize"},
+                {"type": "Resizing", "status": "False",
+                 "lastTransitionTime": "2026-11-01T10:00:00Z"},
+            ],
+        }),
+    ));
+    let ClaimSize::Expanding(e) = &infeasible.size else {
+        panic!("{:?}", infeasible.size)
+    };
+    assert_eq!(e.step, ResizeStep::ControllerInfeasible);
+    assert_eq!(e.allocated.as_deref(), Some("20Gi"));
+    assert_eq!(
+        e.conditions.iter().map(|c| &*c.kind).collect::<Vec<_>>(),
+        ["ControllerResizeError"],
+        "only resize conditions that hold"
+    );
+    assert_eq!(
+        e.since().map(|t| t.0.to_string()).as_deref(),
+        Some("2026-12-01T10:00:00Z")
+    );
+
+    let steps = [
+        (
+            "ControllerResizeInProgress",
+            None,
+            ResizeStep::ControllerInProgress,
+        ),
+        (
+            "ControllerResizeInProgress",
+            Some("ControllerResizeError"),
+            ResizeStep::ControllerFailed,
+        ),
+        (
+            "NodeResizePending",
+            Some("FileSystemResizePending"),
+            ResizeStep::NodePending,
+        ),
+        ("NodeResizeInProgress", None, ResizeStep::NodeInProgress),
+        (
+            "NodeResizeInProgress",
+            Some("NodeResizeError"),
+            ResizeStep::NodeFailed,
+        ),
+        (
+            "NodeResizeInfeasible",
+            Some("NodeResizeError"),
+            ResizeStep::NodeInfeasible,
+        ),
+        ("", Some("FileSystemResizePending"), ResizeStep::NodePending),
+        ("", Some("Resizing"), ResizeStep::ControllerInProgress),
+        ("", Some("NodeResizeError"), ResizeStep::NodeFailed),
+    ];
+    for (status, condition, want) in steps {
+        let mut s = serde_json::json!({});
+        if !status.is_empty() {
+            s["allocatedResourceStatuses"] = serde_json::json!({"storage": status});
+        }
+        if let Some(c) = condition {
+            s["conditions"] = serde_json::json!([{"type": c, "status": "True"}]);
+        }
+        let c = Claim::of(&sized_claim("20Gi", "10Gi", s));
+        let ClaimSize::Expanding(e) = &c.size else {
+            panic!("{:?}", c.size)
+        };
+        assert_eq!(e.step, want, "{status} {condition:?}");
+    }
+
+    // Sizes that cannot be compared are never an expansion.
+    let odd = Claim::of(&sized_claim("20Qi", "10Gi", serde_json::json!({})));
+    assert_eq!(odd.size, ClaimSize::Uncomparable(Uncomparable::Request));
+    let huge = Claim::of(&sized_claim(
+        "20Gi",
+        "99999999999999999999Ei",
+        serde_json::json!({}),
+    ));
+    assert_eq!(huge.size, ClaimSize::Uncomparable(Uncomparable::Capacity));
+    let mut no_capacity = sized_claim("20Gi", "10Gi", serde_json::json!({}));
+    no_capacity.status.as_mut().unwrap().capacity = None;
+    assert_eq!(
+        Claim::of(&no_capacity).size,
+        ClaimSize::Uncomparable(Uncomparable::NoCapacity)
+    );
+    // A claim not (yet) Bound has no expansion.
+    let mut pending = sized_claim("20Gi", "10Gi", serde_json::json!({}));
+    pending.status.as_mut().unwrap().phase = Some("Pending".into());
+    assert_eq!(Claim::of(&pending).size, ClaimSize::Settled);
 }
 
 /// Metadata as the API server sends it, with everything `crate::model::meta::lean` reads and the two

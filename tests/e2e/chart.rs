@@ -412,6 +412,7 @@ fn default_args(lease: &str) -> Vec<String> {
         "--lease-duration=15s",
         "--grace=2m",
         "--delete-grace=10m",
+        "--expansion-grace=1h",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -1067,6 +1068,7 @@ fn every_option_on_renders_what_was_asked_and_the_api_server_accepts_it() {
             "--log=info,volume_leftovers=debug",
             "--grace=5m",
             "--delete-grace=1h",
+            "--expansion-grace=2h",
             "--events=false",
             "--openreports",
             "--exclude-storage-class=archive,scratch",

@@ -15,6 +15,7 @@ mod csi;
 mod demo;
 mod deploy;
 mod exclusions;
+mod expansion;
 mod explain;
 mod fault;
 mod gauges;

@@ -564,6 +564,7 @@ async fn dynamic_snapshots_through_the_csi_sidecar_publish_nothing_until_one_is_
         graces: volume_leftovers::decide::plan::Graces {
             grace: Duration::from_secs(4),
             delete_grace: Duration::from_secs(60),
+            expansion_grace: Duration::from_secs(4),
         },
         ..test_settings()
     };

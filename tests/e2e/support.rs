@@ -413,6 +413,7 @@ pub fn test_settings() -> Settings {
         graces: Graces {
             grace: Duration::from_secs(4),
             delete_grace: Duration::from_secs(6),
+            expansion_grace: Duration::from_secs(4),
         },
         page_size: 3,
         watch_timeout: 20,
