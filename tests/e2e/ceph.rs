@@ -238,9 +238,27 @@ fn signal(name: &str, pid: u32) {
 pub(crate) struct Frozen(u32);
 
 impl Frozen {
+    /// Stops `pid` and waits until the kernel says it is stopped (state `T` in
+    /// /proc/PID/stat), so that what the test does next meets a process that cannot answer.
     pub(crate) fn new(pid: u32) -> Frozen {
         signal("STOP", pid);
-        Frozen(pid)
+        let frozen = Frozen(pid);
+        let state = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim().to_string()))
+                .and_then(|rest| rest.chars().next())
+        };
+        let start = Instant::now();
+        while state() != Some('T') {
+            assert!(
+                start.elapsed() < Duration::from_secs(2),
+                "process {pid} is not stopped 2 s after SIGSTOP (state {:?})",
+                state()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        frozen
     }
 }
 
@@ -914,7 +932,14 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
             move || Cluster::connect(&c).map(|_| ())
         })
         .await;
-        assert_connect_unavailable("connect with the monitor frozen", r, t.elapsed());
+        let took = t.elapsed();
+        if r.is_ok() {
+            eprintln!(
+                "ceph: connected in {took:?} with the monitor (pid {}) frozen",
+                ceph.pid("CEPH_MON_PID")
+            );
+        }
+        assert_connect_unavailable("connect with the monitor frozen", r, took);
     }
 
     // Everything stopped: connecting times out, and so does the connected client's census.
