@@ -580,6 +580,31 @@ impl Census {
         }
     }
 
+    /// The provisioned size, in bytes, of the disk `r` names, as the last complete listing of
+    /// its scope read it: GCE and EBS listings carry every disk's size. An RBD image's is read only
+    /// for images no volume names (an open and a stat each), so no RBD size is compared.
+    pub fn disk_size(&self, r: &DiskRef) -> Option<u64> {
+        // An RBD image's details are read or not depending on what named it when it was listed:
+        // its size would come and go with that. Not compared until every image is stat'ed.
+        if matches!(r, DiskRef::Ceph(_)) {
+            return None;
+        }
+        let Resolved::In(key) = self.resolve(r) else {
+            return None;
+        };
+        // The last complete listing, even when a later one failed: a size is a fact of when it
+        // was listed (and the operator, which is not asked again when a listing fails, keeps
+        // deciding on it as `scan` does).
+        let seen = self
+            .pools
+            .get(key)?
+            .current
+            .as_deref()?
+            .images
+            .get(r.name())?;
+        seen.detail.as_ref().map(|d| d.size)
+    }
+
     /// What the census says about the backend snapshot `r` names, for a `ContentDeleted`
     /// tombstone: the rule of [`Census::image`] (gone only when two trusted listings in a row
     /// lack it; the content existed before either). A GCE handle names its project's one scope;
@@ -829,6 +854,7 @@ fn orphan(
             claim: None,
             capacity: size.map(crate::model::quantity::format_bytes),
             capacity_bytes: size,
+            disk_size_bytes: None,
             access_modes: Vec::new(),
             volume_mode: String::new(),
             source: orphan_source(key, name),
@@ -906,6 +932,7 @@ fn snapshot_orphan(
             claim: None,
             capacity: size.map(crate::model::quantity::format_bytes),
             capacity_bytes: size,
+            disk_size_bytes: None,
             access_modes: Vec::new(),
             volume_mode: String::new(),
             source: VolumeSourceInfo {

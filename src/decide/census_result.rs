@@ -273,7 +273,17 @@ fn references(
         if let Some(img) = disk.as_ref().and_then(in_scope) {
             let now_missing = cur.is_some_and(|c| !c.images.contains_key(&img));
             let was_missing = prev.is_some_and(|p| !p.images.contains_key(&img));
-            if now_missing || was_missing {
+            // Its size (what its finding is priced by, and whether it differs from the PV's)
+            // is new or changed.
+            let size = |s: Option<&Snapshot>| {
+                s.and_then(|s| s.images.get(&img))
+                    .and_then(|i| i.detail.as_ref())
+                    .map(|d| d.size)
+            };
+            let resized = !matches!(disk, Some(DiskRef::Ceph(_)))
+                && size(cur).is_some()
+                && (prev.is_none() || size(cur) != size(prev));
+            if now_missing || was_missing || resized {
                 marks.push(name.clone());
             }
             referenced.insert(img);

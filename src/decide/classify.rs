@@ -22,6 +22,7 @@ use crate::model::finding::Undecided;
 pub(crate) use crate::model::finding::{Finding, Verdict, leaves_a_disk};
 use crate::model::image::ImageFound;
 use crate::model::phase::{Phase, ReclaimPolicy};
+use crate::model::size::SizeDrift;
 use crate::model::volume::{ClaimRef, Volume, VolumeSpec};
 
 const CLAIM_KIND: &str = "PersistentVolumeClaim";
@@ -41,7 +42,7 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let ImageFound::Missing { in_trash } =
         disk_found(lookup, &source, pv.metadata.creation_timestamp.as_ref())
     else {
-        return verdict;
+        return with_disk_size(verdict, pv, spec, &source, lookup, now);
     };
     let looked_in = lookup
         .census()
@@ -72,6 +73,98 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
         lookup,
         now,
     )
+}
+
+/// What the disk's size, where the census lists it, adds to the verdict on its volume: on a
+/// finding, the size (its cost is then the disk's) and, where it differs from the PV's capacity,
+/// the hint `DiskSizeDiffers`; on a volume that is otherwise healthy, a differing size is itself
+/// the finding `DiskSizeMismatch` (one finding per PV: the stronger story keeps the name).
+fn with_disk_size(
+    verdict: Verdict,
+    pv: &Volume,
+    spec: &VolumeSpec,
+    source: &VolumeSourceInfo,
+    lookup: &impl Lookup,
+    now: Time,
+) -> Verdict {
+    let Some(size) = crate::decide::lookup::disk_size(lookup, source) else {
+        return verdict;
+    };
+    let capacity = spec
+        .capacity
+        .as_ref()
+        .and_then(|c| c.storage.as_deref())
+        .and_then(crate::model::quantity::bytes);
+    let drift = capacity.and_then(|c| size.against(c));
+    let bytes = i64::try_from(size.bytes).ok();
+    match verdict {
+        Verdict::Leftover(mut f) => {
+            f.status.disk_size_bytes = bytes;
+            if let Some(drift) = drift {
+                if !f.status.hints.contains(&Hint::DiskSizeDiffers) {
+                    f.status.hints.push(Hint::DiskSizeDiffers);
+                    f.status.hints.sort();
+                }
+                f.status.message.push(' ');
+                f.status.message.push_str(&size_sentence(size, drift));
+            }
+            Verdict::Leftover(f)
+        }
+        Verdict::Healthy if drift.is_some() => {
+            let (Some(name), Some(uid)) = (
+                pv.metadata.name.as_deref(),
+                pv.metadata.uid.as_ref().map(Uid::to_string),
+            ) else {
+                return Verdict::Healthy;
+            };
+            let phase_str = pv
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("");
+            match describe(
+                Described {
+                    pv,
+                    name,
+                    uid: &uid,
+                    spec,
+                    phase: Phase::of(phase_str),
+                    phase_str,
+                    claim: spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup)),
+                    reason: Reason::DiskSizeMismatch,
+                    deleted_at: None,
+                    in_trash: false,
+                    looked_in: None,
+                },
+                lookup,
+                now,
+            ) {
+                Verdict::Leftover(mut f) => {
+                    f.status.disk_size_bytes = bytes;
+                    if let Some(drift) = drift {
+                        f.status.message.push(' ');
+                        f.status.message.push_str(&size_sentence(size, drift));
+                    }
+                    Verdict::Leftover(f)
+                }
+                other => other,
+            }
+        }
+        other => other,
+    }
+}
+
+/// What a differing disk size means, in one sentence.
+fn size_sentence(size: crate::model::size::DiskSize, drift: SizeDrift) -> String {
+    let disk = crate::model::quantity::format_bytes(i64::try_from(size.bytes).unwrap_or(i64::MAX));
+    match drift {
+        SizeDrift::DiskLarger => format!(
+            "Its disk is {disk}, larger than the PV's capacity: it bills for {disk} (grown in the backend, or an expansion that stopped before the PV was updated)."
+        ),
+        SizeDrift::DiskSmaller => format!(
+            "Its disk is {disk}, smaller than the PV's capacity: the PV says more than the disk has (an expansion that never reached the disk, or a capacity edited by hand)."
+        ),
+    }
 }
 
 /// Classifies one PersistentVolume by its phase and its claim.
@@ -397,6 +490,7 @@ fn finding(
             claim: claim.map(|c| c.info),
             capacity: capacity.map(str::to_string),
             capacity_bytes: capacity.and_then(crate::model::quantity::bytes),
+            disk_size_bytes: None,
             access_modes: spec
                 .access_modes
                 .iter()
@@ -644,6 +738,21 @@ fn reason_sentence(f: &MessageFacts<'_>) -> String {
             f.reclaim
         ),
         Reason::ExpansionStuck => expansion_sentence(pv, claim_ref, info),
+        // The sizes are said by `size_sentence`, after this one.
+        Reason::DiskSizeMismatch => format!(
+            "PersistentVolume {pv} is {} ({}) and its disk, {}, has another size than the PV's capacity.",
+            if f.phase.is_empty() {
+                "without a phase"
+            } else {
+                f.phase
+            },
+            if claim_ref.is_empty() {
+                "no claimRef".to_string()
+            } else {
+                format!("claim {claim_ref}")
+            },
+            disk(f.source)
+        ),
         Reason::VolumeWithoutDisk => image_gone_sentence(f, claim_ref),
         Reason::DiskWithoutVolume => format!(
             "{} is not referenced by any PersistentVolume.",

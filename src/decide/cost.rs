@@ -16,7 +16,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::RBD_CSI_DRIVER;
-use crate::model::crd::{CostEstimate, Reason, VolumeLeftoverStatus};
+use crate::model::crd::{CostEstimate, Reason, SizeBasis, VolumeLeftoverStatus};
 use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
 use crate::model::price::{Applied, NANOS_PER_UNIT, PriceKey, PriceTable, Priced};
 
@@ -49,14 +49,23 @@ pub fn estimate(s: &VolumeLeftoverStatus, table: &PriceTable, now: &Time) -> Opt
             now,
         );
     }
-    let bytes = s
+    // What the backend bills: the disk's size where the census listed it, else the PV's
+    // capacity (and the estimate says which).
+    let disk = s
         .image
         .as_ref()
         .and_then(|i| i.size_bytes)
         .filter(|_| s.reason == Reason::DiskWithoutVolume)
-        .or(s.capacity_bytes)?;
+        .or(s.disk_size_bytes);
+    let (bytes, basis) = match disk {
+        Some(b) => (b, SizeBasis::DiskSize),
+        None => (s.capacity_bytes?, SizeBasis::PvCapacity),
+    };
     let applied = table.price(Priced::Volume, &price_key(s))?;
-    priced(bytes, applied, since(s), table, now)
+    priced(bytes, applied, since(s), table, now).map(|c| CostEstimate {
+        size_basis: basis,
+        ..c
+    })
 }
 
 /// The estimate for a snapshot of `bytes` (its restore size) made by the CSI `driver`, a leftover
@@ -75,7 +84,10 @@ pub fn estimate_snapshot(
         regional: false,
     };
     let applied = table.price(Priced::Snapshot, &key)?;
-    priced(bytes, applied, since.clone(), table, now)
+    priced(bytes, applied, since.clone(), table, now).map(|c| CostEstimate {
+        size_basis: SizeBasis::RestoreSize,
+        ..c
+    })
 }
 
 /// The arithmetic of an estimate (see the module's documentation).
@@ -121,6 +133,7 @@ fn priced(
         since,
         accrued_through: through,
         priced_by: applied.row,
+        size_basis: SizeBasis::PvCapacity,
     })
 }
 

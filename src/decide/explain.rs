@@ -397,6 +397,7 @@ pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
         | Reason::PreboundClaimMissing
         | Reason::ReclaimFailed => volume(&cx),
         Reason::ExpansionStuck => expansion(&cx),
+        Reason::DiskSizeMismatch => size_mismatch(&cx),
         Reason::VolumeDeleted => tombstone(&cx),
         Reason::VolumeWithoutDisk => without_disk(&cx),
         Reason::DiskWithoutVolume => without_volume(&cx),
@@ -1380,6 +1381,7 @@ fn reuse_volume(cx: &Cx, pv: &str) -> Block {
         // Not a live PV's reason: `volume` is not called for them.
         Reason::VolumeDeleted
         | Reason::ExpansionStuck
+        | Reason::DiskSizeMismatch
         | Reason::DiskWithoutVolume
         | Reason::VolumeWithoutDisk
         | Reason::SnapshotDeleted
@@ -2120,6 +2122,7 @@ fn content(cx: &Cx) -> Vec<Block> {
         | Reason::PreboundClaimMissing
         | Reason::ReclaimFailed
         | Reason::ExpansionStuck
+        | Reason::DiskSizeMismatch
         | Reason::VolumeDeleted
         | Reason::DiskWithoutVolume
         | Reason::VolumeWithoutDisk
@@ -2234,6 +2237,61 @@ fn expansion(cx: &Cx) -> Vec<Block> {
         block(Choice::Finish, "let the resize complete", finish),
         block(Choice::Revert, "lower the request back", revert),
         keep(cx, Some(("pv", cx.pv_name()))),
+    ]
+}
+
+/// A disk whose size differs from its PV's capacity: look at both, bring the cluster to the
+/// disk's size through the claim (a resize to a size the disk already has changes nothing in the
+/// backend and updates the PV and the filesystem), or acknowledge it.
+fn size_mismatch(cx: &Cx) -> Vec<Block> {
+    let s = cx.s;
+    let pv = cx.pv_name();
+    let disk = s.disk_size_bytes.map(crate::model::quantity::format_bytes);
+    let disk = cx.or(disk.as_deref(), "disk size");
+    let capacity = cx.or(s.capacity.as_deref(), "capacity");
+    let mut first = vec![say(format!(
+        "The PV {pv} says {capacity}; the census lists its disk at {disk}. Look at both:"
+    ))];
+    first.extend(look_disk(cx));
+    first.push(run(format!(
+        "kubectl get pv {} {}",
+        quote(&pv),
+        quote("-o=jsonpath={.spec.capacity.storage}")
+    )));
+    let (ns, claim) = (
+        cx.or(cx.claim_ns(), "namespace"),
+        cx.or(cx.claim_name(), "claim"),
+    );
+    let larger = matches!(
+        (s.disk_size_bytes, s.capacity_bytes),
+        (Some(d), Some(c)) if d > c
+    );
+    let finish = if larger {
+        let grow = serde_json::json!({"spec": {"resources": {"requests": {"storage": disk}}}});
+        vec![
+            say(format!(
+                "The disk is larger and bills for {disk}. To let the volume use it, raise the \
+                 claim's request to the disk's size: the resizer finds the disk already that large, \
+                 and the PV and the filesystem follow (the class must allow expansion):"
+            )),
+            run(format!(
+                "kubectl patch pvc -n {} {} --type merge -p {}",
+                quote(&ns),
+                quote(&claim),
+                quote(&grow.to_string())
+            )),
+        ]
+    } else {
+        vec![say(format!(
+            "The disk is smaller than the PV says: the application can use only {disk}. Grow it \
+             through the claim (an expansion to more than {capacity} reaches the disk), or with \
+             the backend's own resize and then the claim; never shrink the PV's capacity by hand."
+        ))]
+    };
+    vec![
+        block(Choice::First, "compare the sizes", first),
+        block(Choice::Finish, "make the sizes agree", finish),
+        keep(cx, Some(("pv", pv))),
     ]
 }
 

@@ -83,6 +83,17 @@ pub(crate) fn disk_found(
     }
 }
 
+/// The size of the disk behind `source`, as the census last listed it (see
+/// [`crate::decide::census::Census::disk_size`]), with the backend's size granularity.
+pub(crate) fn disk_size(
+    lookup: &impl Lookup,
+    source: &crate::model::crd::VolumeSourceInfo,
+) -> Option<crate::model::size::DiskSize> {
+    let r = crate::decide::census::disk_ref(source)?;
+    let bytes = lookup.census()?.disk_size(&r)?;
+    Some(crate::model::size::DiskSize::of(&r, bytes))
+}
+
 /// The facts classification needs from a claim.
 pub(crate) fn claim_facts(c: &ClaimObject) -> ClaimFacts {
     ClaimFacts {

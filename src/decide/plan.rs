@@ -104,6 +104,9 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
     let (base, clock) = match s.reason {
         Reason::ClaimStillPresent => (graces.grace, ClockStart::Phase),
         Reason::ExpansionStuck => (graces.expansion_grace, ClockStart::Expansion),
+        // A resize grows the disk before the PV: the two differ for a moment, which a census
+        // listing may catch. Nothing dates the difference.
+        Reason::DiskSizeMismatch => (graces.expansion_grace, ClockStart::Observed),
         Reason::ReleasedWithoutClaim | Reason::BoundClaimMissing | Reason::PreboundClaimMissing => {
             (graces.grace, ClockStart::Observed)
         }
@@ -135,7 +138,8 @@ pub(crate) fn grace_of(f: &Finding, graces: Graces) -> (Duration, ClockStart) {
         Reason::VolumeDeleted
         | Reason::DiskWithoutVolume
         | Reason::SnapshotWithoutContent
-        | Reason::ExpansionStuck => false,
+        | Reason::ExpansionStuck
+        | Reason::DiskSizeMismatch => false,
         r if r.is_snapshot() => false,
         // The provisioner deletes the image before the PV: a Delete-policy volume on its way out
         // is without its image for a moment.
@@ -358,6 +362,7 @@ fn decided_on_claims(r: Reason) -> bool {
         | Reason::VolumeDeleted
         | Reason::VolumeWithoutDisk
         | Reason::DiskWithoutVolume
+        | Reason::DiskSizeMismatch
         | Reason::SnapshotWithoutContent => false,
         Reason::SnapshotDeleted
         | Reason::SnapshotRecreated

@@ -29,6 +29,8 @@ pub(crate) fn severity(r: Reason) -> &'static str {
         Reason::ClaimStillPresent | Reason::ClaimUnknown => "low",
         // A claim that asks for more than it has: the application may run out of space.
         Reason::ExpansionStuck => "medium",
+        // A disk billed larger than the cluster shows, or a PV that says more than its disk has.
+        Reason::DiskSizeMismatch => "low",
         // Restores from the snapshot fail now.
         Reason::SnapshotContentMissing => "high",
         // A backend snapshot that still bills, and may be the last copy of its data.

@@ -934,6 +934,7 @@ pub fn as_finding(f: &SnapshotFinding, now: &Time) -> crate::model::finding::Fin
                 .restore_size_bytes
                 .map(crate::model::quantity::format_bytes),
             capacity_bytes: f.restore_size_bytes,
+            disk_size_bytes: None,
             access_modes: Vec::new(),
             volume_mode: String::new(),
             source: VolumeSourceInfo {

@@ -309,6 +309,11 @@ pub struct VolumeLeftoverStatus {
     /// The same capacity in bytes (rounded up), for tools that add it up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_bytes: Option<i64>,
+    /// The provisioned size of the volume's disk in bytes, as the opt-in census last listed it
+    /// (GCE and EBS list every disk's size): what the backend bills, and what the cost is
+    /// estimated from when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_size_bytes: Option<i64>,
     /// The PersistentVolume's `spec.accessModes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access_modes: Vec<String>,
@@ -415,6 +420,33 @@ pub struct CostEstimate {
     pub priced_by: String,
     /// Both amounts for people, as `kubectl get vl -o wide` shows them.
     pub display: String,
+    /// Which size was priced: the disk's as the census listed it (what the backend bills), the
+    /// PV's capacity (without the census), or a snapshot's restore size.
+    #[serde(default)]
+    pub size_basis: SizeBasis,
+}
+
+/// Which size a cost estimate priced.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum SizeBasis {
+    /// The PersistentVolume's capacity: the census does not list its disk.
+    #[default]
+    PvCapacity,
+    /// The disk's provisioned size, as the census listed it: what the backend bills.
+    DiskSize,
+    /// A snapshot's restore size.
+    RestoreSize,
+}
+
+impl SizeBasis {
+    /// The basis as written in the object.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SizeBasis::PvCapacity => "PvCapacity",
+            SizeBasis::DiskSize => "DiskSize",
+            SizeBasis::RestoreSize => "RestoreSize",
+        }
+    }
 }
 
 /// The storage backend that holds a disk.
@@ -625,6 +657,13 @@ pub enum Reason {
     /// resize status and conditions. A claim whose request was lowered back to its capacity, or
     /// that got more than it asked (a backend rounding up), is not a finding.
     ExpansionStuck,
+    /// The disk the PersistentVolume names (a GCE persistent disk or an EBS volume the opt-in
+    /// census lists) has another size than the PV's capacity, compared at the backend's
+    /// granularity, for longer than the expansion grace period: larger, it bills more than the
+    /// cluster shows (grown in the backend's console, or an expansion that stopped before the
+    /// PV); smaller, the PV says more than the disk has. Only for a volume that is otherwise no
+    /// finding: on any other finding the same fact is the hint `DiskSizeDiffers`.
+    DiskSizeMismatch,
     /// The PersistentVolume was deleted, but its reclaim policy was Retain (or its delete had
     /// failed), so the disk behind it was not: this object is the last record of which disk
     /// belonged to which claim. It stays until the storage backend's census shows the disk is
@@ -674,7 +713,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in a fixed order (metrics, documentation).
-    pub const ALL: [Reason; 20] = [
+    pub const ALL: [Reason; 21] = [
         Reason::ClaimDeleted,
         Reason::ClaimRecreated,
         Reason::ClaimStillPresent,
@@ -685,6 +724,7 @@ impl Reason {
         Reason::PreboundClaimMissing,
         Reason::ReclaimFailed,
         Reason::ExpansionStuck,
+        Reason::DiskSizeMismatch,
         Reason::VolumeDeleted,
         Reason::DiskWithoutVolume,
         Reason::VolumeWithoutDisk,
@@ -710,6 +750,7 @@ impl Reason {
             Reason::PreboundClaimMissing => "PreboundClaimMissing",
             Reason::ReclaimFailed => "ReclaimFailed",
             Reason::ExpansionStuck => "ExpansionStuck",
+            Reason::DiskSizeMismatch => "DiskSizeMismatch",
             Reason::VolumeDeleted => "VolumeDeleted",
             Reason::DiskWithoutVolume => "DiskWithoutVolume",
             Reason::VolumeWithoutDisk => "VolumeWithoutDisk",
@@ -770,11 +811,14 @@ pub enum Hint {
     /// The RBD image is in the pool's trash: deleted, but restorable until it is purged. Earlier
     /// versions called it `ImageInTrash`.
     DiskInTrash,
+    /// The disk's size (`diskSizeBytes`, as the census lists it) differs from the PV's capacity
+    /// at the backend's granularity; the cost is estimated from the disk's size.
+    DiskSizeDiffers,
 }
 
 impl Hint {
     /// Every hint, in a fixed order.
-    pub const ALL: [Hint; 11] = [
+    pub const ALL: [Hint; 12] = [
         Hint::ReclaimPolicyDelete,
         Hint::ReclaimPolicyMismatch,
         Hint::StorageClassMissing,
@@ -786,6 +830,7 @@ impl Hint {
         Hint::DiskInUse,
         Hint::OwnerUnknown,
         Hint::DiskInTrash,
+        Hint::DiskSizeDiffers,
     ];
 
     /// The hint as written in the object.
@@ -802,6 +847,7 @@ impl Hint {
             Hint::DiskInUse => "DiskInUse",
             Hint::OwnerUnknown => "OwnerUnknown",
             Hint::DiskInTrash => "DiskInTrash",
+            Hint::DiskSizeDiffers => "DiskSizeDiffers",
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod phase;
 pub mod price;
 pub mod quantity;
 pub mod selector;
+pub mod size;
 pub mod snapshot;
 pub mod text;
 pub mod uid;

@@ -729,6 +729,10 @@ struct Line<'a> {
     /// disk, and an EBS volume's region, is located.
     zones: &'a [String],
     message: &'a str,
+    /// The disk's size as the census listed it (`status.diskSizeBytes`); absent where no census
+    /// lists it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disk_size_bytes: Option<i64>,
     /// A stopped expansion (`status.claim.expansion`); absent from every other line.
     #[serde(skip_serializing_if = "Option::is_none")]
     expansion: Option<ExpansionKeys<'a>>,
@@ -770,6 +774,8 @@ struct CostKeys<'a> {
     accrued_cost_minor_units: i64,
     cost_since: String,
     priced_by: &'a str,
+    /// Which size was priced (`status.cost.sizeBasis`): `DiskSize`, `PvCapacity`, `RestoreSize`.
+    cost_size_basis: &'static str,
 }
 
 /// The original tool's seven keys of a finding, as it prints them.
@@ -843,6 +849,7 @@ fn line(f: &Finding) -> Line<'_> {
         path: s.source.path.as_deref(),
         zones: &s.source.zones,
         message: &s.message,
+        disk_size_bytes: s.disk_size_bytes,
         expansion: claim
             .and_then(|c| c.expansion.as_ref())
             .map(|e| ExpansionKeys {
@@ -873,6 +880,7 @@ fn line(f: &Finding) -> Line<'_> {
             accrued_cost_minor_units: c.accrued_minor_units,
             cost_since: c.since.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             priced_by: &c.priced_by,
+            cost_size_basis: c.size_basis.as_str(),
         }),
     }
 }

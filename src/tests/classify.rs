@@ -667,6 +667,7 @@ fn mariadb_status_is_observed_field_by_field() {
         conditions,
         acknowledged,
         capacity_bytes,
+        disk_size_bytes,
         message,
         hints,
         phase,
@@ -687,6 +688,7 @@ fn mariadb_status_is_observed_field_by_field() {
         snapshot,
     } = f.status;
     assert_eq!(cost, None, "the planner estimates it, with a price table");
+    assert_eq!(disk_size_bytes, None, "no census lists its disk");
     assert_eq!(snapshot, None, "a volume's finding");
     assert_eq!(reason, Reason::ClaimDeleted);
     assert_eq!(

@@ -524,7 +524,7 @@ fn scan_prints_the_estimate_after_the_other_keys_and_nothing_without_one() {
     // 250 MiB × 0.40 a GiB-month = 0.0977 → 0.10; released 2 days ago: 0.0064 → 0.01.
     assert!(
         line.ends_with(
-            r#""currency": "EUR", "monthly_cost_minor_units": 10, "accrued_cost_minor_units": 1, "cost_since": "2026-02-27T09:15:00Z", "priced_by": "storageClass standard"}
+            r#""currency": "EUR", "monthly_cost_minor_units": 10, "accrued_cost_minor_units": 1, "cost_since": "2026-02-27T09:15:00Z", "priced_by": "storageClass standard", "cost_size_basis": "PvCapacity"}
 "#
         ),
         "{line}"

@@ -126,16 +126,17 @@ fn reason_all_lists_every_reason_once() {
             Reason::PreboundClaimMissing => 7,
             Reason::ReclaimFailed => 8,
             Reason::ExpansionStuck => 9,
-            Reason::VolumeDeleted => 10,
-            Reason::DiskWithoutVolume => 11,
-            Reason::VolumeWithoutDisk => 12,
-            Reason::SnapshotDeleted => 13,
-            Reason::SnapshotRecreated => 14,
-            Reason::SnapshotDeleteStuck => 15,
-            Reason::ContentNeverBound => 16,
-            Reason::SnapshotContentMissing => 17,
-            Reason::ContentDeleted => 18,
-            Reason::SnapshotWithoutContent => 19,
+            Reason::DiskSizeMismatch => 10,
+            Reason::VolumeDeleted => 11,
+            Reason::DiskWithoutVolume => 12,
+            Reason::VolumeWithoutDisk => 13,
+            Reason::SnapshotDeleted => 14,
+            Reason::SnapshotRecreated => 15,
+            Reason::SnapshotDeleteStuck => 16,
+            Reason::ContentNeverBound => 17,
+            Reason::SnapshotContentMissing => 18,
+            Reason::ContentDeleted => 19,
+            Reason::SnapshotWithoutContent => 20,
         }
     }
     for (i, r) in Reason::ALL.into_iter().enumerate() {
@@ -177,6 +178,7 @@ fn hint_and_subject_all_list_every_value_once() {
             Hint::DiskInUse => 8,
             Hint::OwnerUnknown => 9,
             Hint::DiskInTrash => 10,
+            Hint::DiskSizeDiffers => 11,
         }
     }
     fn subject(s: Subject) -> usize {

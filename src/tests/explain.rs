@@ -252,6 +252,7 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
         claim: Some(claim(Tristate::True)),
         capacity: Some("20Gi".into()),
         capacity_bytes: Some(20 << 30),
+        disk_size_bytes: None,
         access_modes: vec!["ReadWriteOnce".into()],
         volume_mode: "Filesystem".into(),
         source: source(backend),
@@ -305,6 +306,12 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
             });
         }
         Reason::PreboundClaimMissing => s.phase = "Available".into(),
+        Reason::DiskSizeMismatch => {
+            s.phase = "Bound".into();
+            s.claim = Some(claim(Tristate::False));
+            s.disk_size_bytes = s.capacity_bytes.map(|c| c * 2);
+            s.hints = vec![];
+        }
         Reason::ReclaimFailed => {
             s.phase = "Failed".into();
             s.reclaim_policy = "Delete".into();
@@ -706,15 +713,32 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
                 // Three choices for every finding, after what to know first: of a stopped
                 // expansion, to let it finish or take it back; of anything else, to reuse or
                 // abandon what is left.
-                let choices = if reason == Reason::ExpansionStuck {
-                    [Choice::Finish, Choice::Revert, Choice::Keep]
-                } else {
-                    [Choice::Reuse, Choice::Abandon, Choice::Keep]
+                let choices: &[Choice] = match reason {
+                    Reason::ExpansionStuck => &[Choice::Finish, Choice::Revert, Choice::Keep],
+                    // Nothing is left over to reuse or abandon: the sizes are made to agree.
+                    Reason::DiskSizeMismatch => &[Choice::Finish, Choice::Keep],
+                    _ => &[Choice::Reuse, Choice::Abandon, Choice::Keep],
                 };
-                for choice in choices {
+                for &choice in choices {
                     assert!(
                         e.blocks.iter().any(|b| b.choice == choice),
                         "{at}: no {choice:?} block\n{text}"
+                    );
+                }
+                if reason == Reason::DiskSizeMismatch {
+                    let finish = e.commands(Choice::Finish);
+                    assert!(
+                        finish
+                            .iter()
+                            .any(|c| c.starts_with("kubectl patch pvc -n shop data ")
+                                && c.contains(
+                                    r#"{"spec":{"resources":{"requests":{"storage":"40Gi"}}}}"#
+                                )),
+                        "{at}: no request raised to the disk's size in {finish:#?}\n{text}"
+                    );
+                    assert!(
+                        !text.contains("kubectl delete"),
+                        "{at}: a delete for a size\n{text}"
                     );
                 }
                 if reason == Reason::ExpansionStuck {
@@ -742,7 +766,7 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
                 // The disk's own commands, with its real names, the disk before the PV.
                 let disk_gone = reason == Reason::VolumeWithoutDisk;
                 let snapshots = reason.is_snapshot() || reason == Reason::SnapshotWithoutContent;
-                let expansion = reason == Reason::ExpansionStuck;
+                let expansion = matches!(reason, Reason::ExpansionStuck | Reason::DiskSizeMismatch);
                 if !disk_gone && !snapshots && !expansion && reason != Reason::ClaimStillPresent {
                     let cmds = disk_commands(reason, backend);
                     for want in &cmds {
@@ -855,7 +879,7 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
     }
     assert_eq!(
         cases,
-        2 * (12 * 7 + 3 + 2 + 6 * 4),
+        2 * (13 * 7 + 3 + 2 + 6 * 4),
         "every reason and backend"
     );
 }

@@ -31,6 +31,7 @@ mod report;
 mod scan;
 mod schedule;
 mod selector;
+mod size;
 mod snapshot;
 mod snapshot_loop;
 mod volume;

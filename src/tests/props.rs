@@ -272,6 +272,7 @@ proptest! {
                 prop_assert!(matches!(lookup, Some(Found::Yes(_))));
                 prop_assert!(s.claim.as_ref().is_some_and(|c| c.expansion.is_some()));
             }
+            Reason::DiskSizeMismatch => prop_assert!(false, "a census finding without a census"),
             Reason::VolumeDeleted => prop_assert!(false, "a tombstone from a live volume"),
             Reason::DiskWithoutVolume | Reason::VolumeWithoutDisk | Reason::SnapshotWithoutContent => {
                 prop_assert!(false, "a census finding without a census")

@@ -127,6 +127,8 @@ fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Ru
             "4s",
             "--delete-grace",
             "6s",
+            "--expansion-grace",
+            "4s",
         ])
         .arg("--census-config")
         .arg(config)
@@ -311,6 +313,28 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
         );
     }
     assert!(leftovers.get_opt(&bound_pv).await.unwrap().is_none());
+
+    // The volume under the Bound PV grown in the backend (ModifyVolume, as the console does):
+    // it bills 20 GiB while the PV says 10Gi.
+    ec2.modify_volume()
+        .volume_id(&bound)
+        .size(20)
+        .send()
+        .await
+        .expect("ModifyVolume");
+    let grown = wait_leftover(&leftovers, &bound_pv, "DiskSizeMismatch", |o| {
+        reason(o) == Some(Reason::DiskSizeMismatch)
+    })
+    .await;
+    let s = grown.status.unwrap();
+    assert_eq!(s.disk_size_bytes, Some(20 << 30));
+    assert_eq!(s.capacity_bytes, Some(10 << 30));
+    assert!(
+        s.message
+            .contains("Its disk is 20Gi, larger than the PV's capacity"),
+        "{}",
+        s.message
+    );
 
     // The volume under the Bound PV is deleted: data loss, once two listings missed it.
     ec2.delete_volume()

@@ -175,6 +175,14 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
                "labels": labels})
     };
     let kept = unique("kept");
+    // A disk grown in the console to 30 GB under a PV that says 10Gi.
+    let grown = unique("grown");
+    let mut grown_disk = disk(
+        "europe-west1-b",
+        &grown,
+        json!({"goog-k8s-cluster-name": "e2e"}),
+    );
+    grown_disk["sizeGb"] = json!("30");
     let state = json!({
         "project": project,
         "zones": ["europe-west1-b", "europe-west1-c"], "regions": ["europe-west1"],
@@ -182,6 +190,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
             disk("europe-west1-b", "unlabelled", json!({})),
             disk("europe-west1-b", "theirs", json!({"goog-k8s-cluster-name": "another"})),
             disk("europe-west1-b", &kept, json!({"goog-k8s-cluster-name": "e2e"})),
+            grown_disk,
             {"region": "europe-west1", "name": "regional", "id": "4712", "sizeGb": "20",
              "type": "pd-ssd", "replicaZones": ["europe-west1-b", "europe-west1-c"],
              "creationTimestamp": "2026-03-01T10:00:00.000-08:00", "status": "READY",
@@ -196,16 +205,35 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
     let admin = cp().admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let handle = |zone: &str, disk: &str| format!("projects/{project}/zones/{zone}/disks/{disk}");
-    let (ghost, named, hidden) = (
+    let (ghost, named, hidden, sized) = (
         unique("gce-ghost"),
         unique("gce-kept"),
         unique("gce-hidden"),
+        unique("gce-sized"),
     );
     const DRIVER: &str = "pd.csi.storage.gke.io";
+    // The size the disk has (10 GB, in GiB as GCE counts): not a finding.
+    let with_capacity = |mut p: PersistentVolume, size: &str| {
+        p.spec.as_mut().unwrap().capacity = Some(
+            [(
+                "storage".to_string(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(size.into()),
+            )]
+            .into(),
+        );
+        p
+    };
     let volumes = [
         csi_pv(&ghost, DRIVER, &handle("europe-west1-b", "ghost")),
-        csi_pv(&named, DRIVER, &handle("europe-west1-b", &kept)),
+        with_capacity(
+            csi_pv(&named, DRIVER, &handle("europe-west1-b", &kept)),
+            "10Gi",
+        ),
         csi_pv(&hidden, DRIVER, &handle("europe-west1-c", "hidden")),
+        with_capacity(
+            csi_pv(&sized, DRIVER, &handle("europe-west1-b", &grown)),
+            "10Gi",
+        ),
     ];
     ready(&pvs, &volumes).await;
 
@@ -220,8 +248,13 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
         location: "europe-west1-b".into(),
     };
 
-    // Two listings of each configured location, then the PVs.
-    let out = scan(&config("europe-west1-b, europe-west1"), &server.dir, &[]);
+    // Two listings of each configured location, then the PVs; a size that differs is reported
+    // at once (the expansion grace 0s: by default it is held back, as below).
+    let out = scan(
+        &config("europe-west1-b, europe-west1"),
+        &server.dir,
+        &[("VL_EXPANSION_GRACE", "0s")],
+    );
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -266,6 +299,10 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
     let lost = line(&stdout, &ghost).unwrap_or_else(|| panic!("no line for {ghost}:\n{stdout}"));
     assert_eq!(lost["reason"], "VolumeWithoutDisk");
     assert_eq!(lost["scope"], "gce:p-e2e/europe-west1-b");
+    let drift = line(&stdout, &sized).unwrap_or_else(|| panic!("no line for {sized}:\n{stdout}"));
+    assert_eq!(drift["reason"], "DiskSizeMismatch", "{drift}");
+    assert_eq!(drift["disk_size_bytes"], 30u64 << 30, "{drift}");
+    assert_eq!(drift["capacity"], "10Gi", "{drift}");
     for absent in ["theirs", kept.as_str(), named.as_str(), hidden.as_str()] {
         assert!(!stdout.contains(absent), "{absent} reported:\n{stdout}");
     }
@@ -293,7 +330,13 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
         line(&stdout, &ghost).is_some(),
         "the other zones count:\n{stdout}"
     );
-    for pv in [&ghost, &named, &hidden] {
+    assert!(
+        line(&stdout, &sized).is_none()
+            && stderr.contains(&sized)
+            && stderr.contains("--expansion-grace 3600s"),
+        "by default the size is held back and named:\n{stdout}\n{stderr}"
+    );
+    for pv in [&ghost, &named, &hidden, &sized] {
         delete(&pvs, pv).await;
     }
 }

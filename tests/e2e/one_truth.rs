@@ -78,6 +78,8 @@ fn shared_flags(config: &Path, prices: &Path) -> Vec<String> {
         "0s",
         "--delete-grace",
         "0s",
+        "--expansion-grace",
+        "0s",
         "--census-image-grace",
         "0s",
         "--census-config",

@@ -1,0 +1,180 @@
+//! A disk's size against its PV's capacity (`DiskSizeMismatch`, the hint `DiskSizeDiffers`, the
+//! cost by the billed size): compared at the backend's granularity, only where the census lists
+//! every disk's size (GCE, EBS), and told the same by `scan` and the operator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::fixtures::{PvBuilder, lookup, now, now_plus, pv, verdict};
+use crate::census::config::CensusConfig;
+use crate::decide::census::{DiskFacts, Scope, Seen, Snapshot};
+use crate::model::crd::{Hint, Reason, SizeBasis};
+use crate::model::finding::{Finding, Verdict};
+use crate::model::image::DiskRef;
+use crate::model::size::{DiskSize, SizeDrift};
+use crate::scan::Facts;
+
+const GIB: u64 = 1 << 30;
+
+#[test]
+fn sizes_compare_at_the_backend_s_granularity() {
+    let ebs = DiskRef::Ebs {
+        volume_id: "vol-1".into(),
+        region: None,
+    };
+    let gib = |n: u64| DiskSize::of(&ebs, n * GIB);
+    // A 10G (decimal) request provisioned as a 10 GiB volume: the same size.
+    assert_eq!(gib(10).against(10_000_000_000), None);
+    assert_eq!(gib(10).against(10 * GIB as i64), None);
+    assert_eq!(
+        gib(20).against(10 * GIB as i64),
+        Some(SizeDrift::DiskLarger)
+    );
+    assert_eq!(
+        gib(10).against(20 * GIB as i64),
+        Some(SizeDrift::DiskSmaller)
+    );
+    // 10 GiB and one byte is allocated as 11 GiB.
+    assert_eq!(gib(11).against(10 * GIB as i64 + 1), None);
+    // A capacity that is no positive size is not compared.
+    assert_eq!(gib(10).against(0), None);
+    assert_eq!(gib(10).against(-1), None);
+    let ceph = DiskRef::Ceph(crate::model::image::ImageRef {
+        cluster_id: None,
+        pool: Some("p".into()),
+        pool_id: None,
+        namespace: String::new(),
+        name: "img".into(),
+    });
+    let mib = DiskSize::of(&ceph, 10 * GIB + (1 << 20));
+    assert_eq!(mib.against(10 * GIB as i64), Some(SizeDrift::DiskLarger));
+}
+
+/// A census of one EBS region whose listing holds `vol-0a` of `size` bytes.
+fn census_with(size: u64) -> Facts {
+    let c = CensusConfig::parse("ebs:\n  - region: eu-west-1\n").unwrap();
+    let mut census = c.census(Duration::from_secs(3600));
+    let key = Scope::Ebs {
+        account: None,
+        region: "eu-west-1".into(),
+    };
+    let listing = |at: i64| Snapshot {
+        started: now_plus(at),
+        pool_id: 0,
+        images: [(
+            "vol-0a".to_string(),
+            Seen {
+                id: "vol-0a".into(),
+                detail: Some(Box::new(DiskFacts {
+                    size,
+                    created: Some(now_plus(-86_400).0),
+                    ..DiskFacts::default()
+                })),
+            },
+        )]
+        .into(),
+        trash: Default::default(),
+        unread: Default::default(),
+    };
+    census.record(&key, Ok(listing(-120)));
+    census.record(&key, Ok(listing(-60)));
+    Facts {
+        census: Some(Arc::new(census)),
+        ..lookup()
+            .with_claim("team-a", "data", "uid-1")
+            .with_class("gp3", "Retain")
+    }
+}
+
+fn ebs_pv(phase: &str) -> k8s_openapi::api::core::v1::PersistentVolume {
+    pv("pv-data")
+        .retain()
+        .phase(phase)
+        .since(now_plus(-86_400))
+        .claim("team-a", "data", "uid-1")
+        .class("gp3")
+        .capacity("10Gi")
+        .csi("ebs.csi.aws.com", "vol-0a", [])
+        .zones(["eu-west-1a"])
+}
+
+fn leftover(v: Verdict) -> Finding {
+    match v {
+        Verdict::Leftover(f) => *f,
+        other => panic!("expected a finding, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_healthy_volume_whose_disk_has_another_size_is_disk_size_mismatch() {
+    let mut created = ebs_pv("Bound");
+    created.metadata.creation_timestamp = Some(now_plus(-86_400));
+    // The same size: healthy.
+    assert_eq!(verdict(&created, &census_with(10 * GIB)), Verdict::Healthy);
+    let f = leftover(verdict(&created, &census_with(20 * GIB)));
+    assert_eq!(f.status.reason, Reason::DiskSizeMismatch);
+    assert_eq!(f.status.disk_size_bytes, Some(20 * GIB as i64));
+    assert!(f.status.hints.is_empty(), "{:?}", f.status.hints);
+    assert!(
+        f.status
+            .message
+            .ends_with("Its disk is 20Gi, larger than the PV's capacity: it bills for 20Gi (grown in the backend, or an expansion that stopped before the PV was updated)."),
+        "{}",
+        f.status.message
+    );
+    let f = leftover(verdict(&created, &census_with(5 * GIB)));
+    assert_eq!(f.status.reason, Reason::DiskSizeMismatch);
+    assert!(
+        f.status.message.contains("Its disk is 5Gi, smaller"),
+        "{}",
+        f.status.message
+    );
+    // Without the census: nothing to compare.
+    assert_eq!(
+        verdict(
+            &created,
+            &lookup()
+                .with_claim("team-a", "data", "uid-1")
+                .with_class("gp3", "Retain")
+        ),
+        Verdict::Healthy
+    );
+}
+
+#[test]
+fn on_another_finding_a_differing_size_is_a_hint_and_the_cost_is_the_disk_s() {
+    let mut released = ebs_pv("Released");
+    released.metadata.creation_timestamp = Some(now_plus(-86_400));
+    let facts = census_with(20 * GIB);
+    let f = leftover(verdict(
+        &released,
+        &Facts {
+            claims: Some(Default::default()),
+            ..facts
+        },
+    ));
+    assert_eq!(f.status.reason, Reason::ClaimDeleted);
+    assert_eq!(f.status.hints, vec![Hint::DiskSizeDiffers]);
+    assert_eq!(f.status.disk_size_bytes, Some(20 * GIB as i64));
+    assert!(
+        f.status.message.contains("it bills for 20Gi"),
+        "{}",
+        f.status.message
+    );
+
+    let table = crate::model::price::PriceTable::parse(
+        "currency: USD\nvolumes:\n  - driver: ebs.csi.aws.com\n    perGiBMonth: \"0.08\"\n",
+    )
+    .expect("a price table");
+    let cost = crate::decide::cost::estimate(&f.status, &table, &now()).expect("priced");
+    assert_eq!(cost.size_basis, SizeBasis::DiskSize);
+    assert_eq!(
+        cost.monthly_minor_units, 160,
+        "20 GiB at 0.08: the disk's size"
+    );
+    let mut without = f.status.clone();
+    without.disk_size_bytes = None;
+    let cost = crate::decide::cost::estimate(&without, &table, &now()).expect("priced");
+    assert_eq!(cost.size_basis, SizeBasis::PvCapacity);
+    assert_eq!(cost.monthly_minor_units, 80);
+}
