@@ -20,6 +20,7 @@ use crate::support::repo;
 const TYPES: &[(&str, &str, &str, &str)] = &[
     ("*", "VolumeObject", "", "persistentvolumes"),
     ("*", "ClaimMeta", "", "persistentvolumeclaims"),
+    ("*", "ClaimObject", "", "persistentvolumeclaims"),
     ("*", "PersistentVolumeClaim", "", "persistentvolumeclaims"),
     ("*", "StorageClass", "storage.k8s.io", "storageclasses"),
     ("*", "LeftoverObject", "leftovers.dev", "volumeleftovers"),

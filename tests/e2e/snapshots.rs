@@ -174,7 +174,7 @@ async fn scan_reports_the_content_a_deleted_snapshot_left_and_the_snapshot_whose
     );
     assert!(
         out.contains(&format!(
-            "held back 1 state(s) that have not lasted their grace (--grace 120s, --delete-grace 600s), not reported: VolumeSnapshot {NS}/lost-snap (SnapshotContentMissing from "
+            "held back 1 state(s) that have not lasted their grace (--grace 120s, --delete-grace 600s, --expansion-grace 3600s), not reported: VolumeSnapshot {NS}/lost-snap (SnapshotContentMissing from "
         )),
         "{out}"
     );
