@@ -268,3 +268,171 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     delete(&pvs, &pv_name).await;
     delete(&Api::<StorageClass>::all(admin), &class_name).await;
 }
+
+/// How many claims the churn expands.
+const CHURN: usize = 100;
+
+/// 100 claims expanded normally while the operator runs, with an expansion grace of 10 s: no
+/// ExpansionStuck is published at any moment (the audit log: no create of a VolumeLeftover named
+/// after one of their PVs). The real expand controller sees every raise; no resizer serves a
+/// hostPath volume, so the test completes each resize as the external-resizer and the kubelet do
+/// (the claim's status: allocatedResources and the resize status while it "grows", then the
+/// capacity), after 0.5 to 4 s. Prints `churn:` lines, the figures docs/benchmarks.md shows
+/// (scripts/figures.sh expansion-churn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
+    let _lock = operator_lock(Flavor::Full).await;
+    let cp = cp();
+    let admin = cp.admin().await;
+    let pvs = Api::<PersistentVolume>::all(admin.clone());
+    let class_name = unique("churn-sc");
+    let mut sc = class(&class_name, "Retain");
+    sc.allow_volume_expansion = Some(true);
+    create(&Api::<StorageClass>::all(admin.clone()), &sc).await;
+    let ns = unique("churn-ns");
+    create_ns(&admin, &ns).await;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
+    let prefix = unique("churn-pv");
+    let names: Vec<String> = (0..CHURN).map(|i| format!("{prefix}-{i}")).collect();
+    let t = Instant::now();
+    for (i, name) in names.iter().enumerate() {
+        let mut p = pv(name, &class_name, "1Gi", "Retain");
+        p.spec.as_mut().unwrap().claim_ref = Some(claim_ref(&ns, &format!("data-{i}"), ""));
+        create(&pvs, &p).await;
+        create(&claims, &pvc(&ns, &format!("data-{i}"), &class_name, "1Gi")).await;
+    }
+    wait_for("every claim Bound", Duration::from_secs(180), || async {
+        let list = claims.list(&ListParams::default()).await.ok()?;
+        let bound = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .is_some_and(|s| s.phase.as_deref() == Some("Bound") && s.capacity.is_some())
+            })
+            .count();
+        (bound == CHURN).then_some(())
+    })
+    .await;
+    println!(
+        "churn: {CHURN} hostPath volumes and claims bound by the PV controller in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let grace = Duration::from_secs(10);
+    let settings = volume_leftovers::run::settings::Settings {
+        graces: volume_leftovers::decide::plan::Graces {
+            expansion_grace: grace,
+            ..test_settings().graces
+        },
+        ..test_settings()
+    };
+    let operator = Operator::start(cp.operator_client().await, settings);
+    operator.wait_synced().await;
+    let started = jiff::Timestamp::now();
+
+    // Each claim: raised to 2Gi; the "resizer" answers at once (allocatedResources, in
+    // progress), and the resize completes 0.5 to 4 s later (capacity 2Gi, nothing pending).
+    let t = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..CHURN {
+        let claims = claims.clone();
+        tasks.spawn(async move {
+            let name = format!("data-{i}");
+            tokio::time::sleep(Duration::from_millis((i as u64 * 37) % 3000)).await;
+            let raised = Instant::now();
+            claims
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})),
+                )
+                .await
+                .expect("raising the request");
+            claims
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {
+                        "allocatedResources": {"storage": "2Gi"},
+                        "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"},
+                    }})),
+                )
+                .await
+                .expect("the resizer's answer");
+            tokio::time::sleep(Duration::from_millis(500 + (i as u64 * 131) % 3500)).await;
+            claims
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {
+                        "capacity": {"storage": "2Gi"},
+                        "allocatedResourceStatuses": null,
+                    }})),
+                )
+                .await
+                .expect("the resize completed");
+            raised.elapsed()
+        });
+    }
+    let mut took: Vec<Duration> = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        took.push(r.expect("an expansion"));
+    }
+    took.sort();
+    println!(
+        "churn: {CHURN} expansions in {:.1} s, each raise to completion {:.1} s median, {:.1} s longest; expansion grace {grace:?}",
+        t.elapsed().as_secs_f64(),
+        took[CHURN / 2].as_secs_f64(),
+        took[CHURN - 1].as_secs_f64()
+    );
+    // Past the grace of the last one: anything held would have been published by now.
+    tokio::time::sleep(grace + Duration::from_secs(3)).await;
+    operator.stop().await;
+
+    let names: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    let audit = cp.audit();
+    let written: Vec<String> = audit
+        .iter()
+        .filter(|e| {
+            e["objectRef"]["resource"] == "volumeleftovers"
+                && e["stageTimestamp"]
+                    .as_str()
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                    .is_some_and(|at| at >= started)
+        })
+        .filter(|e| {
+            !matches!(e["verb"].as_str(), Some("get" | "list" | "watch"))
+                && e["objectRef"]["name"]
+                    .as_str()
+                    .is_some_and(|n| names.contains(n))
+        })
+        .map(|e| format!("{} {}", e["verb"], e["objectRef"]["name"]))
+        .collect();
+    assert!(
+        written.is_empty(),
+        "a normal expansion was published: {written:?}"
+    );
+    let claim_events = audit
+        .iter()
+        .filter(|e| {
+            e["objectRef"]["resource"] == "persistentvolumeclaims"
+                && e["objectRef"]["namespace"] == ns.as_str()
+                && matches!(e["verb"].as_str(), Some("patch" | "update"))
+        })
+        .count();
+    println!(
+        "churn: the audit log: {claim_events} writes to the claims, 0 writes of a VolumeLeftover about their volumes"
+    );
+
+    for i in 0..CHURN {
+        let _ = claims
+            .delete(&format!("data-{i}"), &Default::default())
+            .await;
+    }
+    for name in names {
+        let _ = pvs.delete(name, &Default::default()).await;
+    }
+    delete(&Api::<StorageClass>::all(admin), &class_name).await;
+}
