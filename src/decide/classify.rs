@@ -272,7 +272,14 @@ fn bound_reason(name: &str, claim: Option<&ObservedClaim>) -> Result<Reason, Ver
         // has, the expansion grace decides: `plan::gate`).
         Found::Yes(facts) if c.same_claim(facts) => match facts.size {
             ClaimSize::Expanding(_) => Ok(Reason::ExpansionStuck),
-            ClaimSize::Settled | ClaimSize::Uncomparable(_) => Err(Verdict::Healthy),
+            ClaimSize::Settled => Err(Verdict::Healthy),
+            // Never a guess either way: skipped (logged once and counted by the operator, in
+            // `volume_leftovers_skipped_volumes`), what is published stays.
+            ClaimSize::Uncomparable(why) => Err(Verdict::Skip(format!(
+                "PersistentVolume {name}: its claim {} has {}, so whether its expansion stopped cannot be told",
+                c.info.reference,
+                why.as_str()
+            ))),
         },
         Found::Yes(_) | Found::Absent => Ok(Reason::BoundClaimMissing),
         // A 403 never makes a finding of a Bound volume, nor clears one.
