@@ -47,32 +47,53 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
     let looked_in = lookup
         .census()
         .and_then(|c| crate::decide::census::looked_in(c, &source));
-    let uid = pv.metadata.uid.as_ref().map(Uid::to_string);
-    let (Some(name), Some(uid)) = (pv.metadata.name.as_deref(), uid.as_deref()) else {
-        return verdict;
-    };
+    census_finding(
+        pv,
+        spec,
+        Reason::VolumeWithoutDisk,
+        in_trash,
+        looked_in,
+        lookup,
+        now,
+    )
+    .unwrap_or(verdict)
+}
+
+/// The finding the census makes of a volume (its disk gone, or of another size): `None` for a
+/// volume without a name or uid, which has no finding.
+fn census_finding(
+    pv: &Volume,
+    spec: &VolumeSpec,
+    reason: Reason,
+    in_trash: bool,
+    looked_in: Option<crate::model::crd::ImageInfo>,
+    lookup: &impl Lookup,
+    now: Time,
+) -> Option<Verdict> {
+    let uid = pv.metadata.uid.as_ref().map(Uid::to_string)?;
+    let name = pv.metadata.name.as_deref()?;
     let phase_str = pv
         .status
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("");
-    describe(
+    Some(describe(
         Described {
             pv,
             name,
-            uid,
+            uid: &uid,
             spec,
             phase: Phase::of(phase_str),
             phase_str,
             claim: spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup)),
-            reason: Reason::VolumeWithoutDisk,
+            reason,
             deleted_at: None,
             in_trash,
             looked_in,
         },
         lookup,
         now,
-    )
+    ))
 }
 
 /// What the disk's size, where the census lists it, adds to the verdict on its volume: on a
@@ -111,35 +132,8 @@ fn with_disk_size(
             Verdict::Leftover(f)
         }
         Verdict::Healthy if drift.is_some() => {
-            let (Some(name), Some(uid)) = (
-                pv.metadata.name.as_deref(),
-                pv.metadata.uid.as_ref().map(Uid::to_string),
-            ) else {
-                return Verdict::Healthy;
-            };
-            let phase_str = pv
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.as_deref())
-                .unwrap_or("");
-            match describe(
-                Described {
-                    pv,
-                    name,
-                    uid: &uid,
-                    spec,
-                    phase: Phase::of(phase_str),
-                    phase_str,
-                    claim: spec.claim_ref.as_ref().map(|r| observe_claim(r, lookup)),
-                    reason: Reason::DiskSizeMismatch,
-                    deleted_at: None,
-                    in_trash: false,
-                    looked_in: None,
-                },
-                lookup,
-                now,
-            ) {
-                Verdict::Leftover(mut f) => {
+            match census_finding(pv, spec, Reason::DiskSizeMismatch, false, None, lookup, now) {
+                Some(Verdict::Leftover(mut f)) => {
                     f.status.disk_size_bytes = bytes;
                     if let Some(drift) = drift {
                         f.status.message.push(' ');
@@ -147,7 +141,8 @@ fn with_disk_size(
                     }
                     Verdict::Leftover(f)
                 }
-                other => other,
+                Some(other) => other,
+                None => Verdict::Healthy,
             }
         }
         other => other,
@@ -801,16 +796,8 @@ fn expansion_sentence(pv: &str, claim_ref: &str, info: Option<&ClaimInfo>) -> St
         e.requested,
         e.capacity,
         e.stopped_at.stopped_where(),
-        upper_first(e.stopped_at.advice()),
+        crate::model::text::upper_first(e.stopped_at.advice()),
     )
-}
-
-/// `s` with its first letter in upper case.
-fn upper_first(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// The sentence of a volume whose image the census no longer finds: it says the claim's story

@@ -2207,7 +2207,10 @@ fn expansion(cx: &Cx) -> Vec<Block> {
             ))
         )),
     ];
-    let mut finish = vec![say(format!("{}.", upper(step.advice())))];
+    let mut finish = vec![say(format!(
+        "{}.",
+        crate::model::text::upper_first(step.advice())
+    ))];
     if step == ResizeStep::NodePending {
         finish.push(say(
             "Which pods mount it now (`Used By`; <none>: start one that does, and the kubelet \
@@ -2293,14 +2296,6 @@ fn size_mismatch(cx: &Cx) -> Vec<Block> {
         block(Choice::Finish, "make the sizes agree", finish),
         keep(cx, Some(("pv", pv))),
     ]
-}
-
-/// `s` with its first letter in upper case.
-fn upper(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 fn content_missing(cx: &Cx) -> Vec<Block> {

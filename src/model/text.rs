@@ -30,3 +30,11 @@ pub(crate) fn one_line(text: &str) -> String {
     }
     line
 }
+
+/// `s` with its first letter in upper case (a phrase that starts a sentence).
+pub(crate) fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
