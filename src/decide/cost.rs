@@ -62,10 +62,7 @@ pub fn estimate(s: &VolumeLeftoverStatus, table: &PriceTable, now: &Time) -> Opt
         None => (s.capacity_bytes?, SizeBasis::PvCapacity),
     };
     let applied = table.price(Priced::Volume, &price_key(s))?;
-    priced(bytes, applied, since(s), table, now).map(|c| CostEstimate {
-        size_basis: basis,
-        ..c
-    })
+    priced(bytes, basis, applied, since(s), table, now)
 }
 
 /// The estimate for a snapshot of `bytes` (its restore size) made by the CSI `driver`, a leftover
@@ -84,15 +81,20 @@ pub fn estimate_snapshot(
         regional: false,
     };
     let applied = table.price(Priced::Snapshot, &key)?;
-    priced(bytes, applied, since.clone(), table, now).map(|c| CostEstimate {
-        size_basis: SizeBasis::RestoreSize,
-        ..c
-    })
+    priced(
+        bytes,
+        SizeBasis::RestoreSize,
+        applied,
+        since.clone(),
+        table,
+        now,
+    )
 }
 
 /// The arithmetic of an estimate (see the module's documentation).
 fn priced(
     bytes: i64,
+    basis: SizeBasis,
     applied: Applied,
     since: Time,
     table: &PriceTable,
@@ -133,7 +135,7 @@ fn priced(
         since,
         accrued_through: through,
         priced_by: applied.row,
-        size_basis: SizeBasis::PvCapacity,
+        size_basis: basis,
     })
 }
 
