@@ -146,6 +146,16 @@ pub struct Seen {
     /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
     /// entry per image).
     pub(crate) detail: Option<Box<DiskFacts>>,
+    /// Its provisioned size in bytes when only that was read (an RBD image a volume names); a
+    /// disk read in full has it in its details. See [`Seen::size`].
+    pub(crate) size_only: Option<u64>,
+}
+
+impl Seen {
+    /// Its provisioned size in bytes, when the listing read it.
+    pub(crate) fn size(&self) -> Option<u64> {
+        self.detail.as_ref().map(|d| d.size).or(self.size_only)
+    }
 }
 
 /// What a census read of one disk or image, for any backend: read only for disks no volume
@@ -581,28 +591,27 @@ impl Census {
     }
 
     /// The provisioned size, in bytes, of the disk `r` names, as the last complete listing of
-    /// its scope read it: GCE and EBS listings carry every disk's size. An RBD image's is read only
-    /// for images no volume names (an open and a stat each), so no RBD size is compared.
+    /// its scope read it: GCE and EBS listings carry every disk's size; the Ceph census reads
+    /// every image's (a named one's alone, from its header). When that listing could not read
+    /// it (the image is among its unread), the listing before says, so that a finding about
+    /// its size is not dropped for one unanswered request.
     pub fn disk_size(&self, r: &DiskRef) -> Option<u64> {
-        // An RBD image's details are read or not depending on what named it when it was listed:
-        // its size would come and go with that. Not compared until every image is stat'ed.
-        if matches!(r, DiskRef::Ceph(_)) {
-            return None;
-        }
         let Resolved::In(key) = self.resolve(r) else {
             return None;
         };
         // The last complete listing, even when a later one failed: a size is a fact of when it
         // was listed (and the operator, which is not asked again when a listing fails, keeps
         // deciding on it as `scan` does).
-        let seen = self
-            .pools
-            .get(key)?
-            .current
-            .as_deref()?
-            .images
-            .get(r.name())?;
-        seen.detail.as_ref().map(|d| d.size)
+        let scope = self.pools.get(key)?;
+        let current = scope.current.as_deref()?;
+        let seen = current.images.get(r.name())?;
+        seen.size().or_else(|| {
+            if !current.unread.contains_key(r.name()) {
+                return None;
+            }
+            let before = scope.previous.as_deref()?.images.get(r.name())?;
+            (before.id == seen.id).then(|| before.size()).flatten()
+        })
     }
 
     /// What the census says about the backend snapshot `r` names, for a `ContentDeleted`

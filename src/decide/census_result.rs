@@ -275,14 +275,8 @@ fn references(
             let was_missing = prev.is_some_and(|p| !p.images.contains_key(&img));
             // Its size (what its finding is priced by, and whether it differs from the PV's)
             // is new or changed.
-            let size = |s: Option<&Snapshot>| {
-                s.and_then(|s| s.images.get(&img))
-                    .and_then(|i| i.detail.as_ref())
-                    .map(|d| d.size)
-            };
-            let resized = !matches!(disk, Some(DiskRef::Ceph(_)))
-                && size(cur).is_some()
-                && (prev.is_none() || size(cur) != size(prev));
+            let size = |s: Option<&Snapshot>| s.and_then(|s| s.images.get(&img)?.size());
+            let resized = size(cur).is_some() && (prev.is_none() || size(cur) != size(prev));
             if now_missing || was_missing || resized {
                 marks.push(name.clone());
             }

@@ -1146,9 +1146,9 @@ pub async fn run(
             progress.step(format!(
                 "census: each of {scopes} scope(s) listed twice (Ceph pools first, then the clouds)"
             ));
-            let mut c = census_twice(cs).await;
+            let (mut c, sizes_unread) = census_twice(cs).await;
             let cloud_failed = cloud::census_twice(&cs.config, &mut c).await;
-            Some((c, cloud_failed))
+            Some((c, cloud_failed, sizes_unread))
         }
         None => None,
     };
@@ -1157,12 +1157,15 @@ pub async fn run(
         server,
         timeout,
         exclusions,
-        state.as_ref().map(|(c, _)| std::sync::Arc::new(c.clone())),
+        state
+            .as_ref()
+            .map(|(c, _, _)| std::sync::Arc::new(c.clone())),
         progress,
     )
     .await?;
     let mut census_state = None;
-    if let (Some(cs), Some((mut c, cloud_failed))) = (census, state) {
+    if let (Some(cs), Some((mut c, cloud_failed, sizes_unread))) = (census, state) {
+        report.census_failed.extend(sizes_unread);
         for r in disks_before {
             note_reference(&c, r, &mut report.referenced);
         }
@@ -1254,13 +1257,29 @@ pub(crate) fn plus(t: &Time, d: Duration) -> Time {
 }
 
 /// The census, taken twice before anything is classified: an image counts as missing only when
-/// two listings lack it (see [`Census::image`]); after one, every absence is unknown.
-async fn census_twice(cs: &CensusSettings) -> Census {
+/// two listings lack it (see [`Census::image`]); after one, every absence is unknown. The second
+/// listing reads every image's size (what the volumes' capacities are compared with); the pools
+/// where some could not be read are returned, one line each: whether those images' sizes differ
+/// from their volumes' is not known.
+async fn census_twice(cs: &CensusSettings) -> (Census, Vec<CensusGap>) {
     let mut c = cs.config.census(cs.image_grace);
-    for _ in 0..2 {
-        crate::census::ceph::census_once(cs, &mut c, &HashMap::new()).await;
+    crate::census::ceph::census_once(cs, &mut c, &HashMap::new(), false).await;
+    let mut gaps = Vec::new();
+    for r in crate::census::ceph::census_once(cs, &mut c, &HashMap::new(), true).await {
+        if let Ok(snap) = &r.result
+            && let Some((image, e)) = snap.unread.iter().next()
+        {
+            gaps.push(CensusGap {
+                scope: r.key.to_string(),
+                line: format!(
+                    "the Ceph census of pool {}: the sizes of {} image(s) could not be read (first: {image}: {e}); whether they differ from their volumes' capacities is not known",
+                    r.key,
+                    snap.unread.len()
+                ),
+            });
+        }
     }
-    c
+    (c, gaps)
 }
 
 /// The images of each listed pool that nothing names: the only ones whose details (owner
@@ -1289,7 +1308,7 @@ fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
 /// makes the census incomplete, one line per pool.
 async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced) -> Vec<CensusGap> {
     let mut failed = Vec::new();
-    for r in crate::census::ceph::census_once(cs, c, unnamed).await {
+    for r in crate::census::ceph::census_once(cs, c, unnamed, true).await {
         let gap = |line: String| CensusGap {
             scope: r.key.to_string(),
             line,
@@ -1303,12 +1322,20 @@ async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced)
             ))),
             // Images nothing names whose details could not be read: whether they are
             // anyone's is not known, so the census is not complete.
+            // (A named image's size read here, and not, changes nothing: the volumes were
+            // classified on the listing before.)
             Ok(snap) => {
-                if let Some((image, e)) = snap.unread.iter().next() {
+                let asked = unnamed.get(&r.key);
+                let unread: Vec<_> = snap
+                    .unread
+                    .iter()
+                    .filter(|(image, _)| asked.is_some_and(|a| a.contains(*image)))
+                    .collect();
+                if let Some((image, e)) = unread.first() {
                     failed.push(gap(format!(
                         "the Ceph census of pool {}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
                         r.key,
-                        snap.unread.len()
+                        unread.len()
                     )));
                 }
             }

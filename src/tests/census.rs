@@ -55,6 +55,7 @@ fn census() -> Census {
 /// An image with its details read: created `age` seconds before now, owned per `cluster`.
 fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
     Seen {
+        size_only: None,
         id: "1234abcd".into(),
         detail: Some(Box::new(DiskFacts::ceph(
             10 * 1024 * 1024 * 1024,
@@ -72,6 +73,7 @@ fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
 
 fn listed() -> Seen {
     Seen {
+        size_only: None,
         id: "5678".into(),
         detail: None,
     }

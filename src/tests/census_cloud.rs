@@ -60,6 +60,7 @@ fn gce_disk(project: Option<&str>, location: &str, name: &str) -> DiskRef {
 /// A disk two hours old, unattached, labelled with `cluster`.
 fn disk(cluster: Option<&str>) -> Seen {
     Seen {
+        size_only: None,
         id: "42".into(),
         detail: Some(Box::new(DiskFacts {
             size: 10 << 30,

@@ -43,6 +43,7 @@ fn listing(images: &[&str]) -> Snapshot {
             .iter()
             .map(|n| {
                 let seen = Seen {
+                    size_only: None,
                     id: format!("id-{n}"),
                     detail: None,
                 };
@@ -59,6 +60,7 @@ fn old(mut s: Snapshot, image: &str) -> Snapshot {
     s.images.insert(
         image.to_string(),
         Seen {
+            size_only: None,
             id: format!("id-{image}"),
             detail: Some(Box::new(DiskFacts::ceph(
                 1024,

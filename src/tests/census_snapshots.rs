@@ -49,6 +49,7 @@ fn gce_snapshots() -> Scope {
 /// `cluster`.
 fn snap(age: i64, cluster: Option<&str>, recorded: Option<(&str, &str)>) -> Seen {
     Seen {
+        size_only: None,
         id: "1234".into(),
         detail: Some(Box::new(DiskFacts {
             size: 8 << 30,

@@ -300,6 +300,7 @@ fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
             .iter()
             .map(|n| {
                 let seen = Seen {
+                    size_only: None,
                     id: format!("id-{n}"),
                     detail: Some(Box::new(DiskFacts::ceph(
                         1024,

@@ -183,6 +183,7 @@ fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> Snapshot {
 /// An image of this cluster, two hours old, its details read.
 fn old_image() -> Seen {
     Seen {
+        size_only: None,
         id: "1234abcd".into(),
         detail: Some(Box::new(DiskFacts::ceph(
             1 << 30,
@@ -748,6 +749,7 @@ fn snapshots_listed_twice(handles: &[&str]) -> Census {
             .iter()
             .map(|h| {
                 let s = Seen {
+                    size_only: None,
                     id: (*h).to_string(),
                     detail: None,
                 };

@@ -475,6 +475,7 @@ gce:
                 .iter()
                 .map(|(name, d)| {
                     let seen = Seen {
+                        size_only: None,
                         id: format!("id-{name}"),
                         detail: Some(Box::new(self.facts(place, name, d))),
                     };

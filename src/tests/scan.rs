@@ -627,6 +627,7 @@ mod cloud {
     /// A disk created two hours before the fixtures' now.
     fn disk(cluster: Option<&str>, users: &[&str], pv: Option<&str>) -> Seen {
         Seen {
+            size_only: None,
             id: "4711".into(),
             detail: Some(Box::new(DiskFacts {
                 size: 10 << 30,

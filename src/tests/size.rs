@@ -1,6 +1,7 @@
 //! A disk's size against its PV's capacity (`DiskSizeMismatch`, the hint `DiskSizeDiffers`, the
-//! cost by the billed size): compared at the backend's granularity, only where the census lists
-//! every disk's size (GCE, EBS), and told the same by `scan` and the operator.
+//! cost by the billed size): compared at the backend's granularity, where the census lists
+//! the disk's size (GCE, EBS: every disk; RBD: every image, a named one's from its header), and
+//! told the same by `scan` and the operator.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +65,7 @@ fn census_with(size: u64) -> Facts {
         images: [(
             "vol-0a".to_string(),
             Seen {
+                size_only: None,
                 id: "vol-0a".into(),
                 detail: Some(Box::new(DiskFacts {
                     size,
@@ -177,4 +179,104 @@ fn on_another_finding_a_differing_size_is_a_hint_and_the_cost_is_the_disk_s() {
     let cost = crate::decide::cost::estimate(&without, &table, &now()).expect("priced");
     assert_eq!(cost.size_basis, SizeBasis::PvCapacity);
     assert_eq!(cost.monthly_minor_units, 80);
+}
+
+// ---- RBD images: the size read from a named image's header ----
+
+const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
+
+fn ceph_key() -> Scope {
+    crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None).into()
+}
+
+/// A Ceph listing at `at` seconds from now whose image `csi-vol-a` has the size `size`, or is
+/// among the unread (`None`: its header did not answer).
+fn rbd_listing(at: i64, size: Option<u64>) -> Snapshot {
+    let unread = match size {
+        Some(_) => Default::default(),
+        None => [("csi-vol-a".to_string(), "timed out".to_string())].into(),
+    };
+    Snapshot {
+        started: now_plus(at),
+        pool_id: 2,
+        images: [(
+            "csi-vol-a".to_string(),
+            Seen {
+                id: "1f2e3d".into(),
+                detail: None,
+                size_only: size,
+            },
+        )]
+        .into(),
+        trash: Default::default(),
+        unread,
+    }
+}
+
+fn rbd_facts(listings: &[Snapshot]) -> Facts {
+    let c = CensusConfig::parse(&format!(
+        "clusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    keyring: /k\n    pools:\n      - name: k8s-rbd\n"
+    ))
+    .unwrap();
+    let mut census = c.census(Duration::from_secs(3600));
+    for l in listings {
+        census.record(&ceph_key(), Ok(l.clone()));
+    }
+    Facts {
+        census: Some(Arc::new(census)),
+        ..lookup().with_claim("team-a", "data", "uid-1")
+    }
+}
+
+fn rbd_pv() -> k8s_openapi::api::core::v1::PersistentVolume {
+    let mut p = pv("pv-rbd")
+        .retain()
+        .phase("Bound")
+        .claim("team-a", "data", "uid-1")
+        .capacity("10Gi")
+        .csi(
+            "rbd.csi.ceph.com",
+            "h",
+            [
+                ("clusterID", FSID),
+                ("pool", "k8s-rbd"),
+                ("imageName", "csi-vol-a"),
+            ],
+        );
+    p.metadata.creation_timestamp = Some(now_plus(-86_400));
+    p
+}
+
+#[test]
+fn an_rbd_image_grown_under_its_pv_is_disk_size_mismatch_to_the_mebibyte() {
+    let mib = 1 << 20;
+    let listed = |size| rbd_facts(&[rbd_listing(-120, Some(size)), rbd_listing(-60, Some(size))]);
+    assert_eq!(verdict(&rbd_pv(), &listed(10 * GIB)), Verdict::Healthy);
+    let f = leftover(verdict(&rbd_pv(), &listed(10 * GIB + mib)));
+    assert_eq!(f.status.reason, Reason::DiskSizeMismatch);
+    assert_eq!(f.status.disk_size_bytes, Some((10 * GIB + mib) as i64));
+    let f = leftover(verdict(&rbd_pv(), &listed(20 * GIB)));
+    assert!(
+        f.status.message.contains("Its disk is 20Gi, larger"),
+        "{}",
+        f.status.message
+    );
+}
+
+#[test]
+fn an_rbd_size_that_could_not_be_read_keeps_the_one_read_before() {
+    // The last listing could not read the header: the listing before says the size, so a
+    // finding about it is neither dropped nor made up for one unanswered request.
+    let facts = rbd_facts(&[rbd_listing(-120, Some(20 * GIB)), rbd_listing(-60, None)]);
+    let f = leftover(verdict(&rbd_pv(), &facts));
+    assert_eq!(f.status.reason, Reason::DiskSizeMismatch);
+    // Never read: nothing compared.
+    let facts = rbd_facts(&[rbd_listing(-120, None), rbd_listing(-60, None)]);
+    assert_eq!(verdict(&rbd_pv(), &facts), Verdict::Healthy);
+    // An image not among the unread, listed without a size (asked for its name only): the
+    // size before is not carried over (it may be another image of the same name).
+    let mut named_only = rbd_listing(-60, None);
+    named_only.unread.clear();
+    let facts = rbd_facts(&[rbd_listing(-120, Some(20 * GIB)), named_only]);
+    assert_eq!(verdict(&rbd_pv(), &facts), Verdict::Healthy);
 }

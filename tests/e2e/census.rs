@@ -67,7 +67,14 @@ fn unchanged(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>, 
 /// `volume-leftovers scan` with the census configured, as the operator's identity.
 fn scan(config_file: &std::path::Path, kubeconfig: &std::path::Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
-        .args(["scan", "--census-image-grace", "3s", "--census-config"])
+        .args([
+            "scan",
+            "--census-image-grace",
+            "3s",
+            "--expansion-grace",
+            "0s",
+        ])
+        .arg("--census-config")
         .arg(config_file)
         .env("KUBECONFIG", kubeconfig)
         .output()
@@ -257,6 +264,32 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
         "a tombstone's image is not also an orphan"
     );
 
+    // An image grown in Ceph under a Bound volume (`rbd resize`, as by hand or by an expansion
+    // that stopped before the PV was updated): it bills more than the cluster shows.
+    let grown = img(18);
+    ceph.rbd(&["create", &spec(&grown), "--size", "16M"]);
+    let grown_pv = unique("grown-pv");
+    create(&pvs, &rbd_pv(&grown_pv, &class, &fsid, &pool, &grown)).await;
+    create(&claims, &pvc(&ns, "grown", &class, "16Mi")).await;
+    wait_pv_phase(&pvs, &grown_pv, "Bound").await;
+    operator.wait_idle().await;
+    assert!(
+        leftovers.get_opt(&grown_pv).await.unwrap().is_none(),
+        "an image of its volume's size is no finding"
+    );
+    ceph.rbd(&["resize", &spec(&grown), "--size", "32M"]);
+    let mismatch = wait_leftover(&leftovers, &grown_pv, "DiskSizeMismatch", |o| {
+        reason(o) == Some(Reason::DiskSizeMismatch)
+    })
+    .await;
+    let s = mismatch.status.unwrap();
+    assert_eq!(s.disk_size_bytes, Some(32 << 20));
+    assert!(
+        s.message.contains("Its disk is 32Mi, larger"),
+        "{}",
+        s.message
+    );
+
     // The image under the Bound volume is removed: data loss.
     ceph.rbd(&["rm", &spec(&bound)]);
     let lost = wait_leftover(&leftovers, &bound_pv, "VolumeWithoutDisk", |o| {
@@ -269,7 +302,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
 
     // Ceph stops answering: every census answer is Unknown. Nothing is deleted, nothing is
     // invented: a new volume naming an image that does not exist is not reported meanwhile.
-    let before = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
+    let before = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv, &grown_pv]).await;
     // The outage: the OSDs paused (clients hold every request: `ceph osd pause`), then the
     // monitor frozen (connecting times out). Not a frozen OSD: SIGSTOP in the middle of a request
     // can leave that object's requests held for minutes after SIGCONT (seen with memstore), which
@@ -287,7 +320,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     create(&pvs, &rbd_pv(&ghost_pv, &class, &fsid, &pool, &img(17))).await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     operator.wait_idle().await;
-    let during = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
+    let during = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv, &grown_pv]).await;
     unchanged(&before, &during, "while Ceph was down");
     assert!(
         !during.contains_key(&ghost_pv),
@@ -314,7 +347,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     );
     // And nothing else changed: the same Ceph says the same about everything else.
     operator.wait_idle().await;
-    let after = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv]).await;
+    let after = versions(&leftovers, &fsid, &[&kept_pv, &bound_pv, &grown_pv]).await;
     unchanged(&before, &after, "after Ceph was back");
     // `scan` runs the same census once: the same image findings under the same names, and the
     // volume whose image is gone.
@@ -331,6 +364,12 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     };
     assert!(line_of(&leftover_name(&key, &orphan)).contains(r#""reason": "DiskWithoutVolume""#));
     assert!(line_of(&ghost_pv).contains(r#""reason": "VolumeWithoutDisk""#));
+    let grown_line = line_of(&grown_pv);
+    assert!(
+        grown_line.contains(r#""reason": "DiskSizeMismatch""#)
+            && grown_line.contains(&format!(r#""disk_size_bytes": {}"#, 32 << 20)),
+        "{grown_line}"
+    );
     assert!(
         !stdout.contains(&theirs),
         "another cluster's image in the scan:\n{stdout}"
@@ -383,7 +422,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
     ceph.rbd(&["rm", &spec(&kept)]);
     wait_leftover_gone(&leftovers, &kept_pv).await;
     operator.stop().await;
-    for pv in [&ghost_pv, &bound_pv] {
+    for pv in [&ghost_pv, &bound_pv, &grown_pv] {
         delete(&pvs, pv).await;
     }
     delete(&Api::<StorageClass>::all(admin.clone()), &class).await;

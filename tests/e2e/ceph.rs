@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use volume_leftovers::census::ceph::rbd::{
-    self, Category, CephConfig, Cluster, Detail, ImageDetail, RbdError, TrashSource,
+    self, Ask, Category, CephConfig, Cluster, Detail, ImageDetail, RbdError, TrashSource,
 };
 
 use crate::support::repo;
@@ -458,7 +458,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     let before = ceph.osd_ops();
     let census = blocking({
         let (c, p) = (cluster.clone(), pool.clone());
-        move || c.census(&p, None, |_| true)
+        move || c.census(&p, None, |_| Ask::Detail)
     })
     .await
     .expect("census of the pool");
@@ -580,7 +580,15 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     // Detail only where asked: one open.
     let census = blocking({
         let (c, p, o) = (cluster.clone(), pool.clone(), orphan.clone());
-        move || c.census(&p, None, move |n| n.name == o)
+        move || {
+            c.census(
+                &p,
+                None,
+                move |n| {
+                    if n.name == o { Ask::Detail } else { Ask::Name }
+                },
+            )
+        }
     })
     .await
     .expect("census asking about one image");
@@ -599,10 +607,31 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         census.requests
     );
 
+    // Sizes alone (what the census reads of the images volumes name): one request each, as the
+    // read-only user, the size `rbd info` says, and no image opened.
+    let census = blocking({
+        let (c, p) = (cluster.clone(), pool.clone());
+        move || c.census(&p, None, |_| Ask::Size)
+    })
+    .await
+    .expect("census reading sizes");
+    for i in &census.images {
+        let info = ceph.rbd_json(&["info", &format!("{pool}/{}", i.name.name)]);
+        let size = info["size"].as_u64().expect("rbd info size");
+        assert_eq!(i.detail, Detail::Size(size), "{}", i.name.name);
+    }
+    let n = census.images.len() as u64;
+    assert_eq!(
+        (census.requests.get_size, census.requests.open),
+        (n, 0),
+        "{:?}",
+        census.requests
+    );
+
     // A namespace: only its images.
     let census = blocking({
         let (c, p) = (cluster.clone(), pool.clone());
-        move || c.census(&p, Some("tenant-a"), |_| true)
+        move || c.census(&p, Some("tenant-a"), |_| Ask::Detail)
     })
     .await
     .expect("census of namespace tenant-a");
@@ -622,7 +651,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     // Missing pool, missing namespace: NotFound, saying which.
     let err = blocking({
         let c = cluster.clone();
-        move || c.census("no-such-pool", None, |_| true)
+        move || c.census("no-such-pool", None, |_| Ask::Detail)
     })
     .await
     .expect_err("a missing pool");
@@ -634,7 +663,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     );
     let err = blocking({
         let (c, p) = (cluster.clone(), pool.clone());
-        move || c.census(&p, Some("no-such-ns"), |_| true)
+        move || c.census(&p, Some("no-such-ns"), |_| Ask::Detail)
     })
     .await
     .expect_err("a missing namespace");
@@ -717,7 +746,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         c.user = "nocaps".into();
         c.keyring = Some(nocaps.clone());
         let p = pool.clone();
-        move || Cluster::connect(&c)?.census(&p, None, |_| true)
+        move || Cluster::connect(&c)?.census(&p, None, |_| Ask::Detail)
     })
     .await
     .expect_err("a user without OSD caps");
@@ -760,7 +789,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         c.keyring = None;
         c.key = Some(right_key);
         let p = pool.clone();
-        move || Cluster::connect(&c)?.census(&p, None, |_| false)
+        move || Cluster::connect(&c)?.census(&p, None, |_| Ask::Name)
     })
     .await
     .expect("a key instead of a keyring");
@@ -786,7 +815,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         c.mon_host = String::new();
         c.conf_file = Some(ceph.var("CEPH_CONF").into());
         let p = pool.clone();
-        move || Cluster::connect(&c)?.census(&p, None, |_| false)
+        move || Cluster::connect(&c)?.census(&p, None, |_| Ask::Name)
     })
     .await
     .expect("census through ceph.conf");
@@ -809,7 +838,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
         let t = Instant::now();
         let r = blocking({
             let (c, p) = (connected.clone(), pool.clone());
-            move || c.census(&p, None, |_| true).map(|_| ())
+            move || c.census(&p, None, |_| Ask::Detail).map(|_| ())
         })
         .await;
         assert_unavailable("census with the OSD frozen", r, t.elapsed(), "rbd_list2");
@@ -838,7 +867,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
                         0 => *f = Some(Frozen::new(osd)),
                         _ => drop(f.take()),
                     }
-                    true
+                    Ask::Detail
                 })
             }
         })
@@ -878,7 +907,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
             move || {
                 c.census(&p, None, move |_| {
                     f.lock().unwrap().get_or_insert_with(|| Frozen::new(osd));
-                    true
+                    Ask::Detail
                 })
                 .map(|_| ())
             }
@@ -905,7 +934,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     let again = loop {
         let r = blocking({
             let (c, p) = (connected.clone(), pool.clone());
-            move || c.census(&p, None, |_| false)
+            move || c.census(&p, None, |_| Ask::Name)
         })
         .await;
         match r {
@@ -956,7 +985,7 @@ async fn rbd_census_reads_images_trash_watchers_metadata_read_only() {
     let t = Instant::now();
     let r = blocking({
         let (c, p) = (connected.clone(), pool.clone());
-        move || c.census(&p, None, |_| true).map(|_| ())
+        move || c.census(&p, None, |_| Ask::Detail).map(|_| ())
     })
     .await;
     assert_unavailable("census with Ceph stopped", r, t.elapsed(), "rbd_list2");

@@ -202,10 +202,15 @@ async fn census_cluster(
     for (n, pool) in cluster.pools.iter().enumerate() {
         let key = keys[n].clone();
         let Some(c) = conn.0.clone() else { return };
-        // The images a PV names need no details: the census reads only the others'.
+        // The images a PV names need no details, only their sizes (compared with the PVs'):
+        // the census reads the others' in full.
         let referenced = referenced(pvs, &key, pool_ids.get(&key).copied());
         let (report, abort) = census_pool(c, &key, pool, settings.deadline, move |name| {
-            !referenced.contains(name)
+            if referenced.contains(name) {
+                rbd::Ask::Size
+            } else {
+                rbd::Ask::Detail
+            }
         })
         .await;
         if let Ok(s) = &report.result {
@@ -283,21 +288,21 @@ async fn not_censused(
     }
 }
 
-/// One census of one pool on a blocking thread, reading the details of the images `detail`
-/// picks, bounded by `deadline`. Also says whether the connection must be dropped.
+/// One census of one pool on a blocking thread, reading of each image what `ask` says, bounded
+/// by `deadline`. Also says whether the connection must be dropped.
 async fn census_pool(
     c: Arc<Cluster>,
     key: &PoolKey,
     pool: &crate::census::ceph::config::PoolConfig,
     deadline: Duration,
-    detail: impl Fn(&str) -> bool + Send + 'static,
+    ask: impl Fn(&str) -> rbd::Ask + Send + 'static,
 ) -> (CensusReport, bool) {
     let started = Instant::now();
     let at = wall_clock();
     let pool_name = pool.name.clone();
     let namespace = pool.rados_namespace.clone();
     let job = tokio::task::spawn_blocking(move || {
-        c.census(&pool_name, namespace.as_deref(), |img| detail(&img.name))
+        c.census(&pool_name, namespace.as_deref(), |img| ask(&img.name))
     });
     let (result, requests, abort) = match tokio::time::timeout(deadline, job).await {
         Ok(Ok(Ok(census))) => {
@@ -339,11 +344,13 @@ async fn census_pool(
 }
 
 /// One census of every configured pool, recorded into `census` (for `scan`): the details of
-/// the images `details` names for each pool (none when it names none).
+/// the images `details` names for each pool (none when it names none) and, with `sizes`, the
+/// size of every other image.
 pub async fn census_once(
     settings: &CensusSettings,
     census: &mut crate::decide::census::Census,
     details: &std::collections::HashMap<Scope, HashSet<String>>,
+    sizes: bool,
 ) -> Vec<CensusReport> {
     let mut reports = Vec::new();
     for cluster in &settings.config.clusters {
@@ -375,7 +382,11 @@ pub async fn census_once(
                 .cloned()
                 .unwrap_or_default();
             let (report, _) = census_pool(c.clone(), &key, p, settings.deadline, move |n| {
-                wanted.contains(n)
+                match (wanted.contains(n), sizes) {
+                    (true, _) => rbd::Ask::Detail,
+                    (false, true) => rbd::Ask::Size,
+                    (false, false) => rbd::Ask::Name,
+                }
             })
             .await;
             census.record(&report.key, report.result.clone().map_err(|f| f.message));
@@ -487,6 +498,10 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
         .images
         .into_iter()
         .map(|i| {
+            let size_only = match &i.detail {
+                rbd::Detail::Size(bytes) => Some(*bytes),
+                _ => None,
+            };
             let detail = match i.detail {
                 rbd::Detail::Read(d) => Some(Box::new(DiskFacts::ceph(
                     d.size,
@@ -506,6 +521,7 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
                 Seen {
                     id: i.name.id,
                     detail,
+                    size_only,
                 },
             )
         })

@@ -141,6 +141,7 @@ fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) ->
                 (
                     id.clone(),
                     Seen {
+                        size_only: None,
                         id,
                         detail: Some(Box::new(facts)),
                     },

@@ -126,6 +126,7 @@ pub fn snapshots_report_of(
                     (
                         s.name.clone(),
                         Seen {
+                            size_only: None,
                             id: s.id.to_string(),
                             detail: Some(Box::new(snapshot_facts_of(s))),
                         },
@@ -158,6 +159,7 @@ pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
                 (
                     d.name.clone(),
                     Seen {
+                        size_only: None,
                         id: d.id.to_string(),
                         detail: Some(Box::new(facts_of(d))),
                     },

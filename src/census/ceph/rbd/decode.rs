@@ -30,6 +30,18 @@ pub(crate) fn c_buffer_str(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+/// `CEPH_NOSNAP`: the snapshot id that names an image's head (its live data), not a snapshot.
+pub(crate) const CEPH_NOSNAP: u64 = u64::MAX - 1;
+
+/// The size in `rbd.get_size`'s reply: the object order (`u8`), then the size (`u64`, little
+/// endian), as `cls_rbd` encodes them. `None` for a reply of another length.
+pub(crate) fn get_size_reply(reply: &[u8]) -> Option<u64> {
+    let [_order, size @ ..] = reply else {
+        return None;
+    };
+    Some(u64::from_le_bytes(size.try_into().ok()?))
+}
+
 /// What kind of failure a Ceph error code is. Stable; see [`super::RbdError`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Category {

@@ -312,11 +312,26 @@ impl ImageDetail {
     }
 }
 
+/// What the census is to read of one listed image, beyond its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ask {
+    /// Nothing.
+    Name,
+    /// Its provisioned size only: one request (`rbd.get_size` on its header object), for an
+    /// image a volume names, whose size is compared with the volume's capacity.
+    Size,
+    /// Everything in [`ImageDetail`]: an open and four reads, for an image nothing names.
+    Detail,
+}
+
 /// What the census learned of one image beyond its name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Detail {
-    /// The caller's `detail` predicate did not ask.
+    /// The caller did not ask ([`Ask::Name`]), or the image has no id to read it by (an image
+    /// of the old format 1).
     NotAsked,
+    /// Its provisioned size in bytes ([`Ask::Size`]).
+    Size(u64),
     /// Read.
     Read(ImageDetail),
     /// Removed between the listing and the open (-ENOENT).
@@ -401,6 +416,8 @@ pub struct Requests {
     pub metadata_list: u64,
     /// `rbd_close` (local for a read-only open).
     pub close: u64,
+    /// `rados_exec` of `rbd.get_size` (OSD: one read of the header).
+    pub get_size: u64,
 }
 
 impl Requests {
@@ -415,6 +432,7 @@ impl Requests {
             + self.watchers_list
             + self.metadata_list
             + self.close
+            + self.get_size
     }
 
     /// The calls that send requests to the cluster.
@@ -425,6 +443,7 @@ impl Requests {
             + self.open
             + self.watchers_list
             + self.metadata_list
+            + self.get_size
     }
 }
 
@@ -435,7 +454,7 @@ pub struct Timings {
     pub list: Duration,
     /// `rbd_trash_list`.
     pub trash: Duration,
-    /// Opening and reading the images asked about.
+    /// Reading the images asked about (their details, or their sizes).
     pub detail: Duration,
     /// The whole census.
     pub total: Duration,
@@ -735,13 +754,14 @@ impl Cluster {
     }
 
     /// Lists the images (`rbd_list2`) and the trash (`rbd_trash_list`) of `pool` (of its
-    /// `namespace`, which must exist), and reads the detail of each image `detail` picks
-    /// (opened read-only by id). Stops at the first timeout or refusal. Blocking.
+    /// `namespace`, which must exist), and reads of each image what `ask` says (its details
+    /// opened read-only by id, or its size alone). Stops at the first timeout of the listing,
+    /// at a refusal, or at [`DETAIL_TIMEOUTS`] timeouts in a row reading images. Blocking.
     pub fn census(
         &self,
         pool: &str,
         namespace: Option<&str>,
-        detail: impl Fn(&ImageName) -> bool,
+        ask: impl Fn(&ImageName) -> Ask,
     ) -> Result<PoolCensus, RbdError> {
         let started = Instant::now();
         let namespace = namespace.filter(|n| !n.is_empty());
@@ -772,7 +792,7 @@ impl Cluster {
             name: name.name.clone(),
             id: name.id.clone(),
         };
-        let images = io.read_details(names, image_target, detail, &mut requests)?;
+        let images = io.read_details(names, image_target, ask, &mut requests)?;
         let detail_took = t.elapsed();
         Ok(PoolCensus {
             fsid: self.fsid.clone(),
@@ -828,14 +848,14 @@ impl Cluster {
     }
 }
 
-/// What reading one image's detail comes to, `timeouts` being the timeouts in a row so far,
-/// this one included; an error ends the census. A timeout costs that image its detail until
+/// What reading one image's detail (or size) comes to, `timeouts` being the timeouts in a row so
+/// far, this one included; an error ends the census. A timeout costs that image its detail until
 /// there are [`DETAIL_TIMEOUTS`] in a row (one placement group not serving holds only the
 /// images in it; that many in a row is Ceph not answering). A refusal ends it at once (every
 /// other image would be refused too); an image removed since the listing is [`Detail::Gone`].
-fn detail_of(read: Result<ImageDetail, RbdError>, timeouts: usize) -> Result<Detail, RbdError> {
+fn detail_of(read: Result<Detail, RbdError>, timeouts: usize) -> Result<Detail, RbdError> {
     Ok(match read {
-        Ok(d) => Detail::Read(d),
+        Ok(d) => d,
         Err(e @ RbdError::Unavailable(_)) if timeouts < DETAIL_TIMEOUTS => Detail::Failed(e),
         Err(e) if e.aborts_census() => return Err(e),
         Err(RbdError::Other(f)) if f.code == -errno::ENOENT => Detail::Gone,
@@ -907,33 +927,86 @@ impl IoCtx<'_> {
         Ok(())
     }
 
-    /// Every listed image, with the detail of those `detail` picks read, in the order listed.
-    /// Ends the census at a refusal, or at [`DETAIL_TIMEOUTS`] timeouts in a row (see
-    /// [`detail_of`]).
+    /// Every listed image, with what `ask` says of each read, in the order listed. Ends the
+    /// census at a refusal, or at [`DETAIL_TIMEOUTS`] timeouts in a row (see [`detail_of`]).
     fn read_details(
         &self,
         names: Vec<ImageName>,
         target: impl Fn(&ImageName) -> Target,
-        detail: impl Fn(&ImageName) -> bool,
+        ask: impl Fn(&ImageName) -> Ask,
         requests: &mut Requests,
     ) -> Result<Vec<Image>, RbdError> {
         let mut images = Vec::with_capacity(names.len());
         // Only the images read count: one not asked about neither adds to nor ends a run.
         let mut timeouts = 0;
         for name in names {
-            let detail = if detail(&name) {
-                let read = self.inspect(&name.id, &target(&name), requests);
-                timeouts = match &read {
-                    Err(RbdError::Unavailable(_)) => timeouts + 1,
-                    _ => 0,
-                };
-                detail_of(read, timeouts)?
-            } else {
-                Detail::NotAsked
+            let read = match ask(&name) {
+                // A format 1 image has no id (and no header object by it).
+                Ask::Name => None,
+                Ask::Size if name.id.is_empty() => None,
+                Ask::Size => Some(
+                    self.header_size(&name.id, &target(&name), requests)
+                        .map(Detail::Size),
+                ),
+                Ask::Detail => Some(
+                    self.inspect(&name.id, &target(&name), requests)
+                        .map(Detail::Read),
+                ),
+            };
+            let detail = match read {
+                Some(read) => {
+                    timeouts = match &read {
+                        Err(RbdError::Unavailable(_)) => timeouts + 1,
+                        _ => 0,
+                    };
+                    detail_of(read, timeouts)?
+                }
+                None => Detail::NotAsked,
             };
             images.push(Image { name, detail });
         }
         Ok(images)
+    }
+
+    /// The image's provisioned size, read from its header object (`rbd_header.<id>`) by the
+    /// `rbd` object class's `get_size` (for the head, not a snapshot): one OSD request, where an
+    /// open is several. The class and method are constants: this is the only `rados_exec`.
+    fn header_size(
+        &self,
+        id: &str,
+        target: &Target,
+        requests: &mut Requests,
+    ) -> Result<u64, RbdError> {
+        let oid = cstring("image id", &format!("rbd_header.{id}"))?;
+        let input = decode::CEPH_NOSNAP.to_le_bytes();
+        let mut out = [0u8; 32];
+        let t = Instant::now();
+        requests.get_size += 1;
+        // SAFETY: valid ioctx, C strings, an input buffer and an output buffer with their lengths.
+        let r = unsafe {
+            (self.api().rados_exec)(
+                self.io,
+                oid.as_ptr(),
+                c"rbd".as_ptr(),
+                c"get_size".as_ptr(),
+                input.as_ptr().cast(),
+                input.len(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+            )
+        };
+        if r < 0 {
+            return Err(self.cluster.failure("rbd.get_size", target, r, t));
+        }
+        let len = usize::try_from(r).unwrap_or(0).min(out.len());
+        decode::get_size_reply(&out[..len]).ok_or_else(|| {
+            RbdError::Other(Box::new(Failure {
+                call: "rbd.get_size",
+                target: target.clone(),
+                code: -errno::EBADMSG,
+                elapsed: t.elapsed(),
+            }))
+        })
     }
 
     fn list(&self, target: &Target, requests: &mut Requests) -> Result<Vec<ImageName>, RbdError> {
