@@ -53,12 +53,13 @@ phase "tools: node (Go)"
 echo "== node binaries for the real-node tests (kubelet, kube-scheduler, kube-proxy, containerd; cached by pin)"
 node/build.sh >/dev/null
 phase "tools: helm, promtool, lua, snapshot-controller, CSI (Go)"
-echo "== tools built from their Go modules (cached by pin): helm, promtool, Argo CD's Lua runner, the CSI snapshot-controller and csi-snapshotter sidecar, the project's test CSI driver"
+echo "== tools built from their Go modules (cached by pin): helm, promtool, Argo CD's Lua runner, the CSI snapshot-controller, csi-snapshotter and csi-resizer sidecars, the project's test CSI driver"
 tools/build.sh helm >/dev/null
 tools/build.sh promtool >/dev/null
 tools/build.sh lua >/dev/null
 tools/build.sh snapshot-controller >/dev/null
 tools/build.sh csi-snapshotter >/dev/null
+tools/build.sh csi-resizer >/dev/null
 tools/build.sh csi-test-driver >/dev/null
 phase "tools: Debian packages"
 echo "== container tools from Debian (buildah, skopeo, umoci, runc), installed when missing"

@@ -215,6 +215,59 @@ pub fn count(cp: &ControlPlane, args: &[&str]) -> usize {
     cp.kubectl_ok(&all).unwrap_or_default().lines().count()
 }
 
+/// The test CSI driver and external-resizer's csi-resizer sidecar (as the admin), running on a
+/// control plane: every claim bound to a PV of [`TEST_DRIVER`] whose request is raised is grown
+/// by the real resizer through the driver's ControllerExpandVolume (a volume handle
+/// `limit-<bytes>-<name>` cannot grow past <bytes>: the driver's OutOfRange, which the resizer
+/// records as ControllerResizeInfeasible). Its own socket, so it may run beside a [`Csi`].
+pub struct Resizer {
+    _driver: Running,
+    _sidecar: Running,
+}
+
+impl Resizer {
+    pub async fn start(cp: &ControlPlane) -> Resizer {
+        let sidecar = tool("csi-resizer").join("csi-resizer");
+        let driver = tool("csi-test-driver").join("csi-test-driver");
+        let socket = cp.dir.join("csi-resize.sock");
+        let log = std::fs::File::create(cp.dir.join("csi-resize-driver.log")).unwrap();
+        let driver = Running(
+            Command::new(&driver)
+                .arg(format!("-endpoint=unix://{}", socket.display()))
+                .arg(format!(
+                    "-state={}",
+                    cp.dir.join("resize-backend.json").display()
+                ))
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("starting the test CSI driver"),
+        );
+        wait_until("the driver's socket", || socket.exists()).await;
+        let log = std::fs::File::create(cp.dir.join("csi-resizer.log")).unwrap();
+        let sidecar = Running(
+            Command::new(&sidecar)
+                .arg(format!("--csi-address={}", socket.display()))
+                .arg(format!("--kubeconfig={}", cp.kubeconfig("admin").display()))
+                .arg("--leader-election=false")
+                .arg("--timeout=10s")
+                .arg("--handle-volume-inuse-error=false")
+                // Its API client's defaults (5 requests/s, bursts of 10) make 100 expansions at
+                // once take a minute: a real resizer's throughput, set for the churn's burst.
+                .arg("--kube-api-qps=50")
+                .arg("--kube-api-burst=100")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("starting the csi-resizer sidecar"),
+        );
+        Resizer {
+            _driver: driver,
+            _sidecar: sidecar,
+        }
+    }
+}
+
 /// The test CSI driver and the csi-snapshotter sidecar, running on a control plane.
 pub struct Csi {
     /// The driver's backend: the state file listing the snapshots it holds ([`backend`]).

@@ -1,10 +1,15 @@
 //! A claim whose expansion stopped (`ExpansionStuck`, issue 30), with the real control plane's
-//! expand controller: a class that allows expansion, a volume bound by the PV controller, its
-//! claim's request raised. No resizer serves the volume (a hostPath PV: no in-tree plugin expands
-//! it and no CSI external-resizer runs here), so kube-controller-manager's expand controller
-//! hands it to an external one (its `ExternalExpanding` event) and nothing grows it: a real
-//! stuck expansion. Where a state needs a resizer's answer (infeasible, completed), the test
-//! writes the claim's status through the API as a resizer would, and says so.
+//! expand controller and external-resizer's csi-resizer sidecar (v1.14.0, built from its Go
+//! module) growing the volumes of the project's test CSI driver: a class that allows expansion,
+//! volumes bound by the PV controller, their claims' requests raised.
+//!
+//! - A hostPath volume: no in-tree plugin expands it and no resizer serves it, so the expand
+//!   controller hands it to an external one (its `ExternalExpanding` event) and nothing grows
+//!   it: a real expansion stopped before anything acted on it.
+//! - A CSI volume the driver cannot grow past 1.5Gi: the resizer's ControllerExpandVolume gets
+//!   OutOfRange and the resizer records ControllerResizeInfeasible; the request lowered back to
+//!   1.5Gi, the resizer grows it and the resize completes.
+//! - 100 CSI volumes grown normally by the resizer while the operator runs: nothing published.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +21,36 @@ use serde_json::json;
 use volume_leftovers::model::crd::{Reason, VolumeLeftover};
 use volume_leftovers::model::expansion::ResizeStep;
 
+use crate::csi::{Resizer, TEST_DRIVER};
 use crate::support::*;
+
+/// A PV of the test CSI driver (which the resizer grows), `handle` its volume handle.
+fn csi_pv(name: &str, class: &str, size: &str, handle: &str) -> PersistentVolume {
+    let mut p = pv(name, class, size, "Retain");
+    let spec = p.spec.as_mut().unwrap();
+    spec.host_path = None;
+    spec.csi = Some(k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+        driver: TEST_DRIVER.into(),
+        volume_handle: handle.into(),
+        ..Default::default()
+    });
+    p
+}
+
+/// Waits until claim `name` has the capacity `size` and no resize status.
+async fn wait_grown(claims: &Api<PersistentVolumeClaim>, name: &str, size: &str) {
+    wait_for(
+        &format!("claim {name} grown to {size} by the resizer"),
+        Duration::from_secs(60),
+        || async {
+            let s = claims.get(name).await.ok()?.status?;
+            let capacity = s.capacity?.get("storage")?.0.clone();
+            let pending = s.allocated_resource_statuses.is_some_and(|m| !m.is_empty());
+            (capacity == size && !pending).then_some(())
+        },
+    )
+    .await;
+}
 
 /// `volume-leftovers scan` as the operator's identity, with these flags: (exit code, the line
 /// of `pv` if any, everything it printed).
@@ -63,17 +97,26 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     create(&pvs, &pv(&pv_name, &class_name, "1Gi", "Retain")).await;
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), &ns);
     create(&claims, &pvc(&ns, "data", &class_name, "1Gi")).await;
+    // And a 1Gi volume of the test CSI driver, which cannot grow past 1.5Gi.
+    let limited_pv = unique("limited-pv");
+    let handle = format!("limit-{}-{limited_pv}", 1536u64 << 20);
+    create(&pvs, &csi_pv(&limited_pv, &class_name, "1Gi", &handle)).await;
+    create(&claims, &pvc(&ns, "limited", &class_name, "1Gi")).await;
     wait_pv_phase(&pvs, &pv_name, "Bound").await;
-    wait_for(
-        "the claim Bound with its capacity",
-        Duration::from_secs(60),
-        || async {
-            let c = claims.get("data").await.ok()?;
-            let s = c.status?;
-            (s.phase.as_deref() == Some("Bound") && s.capacity.is_some()).then_some(())
-        },
-    )
-    .await;
+    wait_pv_phase(&pvs, &limited_pv, "Bound").await;
+    for claim in ["data", "limited"] {
+        wait_for(
+            "the claim Bound with its capacity",
+            Duration::from_secs(60),
+            || async {
+                let c = claims.get(claim).await.ok()?;
+                let s = c.status?;
+                (s.phase.as_deref() == Some("Bound") && s.capacity.is_some()).then_some(())
+            },
+        )
+        .await;
+    }
+    let _resizer = Resizer::start(cp).await;
 
     let grace = Duration::from_secs(8);
     let settings = volume_leftovers::run::settings::Settings {
@@ -86,16 +129,19 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     let operator = Operator::start(cp.operator_client().await, settings);
     operator.wait_synced().await;
 
-    // The request raised: the API server accepts it (the class allows expansion) and the
-    // expand controller passes it on to an external resizer that is not there.
-    claims
-        .patch(
-            "data",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})),
-        )
-        .await
-        .expect("raising the request");
+    // The requests raised: the API server accepts them (the class allows expansion); the expand
+    // controller passes the hostPath one on to an external resizer that is not there, and the
+    // resizer asks the driver to grow the CSI one, which it cannot.
+    for claim in ["data", "limited"] {
+        claims
+            .patch(
+                claim,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}})),
+            )
+            .await
+            .expect("raising the request");
+    }
     let raised = Instant::now();
     let events = Api::<Event>::namespaced(admin.clone(), &ns);
     let said = wait_for(
@@ -118,11 +164,13 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
 
     // Not published while the resize could still be under way.
     while raised.elapsed() < grace - Duration::from_secs(1) {
-        assert!(
-            leftovers.get_opt(&pv_name).await.unwrap().is_none(),
-            "ExpansionStuck published {:.1?} after the raise, within the grace of {grace:?}",
-            raised.elapsed()
-        );
+        for pv in [&pv_name, &limited_pv] {
+            assert!(
+                leftovers.get_opt(pv).await.unwrap().is_none(),
+                "ExpansionStuck published about {pv} {:.1?} after the raise, within the grace of {grace:?}",
+                raised.elapsed()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let vl = wait_leftover(&leftovers, &pv_name, "ExpansionStuck", |o| {
@@ -152,28 +200,10 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
         s.message
     );
     eprintln!("expansion: ExpansionStuck published {took:.1?} after the raise (grace {grace:?})");
+    let first_pv = pv_name.clone();
 
-    // A resizer's answer, written by the test as the CSI external-resizer writes it: the disk
-    // cannot grow to 2Gi.
-    let since = jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string();
-    claims
-        .patch_status(
-            "data",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "allocatedResources": {"storage": "2Gi"},
-                "allocatedResourceStatuses": {"storage": "ControllerResizeInfeasible"},
-                "conditions": [{
-                    "type": "ControllerResizeError", "status": "True",
-                    "lastTransitionTime": since,
-                    "message": "resize volume \"data\" by resizer \"example.csi\" failed: rpc error: code = OutOfRange desc = the pool has no room for 2Gi",
-                }],
-            }})),
-        )
-        .await
-        .expect("writing the claim's status as a resizer would");
+    // The resizer's answer about the CSI volume: the driver cannot grow it to 2Gi.
+    let pv_name = limited_pv.clone();
     let vl = wait_leftover(
         &leftovers,
         &pv_name,
@@ -188,7 +218,7 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     .await;
     let s = vl.status.unwrap();
     assert!(
-        s.message.contains("the pool has no room for 2Gi"),
+        s.message.contains("cannot grow past 1610612736 bytes"),
         "{}",
         s.message
     );
@@ -202,6 +232,7 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     // old, and says so.
     let (code, line, text) = scan_line(cp, &pv_name, &["--expansion-grace", "0s"]);
     let line = line.unwrap_or_else(|| panic!("no line for {pv_name}\n{text}"));
+    let s = leftovers.get(&pv_name).await.unwrap().status.unwrap();
     assert_eq!(code, Some(3), "{text}");
     assert_eq!(line["reason"], "ExpansionStuck", "{line}");
     assert_eq!(
@@ -225,7 +256,7 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
     // capacity: the API server refuses less) ...
     claims
         .patch(
-            "data",
+            "limited",
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "1536Mi"}}}})),
         )
@@ -233,7 +264,7 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
         .expect("lowering the request back");
     let refused = claims
         .patch(
-            "data",
+            "limited",
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"resources": {"requests": {"storage": "1Gi"}}}})),
         )
@@ -242,30 +273,21 @@ async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_com
         refused.is_err(),
         "the API server let the request fall to the capacity"
     );
-    // ... and the resizer grows the disk to it (written by the test as a resizer would: the
-    // capacity follows, the resize status and the error go).
-    claims
-        .patch_status(
-            "data",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "capacity": {"storage": "1536Mi"},
-                "allocatedResources": {"storage": "1536Mi"},
-                "allocatedResourceStatuses": null,
-                "conditions": null,
-            }})),
-        )
-        .await
-        .expect("completing the resize as a resizer would");
+    // ... and the resizer grows the disk to it: the capacity follows, the resize status goes.
+    wait_grown(&claims, "limited", "1536Mi").await;
     wait_leftover_gone(&leftovers, &pv_name).await;
     let (code, line, text) = scan_line(cp, &pv_name, &["--expansion-grace", "0s"]);
     assert!(line.is_none(), "a completed expansion reported\n{text}");
     assert_ne!(code, Some(4), "{text}");
 
     operator.stop().await;
-    delete(&claims, "data").await;
-    wait_pv_phase(&pvs, &pv_name, "Released").await;
-    delete(&pvs, &pv_name).await;
+    for claim in ["data", "limited"] {
+        delete(&claims, claim).await;
+    }
+    for pv in [&pv_name, &first_pv] {
+        wait_pv_phase(&pvs, pv, "Released").await;
+        delete(&pvs, pv).await;
+    }
     delete(&Api::<StorageClass>::all(admin), &class_name).await;
 }
 
@@ -274,10 +296,9 @@ const CHURN: usize = 100;
 
 /// 100 claims expanded normally while the operator runs, with an expansion grace of 10 s: no
 /// ExpansionStuck is published at any moment (the audit log: no create of a VolumeLeftover named
-/// after one of their PVs). The real expand controller sees every raise; no resizer serves a
-/// hostPath volume, so the test completes each resize as the external-resizer and the kubelet do
-/// (the claim's status: allocatedResources and the resize status while it "grows", then the
-/// capacity), after 0.5 to 4 s. Prints `churn:` lines, the figures docs/benchmarks.md shows
+/// after one of their PVs). The real expand controller sees every raise and the real csi-resizer
+/// grows every volume through the test CSI driver (no node expansion: the resize completes at
+/// the controller). Prints `churn:` lines, the figures docs/benchmarks.md shows
 /// (scripts/figures.sh expansion-churn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
@@ -296,7 +317,7 @@ async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
     let names: Vec<String> = (0..CHURN).map(|i| format!("{prefix}-{i}")).collect();
     let t = Instant::now();
     for (i, name) in names.iter().enumerate() {
-        let mut p = pv(name, &class_name, "1Gi", "Retain");
+        let mut p = csi_pv(name, &class_name, "1Gi", &format!("vol-{name}"));
         p.spec.as_mut().unwrap().claim_ref = Some(claim_ref(&ns, &format!("data-{i}"), ""));
         create(&pvs, &p).await;
         create(&claims, &pvc(&ns, &format!("data-{i}"), &class_name, "1Gi")).await;
@@ -316,7 +337,7 @@ async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
     })
     .await;
     println!(
-        "churn: {CHURN} hostPath volumes and claims bound by the PV controller in {:.1} s",
+        "churn: {CHURN} volumes of the test CSI driver and their claims bound by the PV controller in {:.1} s",
         t.elapsed().as_secs_f64()
     );
 
@@ -328,12 +349,12 @@ async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
         },
         ..test_settings()
     };
+    let _resizer = Resizer::start(cp).await;
     let operator = Operator::start(cp.operator_client().await, settings);
     operator.wait_synced().await;
     let started = jiff::Timestamp::now();
 
-    // Each claim: raised to 2Gi; the "resizer" answers at once (allocatedResources, in
-    // progress), and the resize completes 0.5 to 4 s later (capacity 2Gi, nothing pending).
+    // Each claim raised to 2Gi, spread over 3 s; the resizer grows each.
     let t = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..CHURN {
@@ -341,7 +362,6 @@ async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
         tasks.spawn(async move {
             let name = format!("data-{i}");
             tokio::time::sleep(Duration::from_millis((i as u64 * 37) % 3000)).await;
-            let raised = Instant::now();
             claims
                 .patch(
                     &name,
@@ -350,39 +370,47 @@ async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
                 )
                 .await
                 .expect("raising the request");
-            claims
-                .patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {
-                        "allocatedResources": {"storage": "2Gi"},
-                        "allocatedResourceStatuses": {"storage": "ControllerResizeInProgress"},
-                    }})),
-                )
-                .await
-                .expect("the resizer's answer");
-            tokio::time::sleep(Duration::from_millis(500 + (i as u64 * 131) % 3500)).await;
-            claims
-                .patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {
-                        "capacity": {"storage": "2Gi"},
-                        "allocatedResourceStatuses": null,
-                    }})),
-                )
-                .await
-                .expect("the resize completed");
-            raised.elapsed()
+            (name, Instant::now())
         });
     }
-    let mut took: Vec<Duration> = Vec::new();
+    let mut raised: std::collections::HashMap<String, Instant> = Default::default();
     while let Some(r) = tasks.join_next().await {
-        took.push(r.expect("an expansion"));
+        let (name, at) = r.expect("a raise");
+        raised.insert(name, at);
+    }
+    // One listing every 250 ms (not a poll per claim): when each claim's resize completed (to
+    // within the 250 ms).
+    let mut took: Vec<Duration> = Vec::new();
+    loop {
+        let list = claims
+            .list(&ListParams::default())
+            .await
+            .expect("listing the claims");
+        for c in list.items {
+            let name = c.metadata.name.unwrap_or_default();
+            let grown = c.status.is_some_and(|s| {
+                s.capacity
+                    .and_then(|m| m.get("storage").map(|q| q.0 == "2Gi"))
+                    .unwrap_or(false)
+                    && s.allocated_resource_statuses.is_none_or(|m| m.is_empty())
+            });
+            if grown && let Some(at) = raised.remove(&name) {
+                took.push(at.elapsed());
+            }
+        }
+        if raised.is_empty() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(180),
+            "not grown by the resizer after 180 s: {:?}",
+            raised.keys().collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
     took.sort();
     println!(
-        "churn: {CHURN} expansions in {:.1} s, each raise to completion {:.1} s median, {:.1} s longest; expansion grace {grace:?}",
+        "churn: {CHURN} expansions in {:.1} s, each raise to completion (by the real resizer) {:.1} s median, {:.1} s longest; expansion grace {grace:?}",
         t.elapsed().as_secs_f64(),
         took[CHURN / 2].as_secs_f64(),
         took[CHURN - 1].as_secs_f64()

@@ -1,14 +1,20 @@
 // The project's own test CSI driver: the smallest controller a CSI snapshotter sidecar can cut
-// and delete snapshots with, for the e2e tests only. It is not a storage driver: its "backend" is
-// a JSON file (-state) listing the snapshots it holds, which the tests read as they would list a
-// cloud's snapshots. The real CSI hostpath driver is not served by the Go module proxy this
-// project builds from; the sidecar (external-snapshotter's csi-snapshotter) and the
-// snapshot-controller talking to it are the real ones.
+// and delete snapshots with, and a CSI resizer sidecar can grow volumes with, for the e2e tests
+// only. It is not a storage driver: its "backend" is a JSON file (-state) listing the snapshots it
+// holds, which the tests read as they would list a cloud's snapshots, and its volumes are the
+// volume handles of statically created PVs. The real CSI hostpath driver is not served by the Go
+// module proxy this project builds from; the sidecars (external-snapshotter's csi-snapshotter,
+// external-resizer's csi-resizer) and the snapshot-controller talking to it are the real ones.
 //
-// Identity: GetPluginInfo, GetPluginCapabilities (controller service), Probe.
-// Controller: ControllerGetCapabilities (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS),
-// CreateSnapshot (idempotent by name), DeleteSnapshot (idempotent), ListSnapshots; everything else
-// is Unimplemented.
+// Identity: GetPluginInfo, GetPluginCapabilities (controller service, online volume expansion),
+// Probe.
+// Controller: ControllerGetCapabilities (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS, EXPAND_VOLUME),
+// CreateSnapshot (idempotent by name), DeleteSnapshot (idempotent), ListSnapshots,
+// ControllerExpandVolume; everything else is Unimplemented.
+//
+// ControllerExpandVolume grows any volume to the size asked (no node expansion needed), except
+// one whose handle is `limit-<bytes>-<name>`: above <bytes> it answers OutOfRange, the final
+// error the resizer records as ControllerResizeInfeasible; at most <bytes>, it grows.
 package main
 
 import (
@@ -23,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,7 +88,42 @@ func (d *driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 		Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
 			Type: csi.PluginCapability_Service_CONTROLLER_SERVICE,
 		}},
+	}, {
+		Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{
+			Type: csi.PluginCapability_VolumeExpansion_ONLINE,
+		}},
 	}}}, nil
+}
+
+// limitOf is the size a `limit-<bytes>-<name>` volume cannot grow past (0: any other volume,
+// which has no limit).
+func limitOf(volumeID string) int64 {
+	rest, ok := strings.CutPrefix(volumeID, "limit-")
+	if !ok {
+		return 0
+	}
+	digits, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	if req.GetVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume_id is required")
+	}
+	want := req.GetCapacityRange().GetRequiredBytes()
+	if want <= 0 {
+		return nil, status.Error(codes.InvalidArgument, "capacity_range.required_bytes is required")
+	}
+	if limit := limitOf(req.GetVolumeId()); limit > 0 && want > limit {
+		log.Printf("refused to grow %s to %d bytes (its limit is %d)", req.GetVolumeId(), want, limit)
+		return nil, status.Errorf(codes.OutOfRange, "volume %s cannot grow past %d bytes (asked: %d)", req.GetVolumeId(), limit, want)
+	}
+	log.Printf("grew %s to %d bytes", req.GetVolumeId(), want)
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: want, NodeExpansionRequired: false}, nil
 }
 
 func (d *driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
@@ -93,6 +135,7 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	for _, c := range []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{
 			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: c}},
