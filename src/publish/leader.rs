@@ -96,36 +96,13 @@ impl Role {
     }
 }
 
-/// This replica's part in the election as `/readyz` says it (`leader: …`); no line without an
-/// election.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Standing {
-    /// Waiting to lead: keeping the caches warm.
-    Standby {
-        /// The Lease, `namespace/name`.
-        lease: String,
-    },
-    /// Holding the lease.
-    Leading,
-    /// Lost the lease: the process exits.
-    Lost,
-}
+use crate::telemetry::Standing;
 
 impl Standing {
     /// The standby of the Lease `s` names.
     pub(crate) fn standby(s: &LeaderSettings) -> Standing {
         Standing::Standby {
             lease: format!("{}/{}", s.namespace, s.lease_name),
-        }
-    }
-}
-
-impl std::fmt::Display for Standing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Standing::Standby { lease } => write!(f, "standby (lease {lease})"),
-            Standing::Leading => f.write_str("leading"),
-            Standing::Lost => f.write_str("lost the lease"),
         }
     }
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelValue;
 use tokio::time::Instant;
 
-use crate::publish::leader::Standing;
 use crate::watch::category::Category;
 
 /// The watched kinds: the four every decision may read, and the two snapshot kinds, watched
@@ -358,5 +357,30 @@ impl Health {
         }
         line.push('\n');
         (ok, line)
+    }
+}
+
+/// This replica's part in the election as `/readyz` says it (`leader: …`); no line without an
+/// election. Set by the election (`crate::publish::leader`), read here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Standing {
+    /// Waiting to lead: keeping the caches warm.
+    Standby {
+        /// The Lease, `namespace/name`.
+        lease: String,
+    },
+    /// Holding the lease.
+    Leading,
+    /// Lost the lease: the process exits.
+    Lost,
+}
+
+impl std::fmt::Display for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Standing::Standby { lease } => write!(f, "standby (lease {lease})"),
+            Standing::Leading => f.write_str("leading"),
+            Standing::Lost => f.write_str("lost the lease"),
+        }
     }
 }

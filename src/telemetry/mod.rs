@@ -9,6 +9,7 @@ mod health;
 mod metrics;
 mod server;
 
+pub(crate) use health::Standing;
 pub use health::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust, WritesBlocked};
 pub use metrics::Metrics;
 pub(crate) use server::serve;

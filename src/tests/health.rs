@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::publish::leader::Standing;
+use crate::telemetry::Standing;
 use crate::telemetry::{CRD_FIX, Health, Kind, StoreHealth, StoreState, Trust, WritesBlocked};
 use crate::watch::category::Category;
 
