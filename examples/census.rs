@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use volume_leftovers::census::CensusSettings;
 use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
-use volume_leftovers::census::ceph::{CensusSettings, census_once, snapshot_of};
+use volume_leftovers::census::ceph::{census_once, snapshot_of};
 use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::decide::census::{PoolKey, RBD_CSI_DRIVER, Scope, Seen, image_ref};
 use volume_leftovers::engine::clock::wall_clock;
@@ -509,7 +510,12 @@ fn main() {
 
     // image() for every PV source: the referenced images (present or in the trash) and 1% of
     // N naming images that never existed.
-    let pool_id = census.pools[&key].current.as_ref().unwrap().pool_id;
+    let pool_id = census.pools[&key]
+        .current
+        .as_ref()
+        .unwrap()
+        .scope_id
+        .unwrap();
     let source = |name: &str, uuid: &str| VolumeSourceInfo {
         kind: "csi".into(),
         driver: Some(RBD_CSI_DRIVER.into()),

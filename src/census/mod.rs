@@ -1,5 +1,5 @@
 //! Storage backend censuses (opt-in): each backend lists its disks or images read-only and
-//! hands [`crate::decide::census::Snapshot`]s to the decisions.
+//! hands [`crate::decide::census::ScopeListing`]s to the decisions.
 
 pub mod ceph;
 pub mod config;
@@ -11,7 +11,25 @@ pub mod gce;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::decide::census::{FailureKind, Scope, Snapshot};
+use crate::census::config::CensusConfig;
+use crate::decide::census::{FailureKind, Scope, ScopeListing};
+
+/// The census's own settings, shared by every backend: what to census (the configuration
+/// file, one section per backend) and how often, the image grace, and the bounds of each
+/// request and of each scope's whole listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CensusSettings {
+    /// What to census.
+    pub config: CensusConfig,
+    /// How often each pool is censused.
+    pub interval: Duration,
+    /// How old an image no volume references must be before it is a finding.
+    pub image_grace: Duration,
+    /// The bound of each Ceph request (connect, each monitor and OSD operation).
+    pub timeout: Duration,
+    /// The bound of one pool's whole census.
+    pub deadline: Duration,
+}
 
 /// The result of one scope's census, as every backend hands it to the loop.
 #[derive(Debug)]
@@ -19,7 +37,7 @@ pub struct CensusReport {
     /// The pool, zone, region, ...
     pub key: Scope,
     /// The census, or why there is none.
-    pub result: Result<Snapshot, CensusFailure>,
+    pub result: Result<ScopeListing, CensusFailure>,
     /// Requests it made (library calls, API requests).
     pub requests: u64,
     /// How long it took.

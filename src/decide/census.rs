@@ -15,9 +15,9 @@
 //! image is an orphan only when the census read its details, no volume and no tombstone names
 //! it, it is older than the image grace period, and its metadata does not name another
 //! Kubernetes cluster. An image whose details were asked for and could not be read is in
-//! [`Snapshot::unread`]: nothing is concluded about it either way.
+//! [`ScopeListing::unread`]: nothing is concluded about it either way.
 //!
-//! **Other backends** (GCE persistent disks, EBS volumes) produce [`Snapshot`]s for their own
+//! **Other backends** (GCE persistent disks, EBS volumes) produce [`ScopeListing`]s for their own
 //! [`Scope`]s (a project and zone or region; an account and region) and [`disk_ref`] names their
 //! disks; the answers, the confirmation rule and the findings are the same for every backend.
 
@@ -33,250 +33,12 @@ use crate::model::crd::{
 use crate::model::finding::Finding;
 pub use crate::model::image::ImageFound;
 
+pub use crate::model::csi::{
+    RBD_CSI_DRIVER, SnapshotHandleRef, disk_ref, image_ref, snapshot_handle_ref,
+};
 pub use crate::model::image::{DiskRef, ImageRef, PoolKey, Scope};
-
-/// The ceph-csi RBD driver's name (also the suffix of a renamed one, `<prefix>.rbd.csi.ceph.com`).
-pub const RBD_CSI_DRIVER: &str = "rbd.csi.ceph.com";
-
-/// The RBD image a volume's source names, if it names one.
-pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
-    let nonempty = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
-    match s.kind.as_str() {
-        "csi"
-            if s.driver
-                .as_deref()
-                .is_some_and(|d| d.ends_with(RBD_CSI_DRIVER)) =>
-        {
-            let handle = s
-                .volume_handle
-                .as_deref()
-                .and_then(|h| crate::model::csi::parse_volume_handle(h).ok());
-            let name =
-                nonempty(&s.image_name).or_else(|| handle.as_ref().map(|h| h.image_name()))?;
-            let pool = nonempty(&s.pool);
-            let pool_id = handle.as_ref().map(|h| h.pool_id);
-            if pool.is_none() && pool_id.is_none() {
-                return None;
-            }
-            Some(ImageRef {
-                cluster_id: nonempty(&s.cluster_id).or_else(|| handle.map(|h| h.cluster_id)),
-                pool,
-                pool_id,
-                namespace: nonempty(&s.rados_namespace).unwrap_or_default(),
-                name,
-            })
-        }
-        "rbd" => Some(ImageRef {
-            cluster_id: None,
-            pool: nonempty(&s.pool),
-            pool_id: None,
-            namespace: String::new(),
-            name: nonempty(&s.image_name)?,
-        }),
-        _ => None,
-    }
-}
-
-/// The disk a volume names, for any backend: [`image_ref`]'s RBD image, a GCE persistent disk
-/// (`pd.csi.storage.gke.io`'s handle, or the in-tree `gcePersistentDisk` located by the source's
-/// `zones`) or an EBS volume (`ebs.csi.aws.com`'s handle or the in-tree `awsElasticBlockStore`,
-/// its region from the zone in its volume id or in `zones`). `zones` are the zones the PV's node
-/// affinity requires, recorded in the source (a tombstone keeps them; one written before they
-/// were recorded has none, and its in-tree GCE disk is not located). A handle that does not
-/// parse names nothing: the volume is not censused.
-pub fn disk_ref(s: &VolumeSourceInfo) -> Option<DiskRef> {
-    let zones: Vec<&str> = s.zones.iter().map(String::as_str).collect();
-    let zones = &zones[..];
-    use crate::model::csi::{
-        EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, aws_region_of, gce_location, parse_ebs_volume_id,
-        parse_gce_handle,
-    };
-    let driver = s.driver.as_deref().unwrap_or_default();
-    let one_region = |zone: Option<&str>| {
-        let mut regions: Vec<Option<String>> = match zone {
-            Some(z) => vec![aws_region_of(z)],
-            None => zones.iter().map(|z| aws_region_of(z)).collect(),
-        };
-        regions.dedup();
-        match regions[..] {
-            [Some(ref r)] => Some(r.clone()),
-            _ => None,
-        }
-    };
-    match s.kind.as_str() {
-        "csi" if driver == GCE_PD_CSI_DRIVER => {
-            let h = parse_gce_handle(s.volume_handle.as_deref()?)?;
-            Some(DiskRef::Gce {
-                project: h.project,
-                location: Some(h.location),
-                name: h.name,
-            })
-        }
-        "csi" if driver == EBS_CSI_DRIVER => {
-            let id = s.volume_handle.as_deref()?;
-            crate::model::csi::is_ebs_volume_id(id).then(|| DiskRef::Ebs {
-                volume_id: id.to_string(),
-                region: one_region(None),
-            })
-        }
-        "gcePersistentDisk" => Some(DiskRef::Gce {
-            project: None,
-            location: gce_location(zones),
-            name: s
-                .disk_name
-                .clone()
-                .filter(|n| !n.is_empty() && !n.contains('/'))?,
-        }),
-        "awsElasticBlockStore" => {
-            let (volume_id, zone) = parse_ebs_volume_id(s.disk_name.as_deref()?)?;
-            Some(DiskRef::Ebs {
-                volume_id,
-                region: one_region(zone.as_deref()),
-            })
-        }
-        _ => image_ref(s).map(DiskRef::Ceph),
-    }
-}
-
-/// What the census learned of one image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Seen {
-    /// Its id.
-    pub(crate) id: String,
-    /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
-    /// entry per image).
-    pub(crate) detail: Option<Box<DiskFacts>>,
-    /// Its provisioned size in bytes when only that was read (an RBD image a volume names); a
-    /// disk read in full has it in its details. See [`Seen::size`].
-    pub(crate) size_only: Option<u64>,
-}
-
-impl Seen {
-    /// Its provisioned size in bytes, when the listing read it.
-    pub(crate) fn size(&self) -> Option<u64> {
-        self.detail.as_ref().map(|d| d.size).or(self.size_only)
-    }
-}
-
-/// What a census read of one disk or image, for any backend: read only for disks no volume
-/// names, and what the decisions about them use.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct DiskFacts {
-    /// Provisioned size in bytes.
-    pub(crate) size: u64,
-    /// When it was created (not recorded by RBD images older than Mimic).
-    pub(crate) created: Option<jiff::Timestamp>,
-    /// Its type (`pd-balanced`, `gp3`), where the backend has one.
-    pub(crate) kind: Option<String>,
-    /// What uses it now, sorted: an RBD image's watchers, a GCE disk's `users`, the instances
-    /// an EBS volume is attached to. Not empty: in use, never a plain orphan.
-    pub(crate) in_use: Vec<String>,
-    /// When it was last detached, where the backend records it (GCE `lastDetachTimestamp`).
-    pub(crate) last_detached: Option<jiff::Timestamp>,
-    /// The PV and claim its provisioner recorded it for (ceph-csi's image metadata; the GCE
-    /// description's or EBS tags' `kubernetes.io/created-for/...`), when it recorded any.
-    pub(crate) created_for: Option<CreatedFor>,
-    /// The Kubernetes cluster the disk names as its owner (ceph-csi's `csi.ceph.com/cluster/name`,
-    /// GKE's `goog-k8s-cluster-name`, EBS `kubernetes.io/cluster/<name>`, ...).
-    pub(crate) cluster: Option<String>,
-    /// A regional disk's replica zones.
-    pub(crate) replica_zones: Vec<String>,
-    /// A backend snapshot's source disk, as a CSI volume handle names it (GCE
-    /// `projects/p/zones/z/disks/d`, EBS `vol-...`), when the backend records it.
-    pub(crate) source_disk: Option<String>,
-    /// Its zone, where the listing says (an EBS volume's availability zone; a zonal GCE disk's
-    /// zone is its scope's).
-    pub(crate) zone: Option<String>,
-    /// The labels or tags that attribute it (the cluster's, and those naming what it was
-    /// created for), sorted by key: what a finding shows a person looking for its owner.
-    pub(crate) tags: Vec<(String, String)>,
-}
-
-/// The PV and claim a provisioner recorded a disk for; for a backend snapshot, the
-/// VolumeSnapshotContent (in `pv`) and VolumeSnapshot (in `pvc`, `pvc_namespace`) the CSI
-/// driver recorded it for (`kubernetes.io/created-for/volumesnapshot...`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CreatedFor {
-    /// The PV's name (a snapshot's: the VolumeSnapshotContent's).
-    pub(crate) pv: Option<String>,
-    /// The claim's name (a snapshot's: the VolumeSnapshot's).
-    pub(crate) pvc: Option<String>,
-    /// The claim's namespace (a snapshot's: the VolumeSnapshot's).
-    pub(crate) pvc_namespace: Option<String>,
-}
-
-/// Whose a disk is, as far as it says and this operator's cluster name allows to tell.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// This cluster's (or, with no cluster named on either side, the provisioner recorded it
-    /// and nothing says it is another's).
-    Ours,
-    /// Another cluster's: not a finding.
-    OtherCluster(String),
-    /// Cannot be told: a finding that says so, never a plain orphan.
-    Unknown,
-}
-
-impl DiskFacts {
-    /// The facts of an RBD image as the Ceph census reads them: its watchers' addresses and
-    /// ceph-csi's ownership metadata.
-    pub(crate) fn ceph(
-        size: u64,
-        created: Option<jiff::Timestamp>,
-        mut watchers: Vec<String>,
-        owner: Option<ImageOwner>,
-    ) -> DiskFacts {
-        watchers.sort();
-        DiskFacts {
-            size,
-            created,
-            in_use: watchers,
-            cluster: owner.as_ref().and_then(|o| o.cluster_name.clone()),
-            created_for: owner.map(|o| CreatedFor {
-                pv: o.volume_name,
-                pvc: o.claim_name,
-                pvc_namespace: o.claim_namespace,
-            }),
-            ..DiskFacts::default()
-        }
-    }
-
-    /// Whose it is, `ours` being this cluster's name (when configured).
-    pub(crate) fn owner(&self, ours: Option<&str>) -> Owner {
-        match (self.cluster.as_deref(), ours) {
-            (Some(theirs), Some(ours)) if theirs != ours => Owner::OtherCluster(theirs.into()),
-            (Some(_), Some(_)) => Owner::Ours,
-            (None, None) if self.created_for.is_some() => Owner::Ours,
-            _ => Owner::Unknown,
-        }
-    }
-
-    /// The ownership as the CRD's `image.owner` says it.
-    fn image_owner(&self) -> Option<ImageOwner> {
-        self.created_for.as_ref().map(|c| ImageOwner {
-            volume_name: c.pv.clone(),
-            claim_namespace: c.pvc_namespace.clone(),
-            claim_name: c.pvc.clone(),
-            cluster_name: self.cluster.clone(),
-        })
-    }
-}
-
-/// One complete census of one pool.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// When its listing began.
-    pub(crate) started: Time,
-    /// The pool's id.
-    pub pool_id: i64,
-    /// Every image, by name.
-    pub(crate) images: HashMap<String, Seen>,
-    /// The names in the trash.
-    pub(crate) trash: HashSet<String>,
-    /// The images whose details were asked for and could not be read, with why: what is
-    /// published about them stays as it is (nothing made, nothing cleared).
-    pub(crate) unread: BTreeMap<String, String>,
-}
+pub(crate) use crate::model::listing::{CreatedFor, DiskFacts, FailureCategory, Owner};
+pub use crate::model::listing::{FailureKind, ScopeListing, Seen};
 
 /// Which censused scope a disk is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -296,9 +58,9 @@ pub(crate) enum Resolved<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct ScopeState {
     /// The last complete census.
-    pub current: Option<Arc<Snapshot>>,
+    pub current: Option<Arc<ScopeListing>>,
     /// The one before it.
-    pub(crate) previous: Option<Arc<Snapshot>>,
+    pub(crate) previous: Option<Arc<ScopeListing>>,
     /// Why the last attempt failed, when it did (then nothing is concluded).
     pub(crate) error: Option<String>,
     /// When each listed image was first listed by this process (images without a creation
@@ -345,7 +107,7 @@ impl ScopeState {
     }
 
     /// The census that answers now, if it may.
-    fn trusted(&self) -> Option<&Snapshot> {
+    fn trusted(&self) -> Option<&ScopeListing> {
         if self.error.is_some() {
             return None;
         }
@@ -440,7 +202,7 @@ impl Census {
     }
 
     /// Records a pool's census (or why it failed).
-    pub fn record(&mut self, key: &Scope, result: Result<Snapshot, String>) {
+    pub fn record(&mut self, key: &Scope, result: Result<ScopeListing, String>) {
         let Some(st) = self.pools.get_mut(key) else {
             return;
         };
@@ -485,7 +247,7 @@ impl Census {
             let matches = match (&r.pool, r.pool_id) {
                 (Some(p), _) => *p == k.pool,
                 (None, Some(id)) => match st.current.as_ref().or(st.previous.as_ref()) {
-                    Some(s) => s.pool_id == id,
+                    Some(s) => s.scope_id == Some(id),
                     None => {
                         unresolved = true;
                         false
@@ -586,7 +348,7 @@ impl Census {
             return ImageFound::Unknown;
         }
         ImageFound::Missing {
-            in_trash: cur.trash.contains(r.name()),
+            in_trash: cur.recoverable.contains(r.name()),
         }
     }
 
@@ -727,50 +489,6 @@ pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
             ],
             name,
         ),
-    }
-}
-
-/// The backend snapshot a VolumeSnapshotContent's handle names, as the census keys it: the
-/// snapshot scope's kind and the snapshot's name in it (GCE
-/// `projects/<project>/global/snapshots/<name>`: the project and the name; EBS `snap-...`: the
-/// id, in whichever region). `None` for any other handle (an RBD snapshot, a GCE image).
-pub fn snapshot_handle_ref(handle: &str) -> Option<SnapshotHandleRef> {
-    if let Some(rest) = handle.strip_prefix("projects/") {
-        let (project, name) = rest.split_once("/global/snapshots/")?;
-        return (!project.is_empty() && !name.is_empty() && !name.contains('/')).then(|| {
-            SnapshotHandleRef::Gce {
-                project: project.to_string(),
-                name: name.to_string(),
-            }
-        });
-    }
-    let hex = handle.strip_prefix("snap-")?;
-    (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| SnapshotHandleRef::Ebs(handle.to_string()))
-}
-
-/// A backend snapshot named by a handle ([`snapshot_handle_ref`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SnapshotHandleRef {
-    /// A GCE snapshot: global in its project.
-    Gce { project: String, name: String },
-    /// An EBS snapshot id: unique across regions and accounts, so it names a snapshot of
-    /// whichever region holds it.
-    Ebs(String),
-}
-
-impl SnapshotHandleRef {
-    /// Its name in `scope`, when `scope` can hold it.
-    pub(crate) fn name_in(&self, scope: &Scope) -> Option<&str> {
-        match (self, scope) {
-            (SnapshotHandleRef::Gce { project, name }, Scope::GceSnapshots { project: p })
-                if p == project =>
-            {
-                Some(name)
-            }
-            (SnapshotHandleRef::Ebs(id), Scope::EbsSnapshots { .. }) => Some(id),
-            _ => None,
-        }
     }
 }
 
@@ -1243,72 +961,5 @@ fn ownership_sentence(
         (None, _) => format!(
             "{recorded} without naming a cluster: it may belong to another cluster sharing the {shared}."
         ),
-    }
-}
-
-/// What stopped a census, for any backend: each backend maps its own errors (librados codes, an
-/// SDK's HTTP statuses) to one of these once, where it meets them.
-#[cfg_attr(
-    not(all(feature = "gce", feature = "ebs")),
-    allow(
-        dead_code,
-        reason = "only the cloud backends meet refused credentials, quotas and 5xx"
-    )
-)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum FailureCategory {
-    /// No usable credentials, or they were refused (GCE/AWS 401, an expired token).
-    Auth,
-    /// The credentials may not do this (a 403, cephx caps).
-    Forbidden,
-    /// A rate or quota limit (429, `RequestLimitExceeded`).
-    Quota,
-    /// The service failed (5xx).
-    Server,
-    /// No answer in time, or no connection: the service is unavailable.
-    Timeout,
-    /// Anything else (a missing pool, an unusable configuration, a library that cannot load).
-    Other,
-}
-
-impl FailureCategory {
-    /// Stable short name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            FailureCategory::Auth => "auth",
-            FailureCategory::Forbidden => "forbidden",
-            FailureCategory::Quota => "quota",
-            FailureCategory::Server => "server",
-            FailureCategory::Timeout => "timeout",
-            FailureCategory::Other => "other",
-        }
-    }
-}
-
-/// A census failure's kind: the neutral category, and the backend's own finer name for it (Ceph:
-/// `unavailable`, `not_found`, `config`, ...), which the logs print and by which one problem
-/// is told from another (a pool that goes from a refused key to a missing pool is news, though
-/// both may be [`FailureCategory::Other`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FailureKind {
-    /// The category.
-    pub(crate) category: FailureCategory,
-    /// The backend's stable short name for it.
-    pub(crate) name: &'static str,
-}
-
-impl FailureKind {
-    /// A kind whose backend has no finer name than the category's.
-    pub(crate) fn of(category: FailureCategory) -> FailureKind {
-        FailureKind {
-            category,
-            name: category.as_str(),
-        }
-    }
-}
-
-impl std::fmt::Display for FailureKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
     }
 }

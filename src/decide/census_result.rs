@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{
-    Census, DiskRef, FailureKind, Resolved, Scope, ScopeState, Snapshot, disk_leftover_name,
+    Census, DiskRef, FailureKind, Resolved, Scope, ScopeListing, ScopeState, disk_leftover_name,
     disk_ref, snapshot_handle_ref,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
@@ -146,7 +146,7 @@ pub struct CensusOutcome {
 pub fn census_result<N>(
     state: &mut CensusState,
     key: &Scope,
-    result: Result<Snapshot, (FailureKind, String)>,
+    result: Result<ScopeListing, (FailureKind, String)>,
     now: &Time,
     naming: impl FnOnce() -> N,
 ) -> CensusOutcome
@@ -214,7 +214,7 @@ where
 /// The gauges and the lines to log for a result, recording in `scope` what the log says.
 fn news(
     scope: &mut ScopeState,
-    result: &Result<Snapshot, (FailureKind, String)>,
+    result: &Result<ScopeListing, (FailureKind, String)>,
 ) -> (Gauge, Vec<CensusLog>) {
     let mut logs = Vec::new();
     let snap = match result {
@@ -275,7 +275,7 @@ fn references(
             let was_missing = prev.is_some_and(|p| !p.images.contains_key(&img));
             // Its size (what its finding is priced by, and whether it differs from the PV's)
             // is new or changed.
-            let size = |s: Option<&Snapshot>| s.and_then(|s| s.images.get(&img)?.size());
+            let size = |s: Option<&ScopeListing>| s.and_then(|s| s.images.get(&img)?.size());
             let resized = size(cur).is_some() && (prev.is_none() || size(cur) != size(prev));
             if now_missing || was_missing || resized {
                 marks.push(name.clone());

@@ -11,6 +11,7 @@ pub mod image;
 pub mod intern;
 pub mod labels;
 pub mod leftover;
+pub mod listing;
 pub mod meta;
 pub mod phase;
 pub mod price;

@@ -270,7 +270,7 @@ pub struct CensusArgs {
 
 impl CensusArgs {
     /// The census settings, from the configuration file; `None` without one.
-    pub fn settings(&self) -> Result<Option<crate::census::ceph::CensusSettings>, String> {
+    pub fn settings(&self) -> Result<Option<crate::census::CensusSettings>, String> {
         let Some(path) = &self.census_config else {
             return Ok(None);
         };
@@ -278,7 +278,7 @@ impl CensusArgs {
             .map_err(|e| format!("reading the census configuration {}: {e}", path.display()))?;
         let config = crate::census::config::CensusConfig::parse(&text)
             .map_err(|e| format!("the census configuration {}: {e}", path.display()))?;
-        Ok(Some(crate::census::ceph::CensusSettings {
+        Ok(Some(crate::census::CensusSettings {
             config,
             interval: self.census_interval,
             image_grace: self.census_image_grace,

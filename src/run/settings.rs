@@ -64,7 +64,7 @@ pub struct Settings {
     /// it is acknowledged or the storage backend's census shows its image gone.
     pub tombstone_ttl: Option<Duration>,
     /// The storage backend's census (opt-in).
-    pub census: Option<crate::census::ceph::CensusSettings>,
+    pub census: Option<crate::census::CensusSettings>,
     /// The price table (opt-in): findings then carry their estimated cost.
     pub prices: Option<std::sync::Arc<crate::model::price::PriceTable>>,
     /// Snapshot objects kept out of the report on purpose (a backup tool's; the

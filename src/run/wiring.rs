@@ -17,7 +17,7 @@ use kube::{Api, Client, Resource};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::census::ceph::CensusReport;
+use crate::census::CensusReport;
 use crate::decide::lookup::Claim;
 use crate::engine::backoff::seed;
 use crate::model::leftover::{Keep, Leftover, LeftoverObject};
@@ -26,10 +26,11 @@ use crate::model::snapshot::{
 };
 use crate::model::volume::{Volume, VolumeObject};
 use crate::publish::events::Events;
-use crate::publish::leader::{self, Role, Standing};
+use crate::publish::leader::{self, Role};
 use crate::publish::report::ReportWriter;
 use crate::publish::writer::Writer;
 use crate::run::settings::Settings;
+use crate::telemetry::Standing;
 use crate::telemetry::{Health, Metrics};
 use crate::watch::feed::{Convert, FeedItem, FeedTiming, Stored, feed, strip};
 

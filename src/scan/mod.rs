@@ -22,7 +22,7 @@ use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
-use crate::census::ceph::CensusSettings;
+use crate::census::CensusSettings;
 use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
 use crate::decide::classify::{classify, volume_disk};
 use crate::decide::lookup::{

@@ -12,7 +12,7 @@ use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
 use crate::census::ceph::snapshot_of;
 use crate::census::config::CensusConfig;
 use crate::decide::census::{
-    Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, Seen, Snapshot, image_ref,
+    Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, ScopeListing, Seen, image_ref,
     leftover_name,
 };
 use crate::decide::classify::{classify, volume_source};
@@ -79,15 +79,15 @@ fn listed() -> Seen {
     }
 }
 
-fn snapshot(at: Time, images: Vec<(&str, Seen)>, trash: &[&str]) -> Snapshot {
-    Snapshot {
+fn snapshot(at: Time, images: Vec<(&str, Seen)>, trash: &[&str]) -> ScopeListing {
+    ScopeListing {
         started: at,
-        pool_id: 2,
+        scope_id: Some(2),
         images: images
             .into_iter()
             .map(|(n, s)| (n.to_string(), s))
             .collect(),
-        trash: trash.iter().map(|t| t.to_string()).collect(),
+        recoverable: trash.iter().map(|t| t.to_string()).collect(),
         unread: Default::default(),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::fixtures::{now, now_plus};
 use crate::census::config::CensusConfig;
 use crate::decide::census::{
-    DiskFacts, DiskRef, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+    DiskFacts, DiskRef, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
 };
 use crate::decide::census_result::{CensusLog, CensusState, Gauge, Naming, census_result};
 use crate::model::crd::{Hint, Reason};
@@ -72,12 +72,12 @@ fn disk(cluster: Option<&str>) -> Seen {
     }
 }
 
-fn listing(at: i64, disks: Vec<(&str, Seen)>) -> Snapshot {
-    Snapshot {
+fn listing(at: i64, disks: Vec<(&str, Seen)>) -> ScopeListing {
+    ScopeListing {
         started: now_plus(at),
-        pool_id: 0,
+        scope_id: None,
         images: disks.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
@@ -93,7 +93,7 @@ fn forbidden() -> (FailureKind, String) {
 fn record(
     s: &mut CensusState,
     key: &Scope,
-    result: Result<Snapshot, (FailureKind, String)>,
+    result: Result<ScopeListing, (FailureKind, String)>,
     pv: Option<(&str, DiskRef)>,
 ) -> crate::decide::census_result::CensusOutcome {
     let naming = Naming {

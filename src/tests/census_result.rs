@@ -10,7 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::fixtures::{now, now_plus};
 use crate::census::ceph::rbd::Category;
 use crate::census::config::CensusConfig;
-use crate::decide::census::{DiskFacts, PoolKey, Scope, Seen, Snapshot, disk_ref, leftover_name};
+use crate::decide::census::{
+    DiskFacts, PoolKey, Scope, ScopeListing, Seen, disk_ref, leftover_name,
+};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
@@ -35,10 +37,10 @@ fn state() -> CensusState {
 }
 
 /// A listing of the pool with these images, their details unread.
-fn listing(images: &[&str]) -> Snapshot {
-    Snapshot {
+fn listing(images: &[&str]) -> ScopeListing {
+    ScopeListing {
         started: now_plus(-60),
-        pool_id: 2,
+        scope_id: Some(2),
         images: images
             .iter()
             .map(|n| {
@@ -50,13 +52,13 @@ fn listing(images: &[&str]) -> Snapshot {
                 (n.to_string(), seen)
             })
             .collect::<HashMap<_, _>>(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
 
 /// An image of this cluster, two hours old, its details read.
-fn old(mut s: Snapshot, image: &str) -> Snapshot {
+fn old(mut s: ScopeListing, image: &str) -> ScopeListing {
     s.images.insert(
         image.to_string(),
         Seen {
@@ -97,7 +99,7 @@ fn volumes(v: &[(&str, &str)]) -> Naming {
 
 fn run(
     st: &mut CensusState,
-    result: Result<Snapshot, (Category, &str)>,
+    result: Result<ScopeListing, (Category, &str)>,
     at: &Time,
     naming: Naming,
 ) -> CensusOutcome {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::fixtures::{now, now_plus};
 use crate::census::config::CensusConfig;
 use crate::decide::census::{
-    CreatedFor, DiskFacts, Scope, Seen, Snapshot, SnapshotHandleRef, disk_leftover_name,
+    CreatedFor, DiskFacts, Scope, ScopeListing, Seen, SnapshotHandleRef, disk_leftover_name,
     snapshot_handle_ref,
 };
 use crate::decide::census_result::{CensusLog, CensusOutcome, CensusState, Naming, census_result};
@@ -66,12 +66,12 @@ fn snap(age: i64, cluster: Option<&str>, recorded: Option<(&str, &str)>) -> Seen
     }
 }
 
-fn listing(snaps: Vec<(&str, Seen)>) -> Snapshot {
-    Snapshot {
+fn listing(snaps: Vec<(&str, Seen)>) -> ScopeListing {
+    ScopeListing {
         started: now_plus(-10),
-        pool_id: 0,
+        scope_id: None,
         images: snaps.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }

@@ -10,7 +10,8 @@ use k8s_openapi::api::core::v1::{
 
 use super::fixtures::{PvBuilder, now_plus, pv};
 use crate::decide::census::{
-    Census, DiskRef, PoolKey, Resolved, Scope, Seen, Snapshot, disk_leftover_name, leftover_name,
+    Census, DiskRef, PoolKey, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
+    leftover_name,
 };
 use crate::decide::classify::volume_disk;
 use crate::model::image::ImageFound;
@@ -316,9 +317,9 @@ fn a_cloud_disk_is_censused_only_by_the_one_scope_that_can_hold_it() {
 fn a_cloud_disk_missing_from_two_listings_is_missing() {
     let scope = gce_scope("p1", "us-central1");
     let mut c = Census::new([scope.clone()], None, Duration::ZERO);
-    let listing = |at, names: &[&str]| Snapshot {
+    let listing = |at, names: &[&str]| ScopeListing {
         started: now_plus(at),
-        pool_id: 0,
+        scope_id: None,
         images: names
             .iter()
             .map(|n| {
@@ -330,7 +331,7 @@ fn a_cloud_disk_missing_from_two_listings_is_missing() {
                 (n.to_string(), seen)
             })
             .collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     };
     let kept = gce(Some("p1"), Some("us-central1"), "kept").expect("disk");
@@ -472,14 +473,14 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     ];
     c.record(
         &scope,
-        Ok(Snapshot {
+        Ok(ScopeListing {
             started: now_plus(0),
-            pool_id: 0,
+            scope_id: None,
             images: images
                 .into_iter()
                 .map(|(n, s)| (n.to_string(), s))
                 .collect(),
-            trash: Default::default(),
+            recoverable: Default::default(),
             unread: Default::default(),
         }),
     );

@@ -279,7 +279,7 @@ fn census_world() -> World {
     ))
     .expect("config parses");
     world_with(Settings {
-        census: Some(crate::census::ceph::CensusSettings {
+        census: Some(crate::census::CensusSettings {
             config,
             interval: Duration::from_secs(60),
             image_grace: Duration::from_secs(3600),
@@ -291,11 +291,11 @@ fn census_world() -> World {
 }
 
 /// A listing of the pool with these images, each two hours old, its details read.
-fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
-    use crate::decide::census::{DiskFacts, Seen, Snapshot};
-    Snapshot {
+fn listing(images: &[&str]) -> crate::decide::census::ScopeListing {
+    use crate::decide::census::{DiskFacts, ScopeListing, Seen};
+    ScopeListing {
         started: now_plus(-60),
-        pool_id: 2,
+        scope_id: Some(2),
         images: images
             .iter()
             .map(|n| {
@@ -312,7 +312,7 @@ fn listing(images: &[&str]) -> crate::decide::census::Snapshot {
                 (n.to_string(), seen)
             })
             .collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
@@ -322,9 +322,9 @@ fn census_done(images: &[&str]) -> Event {
 }
 
 fn census_report(
-    result: Result<crate::decide::census::Snapshot, crate::census::ceph::CensusFailure>,
+    result: Result<crate::decide::census::ScopeListing, crate::census::CensusFailure>,
 ) -> Event {
-    Event::Input(Input::Census(vec![crate::census::ceph::CensusReport {
+    Event::Input(Input::Census(vec![crate::census::CensusReport {
         key: crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None).into(),
         result,
         requests: 3,
@@ -365,7 +365,7 @@ async fn a_failed_census_deletes_nothing() {
     });
     assert!(w.step(vl_in).writes.is_empty(), "published as decided");
 
-    let failure = crate::census::ceph::CensusFailure::new(
+    let failure = crate::census::CensusFailure::new(
         crate::census::ceph::rbd::Category::Unavailable,
         "Ceph is unavailable".into(),
     );
@@ -399,7 +399,7 @@ async fn census_reports_that_arrive_together_are_each_decided_as_if_alone() {
             assert!(w.step(event).writes.is_empty());
         }
     };
-    let reports = |images: &[&[&str]]| -> Vec<crate::census::ceph::CensusReport> {
+    let reports = |images: &[&[&str]]| -> Vec<crate::census::CensusReport> {
         images
             .iter()
             .flat_map(|i| match census_done(i) {

@@ -13,7 +13,7 @@ use super::fixtures::{
     FakeLookup, PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus,
     pv,
 };
-use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, Seen, Snapshot, leftover_name};
+use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, ScopeListing, Seen, leftover_name};
 use crate::decide::classify::{classify, tombstone};
 use crate::decide::name::{
     Decision, Echo, FOREIGN, Held, HeldChange, Images, Inputs, Log, Memo, Outcome, Rules, Stores,
@@ -167,15 +167,15 @@ fn b_claim_missing() -> Finding {
 
 // ---- Census fixtures ----
 
-fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> Snapshot {
-    Snapshot {
+fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> ScopeListing {
+    ScopeListing {
         started: at,
-        pool_id: 2,
+        scope_id: Some(2),
         images: images
             .into_iter()
             .map(|(n, s)| (n.to_string(), s))
             .collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }

@@ -40,11 +40,11 @@ use super::fixtures::{PvBuilder, now, now_plus, pv};
 use super::machine::{
     World, class, listed_claims, listed_classes, listed_leftovers, listed_pvs, world_with,
 };
-use crate::census::ceph::CensusSettings;
+use crate::census::CensusSettings;
 use crate::census::config::CensusConfig;
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
-    CreatedFor, DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, Seen, Snapshot,
+    CreatedFor, DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, ScopeListing, Seen,
     recorded_scope,
 };
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts};
@@ -467,10 +467,15 @@ gce:
         rounds
     }
 
-    fn snapshot(&self, place: Place, disks: &[(&'static str, DiskSpec)], at: &Time) -> Snapshot {
-        Snapshot {
+    fn snapshot(
+        &self,
+        place: Place,
+        disks: &[(&'static str, DiskSpec)],
+        at: &Time,
+    ) -> ScopeListing {
+        ScopeListing {
             started: at.clone(),
-            pool_id: 2,
+            scope_id: Some(2),
             images: disks
                 .iter()
                 .map(|(name, d)| {
@@ -482,7 +487,7 @@ gce:
                     (name.to_string(), seen)
                 })
                 .collect(),
-            trash: Default::default(),
+            recoverable: Default::default(),
             unread: Default::default(),
         }
     }
@@ -558,17 +563,17 @@ gce:
     }
 }
 
-fn empty(at: &Time) -> Snapshot {
-    Snapshot {
+fn empty(at: &Time) -> ScopeListing {
+    ScopeListing {
         started: at.clone(),
-        pool_id: 0,
+        scope_id: None,
         images: Default::default(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
 
-fn report(key: Scope, result: Result<Snapshot, CensusFailure>) -> CensusReport {
+fn report(key: Scope, result: Result<ScopeListing, CensusFailure>) -> CensusReport {
     CensusReport {
         key,
         result,

@@ -602,7 +602,7 @@ mod cloud {
     use super::super::fixtures::{PvBuilder, now_plus, pv};
     use crate::census::{CensusFailure, CensusReport};
     use crate::decide::census::{
-        Census, CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+        Census, CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
     };
     use crate::model::crd::{Hint, Reason};
     use crate::model::finding::Finding;
@@ -657,11 +657,11 @@ mod cloud {
         CensusReport {
             key: scope.clone(),
             result: disks
-                .map(|d| Snapshot {
+                .map(|d| ScopeListing {
                     started: now_plus(at),
-                    pool_id: 0,
+                    scope_id: None,
                     images: d.into_iter().map(|(n, s)| (n.to_string(), s)).collect(),
-                    trash: Default::default(),
+                    recoverable: Default::default(),
                     unread: Default::default(),
                 })
                 .map_err(|c| {

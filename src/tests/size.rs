@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv, verdict};
 use crate::census::config::CensusConfig;
-use crate::decide::census::{DiskFacts, Scope, Seen, Snapshot};
+use crate::decide::census::{DiskFacts, Scope, ScopeListing, Seen};
 use crate::model::crd::{Hint, Reason, SizeBasis};
 use crate::model::finding::{Finding, Verdict};
 use crate::model::image::DiskRef;
@@ -59,9 +59,9 @@ fn census_with(size: u64) -> Facts {
         account: None,
         region: "eu-west-1".into(),
     };
-    let listing = |at: i64| Snapshot {
+    let listing = |at: i64| ScopeListing {
         started: now_plus(at),
-        pool_id: 0,
+        scope_id: None,
         images: [(
             "vol-0a".to_string(),
             Seen {
@@ -75,7 +75,7 @@ fn census_with(size: u64) -> Facts {
             },
         )]
         .into(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     };
     census.record(&key, Ok(listing(-120)));
@@ -191,14 +191,14 @@ fn ceph_key() -> Scope {
 
 /// A Ceph listing at `at` seconds from now whose image `csi-vol-a` has the size `size`, or is
 /// among the unread (`None`: its header did not answer).
-fn rbd_listing(at: i64, size: Option<u64>) -> Snapshot {
+fn rbd_listing(at: i64, size: Option<u64>) -> ScopeListing {
     let unread = match size {
         Some(_) => Default::default(),
         None => [("csi-vol-a".to_string(), "timed out".to_string())].into(),
     };
-    Snapshot {
+    ScopeListing {
         started: now_plus(at),
-        pool_id: 2,
+        scope_id: Some(2),
         images: [(
             "csi-vol-a".to_string(),
             Seen {
@@ -208,12 +208,12 @@ fn rbd_listing(at: i64, size: Option<u64>) -> Snapshot {
             },
         )]
         .into(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread,
     }
 }
 
-fn rbd_facts(listings: &[Snapshot]) -> Facts {
+fn rbd_facts(listings: &[ScopeListing]) -> Facts {
     let c = CensusConfig::parse(&format!(
         "clusters:\n  - clusterID: {FSID}\n    monitors: [\"127.0.0.1:6789\"]\n    keyring: /k\n    pools:\n      - name: k8s-rbd\n"
     ))

@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, ResourceExt};
-use volume_leftovers::census::ceph::CensusSettings;
+use volume_leftovers::census::CensusSettings;
 use volume_leftovers::census::ceph::rbd;
 use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::decide::census::{PoolKey, leftover_name};

@@ -20,9 +20,8 @@ use tokio::sync::mpsc;
 
 use crate::census::ceph::config::ClusterConfig;
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::census::config::CensusConfig;
 use crate::decide::census::{
-    DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, Seen, Snapshot, image_ref,
+    DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, ScopeListing, Seen, image_ref,
 };
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
@@ -30,22 +29,7 @@ use crate::model::crd::ImageOwner;
 use crate::model::volume::Volume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// Tuning of the census.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CensusSettings {
-    /// What to census.
-    pub config: CensusConfig,
-    /// How often each pool is censused.
-    pub interval: Duration,
-    /// How old an image no volume references must be before it is a finding.
-    pub image_grace: Duration,
-    /// The bound of each Ceph request (connect, each monitor and OSD operation).
-    pub timeout: Duration,
-    /// The bound of one pool's whole census.
-    pub deadline: Duration,
-}
-
-pub(crate) use crate::census::{CensusFailure, CensusReport};
+use crate::census::{CensusFailure, CensusReport, CensusSettings};
 
 impl From<Category> for FailureKind {
     /// Ceph's categories, mapped once: what the logs print stays Ceph's own name.
@@ -213,8 +197,10 @@ async fn census_cluster(
             }
         })
         .await;
-        if let Ok(s) = &report.result {
-            pool_ids.insert(key.clone(), s.pool_id);
+        if let Ok(s) = &report.result
+            && let Some(id) = s.scope_id
+        {
+            pool_ids.insert(key.clone(), id);
         }
         if abort {
             *conn = Kept(None);
@@ -482,7 +468,7 @@ fn referenced(pvs: &Store<Volume>, key: &PoolKey, pool_id: Option<i64>) -> HashS
 }
 
 /// The census of one pool as the decisions read it, from the client's listing.
-pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
+pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> ScopeListing {
     let unread = c
         .images
         .iter()
@@ -526,11 +512,11 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> Snapshot {
             )
         })
         .collect();
-    Snapshot {
+    ScopeListing {
         started,
-        pool_id: c.pool_id,
+        scope_id: Some(c.pool_id),
         images,
-        trash: c.trash.into_iter().map(|t| t.name).collect(),
+        recoverable: c.trash.into_iter().map(|t| t.name).collect(),
         unread,
     }
 }

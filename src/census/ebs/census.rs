@@ -1,5 +1,5 @@
 //! The EBS census task: lists one region every `interval` and hands its result (a complete
-//! [`Snapshot`], or why there is none) to the loop as a [`CensusReport`].
+//! [`ScopeListing`], or why there is none) to the loop as a [`CensusReport`].
 //!
 //! **I/O: reads EC2 through [`Ebs`]; writes nothing.** The mapping from the listing to the
 //! neutral census types ([`snapshot_of`], the failure kinds) is pure.
@@ -16,7 +16,7 @@ use super::{
 use crate::census::config::{CensusConfig, EbsSection};
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
-    CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
+    CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
 };
 use crate::engine::clock::wall_clock;
 
@@ -132,10 +132,10 @@ pub(crate) fn snapshot_facts_of(
 }
 
 /// A complete listing as a census snapshot: every item by its id, with its details.
-fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) -> Snapshot {
-    Snapshot {
+fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) -> ScopeListing {
+    ScopeListing {
         started,
-        pool_id: 0,
+        scope_id: None,
         images: items
             .map(|(id, facts)| {
                 (
@@ -148,7 +148,7 @@ fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) ->
                 )
             })
             .collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
@@ -159,7 +159,7 @@ pub(crate) fn snapshot_of(
     started: Time,
     ours: Option<&str>,
     cluster_tag: Option<&str>,
-) -> Snapshot {
+) -> ScopeListing {
     census_of(
         started,
         listing
@@ -176,7 +176,7 @@ pub(crate) fn snapshots_census_of(
     started: Time,
     ours: Option<&str>,
     cluster_tag: Option<&str>,
-) -> Snapshot {
+) -> ScopeListing {
     census_of(
         started,
         listing
@@ -197,7 +197,7 @@ pub(crate) fn failure(e: ListError) -> CensusFailure {
 /// read before it.
 fn report(
     key: Scope,
-    result: Result<(Snapshot, u32), ListError>,
+    result: Result<(ScopeListing, u32), ListError>,
     elapsed: Duration,
 ) -> CensusReport {
     let (result, requests) = match result {

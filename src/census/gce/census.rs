@@ -1,5 +1,5 @@
 //! The GCE census task: lists one project every `interval` and hands each scope's result (a
-//! complete [`Snapshot`], or why there is none) to the loop as a [`CensusReport`].
+//! complete [`ScopeListing`], or why there is none) to the loop as a [`CensusReport`].
 //!
 //! **I/O: reads Compute Engine through [`GceLister`]; writes nothing.** The mapping from the
 //! lister's answers to the neutral census types ([`snapshot_of`], [`scope_of`], the failure
@@ -12,29 +12,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::mpsc;
 
 use super::{
-    CredentialSource, ErrorCategory, GceConfig, GceDisk, GceLister, GceScope, GceSnapshot,
-    ListError, Location, Locations, ProjectListing, SnapshotListing,
+    CredentialSource, GceConfig, GceDisk, GceLister, GceScope, GceSnapshot, ListError, Location,
+    Locations, ProjectListing, SnapshotListing,
 };
 use crate::census::config::{CensusConfig, GceLocation, GceSection};
 use crate::census::{CensusFailure, CensusReport};
-use crate::decide::census::{
-    CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, Seen, Snapshot,
-};
+use crate::decide::census::{CreatedFor, DiskFacts, Scope, ScopeListing, Seen};
 use crate::engine::clock::wall_clock;
-
-impl From<ErrorCategory> for FailureKind {
-    /// GCE's categories are the neutral ones, mapped once here.
-    fn from(c: ErrorCategory) -> FailureKind {
-        FailureKind::of(match c {
-            ErrorCategory::Auth => FailureCategory::Auth,
-            ErrorCategory::Forbidden => FailureCategory::Forbidden,
-            ErrorCategory::Quota => FailureCategory::Quota,
-            ErrorCategory::Server => FailureCategory::Server,
-            ErrorCategory::Timeout => FailureCategory::Timeout,
-            ErrorCategory::Other => FailureCategory::Other,
-        })
-    }
-}
 
 /// The neutral scope of a listed zone or region, or of the project for [`Location::All`] (the
 /// answer of an aggregated listing that failed as a whole).
@@ -117,9 +101,9 @@ pub fn snapshots_report_of(
 ) -> CensusReport {
     let result = listing
         .result
-        .map(|snapshots| Snapshot {
+        .map(|snapshots| ScopeListing {
             started,
-            pool_id: 0,
+            scope_id: None,
             images: snapshots
                 .iter()
                 .map(|s| {
@@ -133,7 +117,7 @@ pub fn snapshots_report_of(
                     )
                 })
                 .collect(),
-            trash: Default::default(),
+            recoverable: Default::default(),
             unread: Default::default(),
         })
         .map_err(failure);
@@ -149,10 +133,10 @@ pub fn snapshots_report_of(
 
 /// One scope's complete list of disks as a census snapshot: every disk with its details (the
 /// listing has them all at no extra cost), no trash, nothing unread.
-pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
-    Snapshot {
+pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> ScopeListing {
+    ScopeListing {
         started,
-        pool_id: 0,
+        scope_id: None,
         images: disks
             .iter()
             .map(|d| {
@@ -166,7 +150,7 @@ pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> Snapshot {
                 )
             })
             .collect(),
-        trash: Default::default(),
+        recoverable: Default::default(),
         unread: Default::default(),
     }
 }
@@ -191,7 +175,7 @@ pub fn reports_of(
     elapsed: Duration,
 ) -> Vec<CensusReport> {
     let requests = listing.pages;
-    let mut out: HashMap<Scope, Result<Snapshot, CensusFailure>> = HashMap::new();
+    let mut out: HashMap<Scope, Result<ScopeListing, CensusFailure>> = HashMap::new();
     let mut whole_failure = None;
     for s in listing.scopes {
         if s.scope.location == Location::All {
@@ -349,7 +333,8 @@ pub(crate) async fn run_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::census::gce::{GceCreatedFor, ScopeListing};
+    use crate::census::gce::{ErrorCategory, GceCreatedFor, LocationListing};
+    use crate::decide::census::FailureCategory;
     use crate::decide::census::Owner;
 
     fn disk(name: &str, location: Location) -> GceDisk {
@@ -427,11 +412,11 @@ mod tests {
         let started = Time(jiff::Timestamp::UNIX_EPOCH);
         let listing = ProjectListing {
             scopes: vec![
-                ScopeListing {
+                LocationListing {
                     scope: scope("p", Location::Region("europe-west1".into())),
                     result: Ok(vec![disk("r", Location::Region("europe-west1".into()))]),
                 },
-                ScopeListing {
+                LocationListing {
                     scope: scope("p", Location::Zone("europe-west1-b".into())),
                     result: Err(ListError::new(ErrorCategory::Forbidden, "403")),
                 },
@@ -470,7 +455,7 @@ mod tests {
         assert_eq!(known.len(), 4);
 
         let failed = ProjectListing {
-            scopes: vec![ScopeListing {
+            scopes: vec![LocationListing {
                 scope: scope("p", Location::All),
                 result: Err(ListError::new(ErrorCategory::Auth, "401")),
             }],

@@ -79,56 +79,9 @@ impl fmt::Display for GceScope {
     }
 }
 
-/// What kind of problem stopped a listing. Stable short names ([`ErrorCategory::as_str`]) for
-/// metric labels and log lines: one outage can fail with changing texts and is one problem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorCategory {
-    /// No credentials, or they were refused (401, a key that does not sign, no metadata
-    /// server).
-    Auth,
-    /// The account may not list the disks (403: `compute.disks.list` missing, API disabled).
-    Forbidden,
-    /// Rate or quota exceeded (429), after the retries.
-    Quota,
-    /// The service failed (5xx, or a scope the aggregated listing says is unreachable), after
-    /// the retries.
-    Server,
-    /// No answer within the bound.
-    Timeout,
-    /// Anything else (a connection refused, an answer that does not parse, a bad request).
-    Other,
-}
-
-impl ErrorCategory {
-    /// The category's short name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ErrorCategory::Auth => "auth",
-            ErrorCategory::Forbidden => "forbidden",
-            ErrorCategory::Quota => "quota",
-            ErrorCategory::Server => "server",
-            ErrorCategory::Timeout => "timeout",
-            ErrorCategory::Other => "other",
-        }
-    }
-
-    /// The category of an HTTP status the service answered with, if it has one.
-    pub(crate) fn of_status(status: u16) -> Option<ErrorCategory> {
-        match status {
-            401 => Some(ErrorCategory::Auth),
-            403 => Some(ErrorCategory::Forbidden),
-            429 => Some(ErrorCategory::Quota),
-            500..=599 => Some(ErrorCategory::Server),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for ErrorCategory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// What kind of problem stopped a listing: the census's own categories, which Compute's answers
+/// map to one for one (401, 403, 429, 5xx, no answer in time, anything else).
+pub use crate::model::listing::FailureCategory as ErrorCategory;
 
 /// Why a scope's listing failed: the scope says nothing about which disks exist (Unknown),
 /// never an empty or partial list.

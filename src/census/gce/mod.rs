@@ -123,7 +123,7 @@ impl GceConfig {
 
 /// One scope's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScopeListing {
+pub struct LocationListing {
     /// The scope ([`Location::All`] only for an aggregated listing that failed as a whole).
     pub scope: GceScope,
     /// Every disk of the scope, or why the scope is unknown.
@@ -134,7 +134,7 @@ pub struct ScopeListing {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProjectListing {
     /// Each scope's answer, in scope order.
-    pub scopes: Vec<ScopeListing>,
+    pub scopes: Vec<LocationListing>,
     /// Pages requested (retries not counted: they happen inside the client).
     pub pages: u64,
 }
@@ -384,7 +384,7 @@ impl GceLister {
                 .await
                 {
                     Ok(scopes) => scopes,
-                    Err(e) => vec![ScopeListing {
+                    Err(e) => vec![LocationListing {
                         scope,
                         result: Err(e),
                     }],
@@ -404,7 +404,7 @@ impl GceLister {
                         self.one_location(&scope, &mut pages),
                     )
                     .await;
-                    out.push(ScopeListing { scope, result });
+                    out.push(LocationListing { scope, result });
                 }
                 out
             }
@@ -421,7 +421,7 @@ impl GceLister {
     }
 
     /// Every scope of the aggregated listing, all pages; any failed page fails it all.
-    async fn aggregated(&self, pages: &mut u64) -> Result<Vec<ScopeListing>, ListError> {
+    async fn aggregated(&self, pages: &mut u64) -> Result<Vec<LocationListing>, ListError> {
         let all = self.scope(Location::All);
         let mut by_scope: std::collections::BTreeMap<Location, Result<Vec<GceDisk>, ListError>> =
             Default::default();
@@ -499,7 +499,7 @@ impl GceLister {
         }
         Ok(by_scope
             .into_iter()
-            .map(|(location, result)| ScopeListing {
+            .map(|(location, result)| LocationListing {
                 scope: self.scope(location),
                 result,
             })
