@@ -1,6 +1,7 @@
 //! Storage backend censuses (opt-in): each backend lists its disks or images read-only and
 //! hands [`crate::decide::census::ScopeListing`]s to the decisions.
 
+pub mod backend;
 pub mod ceph;
 pub mod config;
 #[cfg(feature = "ebs")]
@@ -11,8 +12,63 @@ pub mod gce;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::census::backend::Lister;
 use crate::census::config::CensusConfig;
 use crate::decide::census::{FailureKind, Scope, ScopeListing};
+
+/// What a backend registers: the function that makes its listers from the census settings
+/// (none when the configuration has no section of it).
+type MakeListers = fn(&CensusSettings) -> Vec<Box<dyn Lister>>;
+
+/// Every backend, by the function that makes its listers: a backend is one folder under
+/// `src/census/` and one line here.
+const BACKENDS: &[MakeListers] = &[
+    ceph::listers,
+    #[cfg(feature = "gce")]
+    gce::census::listers,
+    #[cfg(feature = "ebs")]
+    ebs::census::listers,
+];
+
+/// The listers of every configured scope this build can list.
+pub fn listers(settings: &CensusSettings) -> Vec<Box<dyn Lister>> {
+    BACKENDS.iter().flat_map(|make| make(settings)).collect()
+}
+
+/// A report for each configured scope no lister of `listers` covers (its backend's cargo
+/// feature is off in this build): failed, saying so, so that nothing about it is concluded and
+/// `scan` exits 4 naming it.
+pub(crate) fn unbuilt(settings: &CensusSettings, listers: &[Box<dyn Lister>]) -> Vec<CensusReport> {
+    let covered: std::collections::HashSet<Scope> =
+        listers.iter().flat_map(|l| l.scopes()).collect();
+    let mut configured: Vec<Scope> = settings
+        .config
+        .census(settings.image_grace)
+        .pools
+        .into_keys()
+        .filter(|k| !covered.contains(k))
+        .collect();
+    configured.sort();
+    configured
+        .into_iter()
+        .map(|key| {
+            let backend = key.backend();
+            let message = format!(
+                "this build has no {} census (the {backend} feature is off)",
+                backend.to_uppercase()
+            );
+            CensusReport {
+                key,
+                result: Err(CensusFailure::new(
+                    FailureKind::of(crate::decide::census::FailureCategory::Other),
+                    message,
+                )),
+                requests: 0,
+                elapsed: Duration::ZERO,
+            }
+        })
+        .collect()
+}
 
 /// The census's own settings, shared by every backend: what to census (the configuration
 /// file, one section per backend) and how often, the image grace, and the bounds of each

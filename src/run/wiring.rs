@@ -283,9 +283,9 @@ where
 /// the most it takes at once: a GCE listing's reports (one per zone and region) arrive together.
 const CENSUS_CHANNEL: usize = 64;
 
-/// The census tasks, when the census is on: one per configured backend (Ceph clusters, GCE
-/// projects, EBS regions); their results join the inputs. A backend without a section starts
-/// no task and calls no library.
+/// The census tasks, when the census is on: one per lister (a Ceph cluster, a GCE project, an
+/// EBS region), each driven by the one census loop; their results join the inputs. A backend
+/// without a section starts no task and calls no library.
 fn census(
     settings: &Settings,
     pvs: &Store<Volume>,
@@ -304,43 +304,25 @@ fn census(
             .ready_chunks(CENSUS_CHANNEL)
             .map(Input::Census),
     ));
-    let mut tasks = Vec::new();
-    if !c.config.clusters.is_empty() {
-        tasks.push(tokio::spawn(crate::census::ceph::run(
-            c.clone(),
-            pvs.clone(),
-            tx.clone(),
-        )));
+    let listers = crate::census::listers(&c);
+    // A configured scope this build cannot list (its backend's feature is off) is failed once,
+    // with a line saying so: it stays Unknown, never silently pending.
+    for report in crate::census::unbuilt(&c, &listers) {
+        if let Err(e) = tx.try_send(report) {
+            tracing::warn!(error = %e, "the census of a scope this build cannot list was not reported");
+        }
     }
-    if !c.config.gce.is_empty() {
-        #[cfg(feature = "gce")]
-        tasks.push(tokio::spawn(crate::census::gce::census::run_all(
-            c.config.clone(),
-            c.interval,
-            c.timeout,
-            c.deadline,
-            tx.clone(),
-        )));
-        #[cfg(not(feature = "gce"))]
-        tracing::warn!(
-            "the census configuration names gce projects, but this build has no GCE census (feature gce): they stay Unknown"
-        );
-    }
-    if !c.config.ebs.is_empty() {
-        #[cfg(feature = "ebs")]
-        tasks.push(tokio::spawn(crate::census::ebs::census::run_all(
-            c.config.clone(),
-            c.interval,
-            c.timeout,
-            c.deadline,
-            tx.clone(),
-        )));
-        #[cfg(not(feature = "ebs"))]
-        tracing::warn!(
-            "the census configuration names ebs regions, but this build has no EBS census (feature ebs): they stay Unknown"
-        );
-    }
-    tasks
+    listers
+        .into_iter()
+        .map(|lister| {
+            tokio::spawn(crate::census::backend::drive(
+                lister,
+                c.interval,
+                pvs.clone(),
+                tx.clone(),
+            ))
+        })
+        .collect()
 }
 
 /// The election runs beside the loop; without it this process leads for ever. The role, the

@@ -1,30 +1,27 @@
-//! `scan`'s cloud census: each GCE project and EBS region of the census configuration (the
-//! operator's file, the same sections) listed twice, recorded into the same [`Census`] as the
-//! Ceph pools, and what a JSON line says of a cloud disk.
+//! `scan`'s census reports, recorded as it lists (`crate::scan::census_twice` drives every
+//! backend's listers, the operator's, twice), and what a JSON line says of a cloud disk. Pure.
 //!
-//! **I/O: lists Compute Engine and EC2 through [`crate::census::gce`] and
-//! [`crate::census::ebs`] (read-only); everything else here is pure.** As for Ceph, every scope
-//! is listed twice before anything is classified: a disk counts as missing only when two
-//! listings in a row lack it ([`Census::image`]). A scope whose listing failed either time is
-//! reported ([`ScopeFailure`]: the scan exits 4); one that failed the second time is Unknown, so
-//! nothing about its disks is concluded (no PV of it missing, no disk of it orphaned).
+//! Every scope is listed twice before anything is classified: a disk counts as missing only
+//! when two listings in a row lack it ([`Census::image`]). A scope whose listing failed either
+//! time is reported ([`ScopeFailure`]: the scan exits 4); one that failed the second time is
+//! Unknown, so nothing about its disks is concluded (no PV of it missing, no disk of it
+//! orphaned).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::census::CensusReport;
-use crate::census::config::CensusConfig;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{Census, FailureKind, Scope, recorded_scope};
 use crate::model::crd::{Hint, Reason, Subject};
 use crate::model::finding::Finding;
 
-/// A cloud scope (a zone, a region, or a project listed as a whole) whose listing failed.
+/// A scope (a Ceph pool, a zone, a region, or a project listed as a whole) whose listing failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeFailure {
-    /// The backend: `gce`, `ebs`.
+    /// The backend: `ceph`, `gce`, `ebs`.
     pub(crate) backend: &'static str,
     /// The scope (`gce:p/europe-west1-b`, `ebs:123456789012/eu-west-1`, or `gce:p` for the
     /// aggregated listing of a whole project).
@@ -40,13 +37,16 @@ pub struct ScopeFailure {
 impl std::fmt::Display for ScopeFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let backend = match self.backend {
+            "ceph" => "Ceph",
             "gce" => "GCE",
             "ebs" => "EBS",
             other => other,
         };
+        // A Ceph scope is a pool (`fsid/pool`), and says so.
+        let pool = if self.backend == "ceph" { "pool " } else { "" };
         write!(
             f,
-            "the {backend} census of {} failed ({}): {}; nothing is said about its {}",
+            "the {backend} census of {pool}{} failed ({}): {}; nothing is said about its {}",
             self.scope,
             self.kind.category.as_str(),
             self.message,
@@ -80,6 +80,8 @@ pub(crate) fn record(census: &mut Census, reports: Vec<CensusReport>, failed: &m
                         message: f.message.clone(),
                         holds: if key.holds_snapshots() {
                             "snapshots"
+                        } else if key.backend() == "ceph" {
+                            "images"
                         } else {
                             "disks"
                         },
@@ -89,198 +91,6 @@ pub(crate) fn record(census: &mut Census, reports: Vec<CensusReport>, failed: &m
             }
         };
         census.record(&key, result);
-    }
-}
-
-/// Lists every GCE project and EBS region of `config` twice, recording into `census`; returns
-/// the scopes that failed.
-pub(crate) async fn census_twice(config: &CensusConfig, census: &mut Census) -> Failures {
-    let mut failed = Failures::new();
-    for section in &config.gce {
-        gce::twice(section, census, &mut failed).await;
-    }
-    for section in &config.ebs {
-        ebs::twice(section, config.cluster_name.as_deref(), census, &mut failed).await;
-    }
-    failed
-}
-
-#[cfg(feature = "gce")]
-mod gce {
-    use std::collections::BTreeSet;
-    use std::time::Instant;
-
-    use super::{Failures, record};
-    use crate::census::config::GceSection;
-    use crate::census::gce::census::{self, reports_of, snapshots_report_of};
-    use crate::census::gce::{GceConfig, GceLister};
-    use crate::census::{CensusFailure, CensusReport};
-    use crate::decide::census::{Census, Scope};
-    use crate::engine::clock::wall_clock;
-
-    /// The lister's configuration for a section: the operator's ([`census::config_of`]), with
-    /// the listing's default bounds.
-    pub(crate) fn config_of(section: &GceSection) -> GceConfig {
-        let bounds = GceConfig::new(String::new());
-        census::config_of(section, bounds.attempt_timeout, bounds.deadline)
-    }
-
-    /// One project, listed twice: its disks, then (with `snapshots: true`) its snapshots.
-    pub(crate) async fn twice(section: &GceSection, census: &mut Census, failed: &mut Failures) {
-        let project = section.project.clone();
-        let mut known: BTreeSet<Scope> = section.scopes().into_iter().collect();
-        // A lister that cannot be made fails the snapshots' scope too: none was listed.
-        let unlisted: Vec<Scope> = section.snapshot_scope().into_iter().collect();
-        let fail_known = |known: &BTreeSet<Scope>, e: CensusFailure| -> Vec<CensusReport> {
-            known
-                .iter()
-                .chain(&unlisted)
-                .map(|key| CensusReport {
-                    key: key.clone(),
-                    result: Err(e.clone()),
-                    requests: 0,
-                    elapsed: std::time::Duration::ZERO,
-                })
-                .collect()
-        };
-        let lister = match GceLister::new(config_of(section)).await {
-            Ok(l) => l,
-            Err(e) => {
-                record(census, fail_known(&known, census::failure(e)), failed);
-                return;
-            }
-        };
-        for _ in 0..2 {
-            let started = Instant::now();
-            let at = wall_clock();
-            let listing = lister.list().await;
-            let reports = reports_of(listing, &project, &mut known, at, started.elapsed());
-            record(census, reports, failed);
-            if section.snapshots {
-                let started = Instant::now();
-                let at = wall_clock();
-                let listing = lister.list_snapshots().await;
-                let report = snapshots_report_of(listing, &project, at, started.elapsed());
-                record(census, vec![report], failed);
-            }
-        }
-    }
-}
-
-#[cfg(not(feature = "gce"))]
-mod gce {
-    use super::{Failures, record};
-    use crate::census::config::GceSection;
-    use crate::census::{CensusFailure, CensusReport};
-    use crate::decide::census::{Census, FailureCategory, FailureKind};
-
-    /// Without the `gce` feature no scope can be listed: each fails, named.
-    pub(crate) async fn twice(section: &GceSection, census: &mut Census, failed: &mut Failures) {
-        let message = "this build has no GCE census (the gce feature is off)".to_string();
-        let f = CensusFailure::new(FailureKind::of(FailureCategory::Other), message.clone());
-        let reports = section
-            .scopes()
-            .into_iter()
-            .chain(section.snapshot_scope())
-            .map(|key| CensusReport {
-                key,
-                result: Err(f.clone()),
-                requests: 0,
-                elapsed: std::time::Duration::ZERO,
-            })
-            .collect();
-        record(census, reports, failed);
-    }
-}
-
-#[cfg(feature = "ebs")]
-mod ebs {
-    use std::time::Instant;
-
-    use super::{Failures, record};
-    use crate::census::config::EbsSection;
-    use crate::census::ebs::census::{self, report_of, snapshots_report_of};
-    use crate::census::ebs::{Ebs, EbsConfig};
-    use crate::decide::census::Census;
-    use crate::engine::clock::wall_clock;
-
-    /// The listing's configuration for a section: the operator's ([`census::config_of`]), with
-    /// the listing's default bounds.
-    pub(crate) fn config_of(section: &EbsSection) -> EbsConfig {
-        let bounds = EbsConfig::new(String::new());
-        census::config_of(section, bounds.attempt_timeout, bounds.deadline)
-    }
-
-    /// One region, listed twice: its volumes, then (with `snapshots: true`) the driver's
-    /// snapshots. `top` is the file's `clusterName`.
-    pub(crate) async fn twice(
-        section: &EbsSection,
-        top: Option<&str>,
-        census: &mut Census,
-        failed: &mut Failures,
-    ) {
-        let config = config_of(section);
-        let ebs = Ebs::connect(config.clone()).await;
-        let ours = section.cluster_name.as_deref().or(top);
-        for _ in 0..2 {
-            let started = Instant::now();
-            let at = wall_clock();
-            let listed = ebs.list().await;
-            let report = report_of(
-                listed,
-                &config,
-                ours,
-                section.cluster_tag.as_deref(),
-                at,
-                started.elapsed(),
-            );
-            record(census, vec![report], failed);
-            if section.snapshots {
-                let started = Instant::now();
-                let at = wall_clock();
-                let listed = ebs.list_snapshots().await;
-                let report = snapshots_report_of(
-                    listed,
-                    &config,
-                    ours,
-                    section.cluster_tag.as_deref(),
-                    at,
-                    started.elapsed(),
-                );
-                record(census, vec![report], failed);
-            }
-        }
-    }
-}
-
-#[cfg(not(feature = "ebs"))]
-mod ebs {
-    use super::{Failures, record};
-    use crate::census::config::EbsSection;
-    use crate::census::{CensusFailure, CensusReport};
-    use crate::decide::census::{Census, FailureCategory, FailureKind};
-
-    /// Without the `ebs` feature the region cannot be listed: it fails, named.
-    pub(crate) async fn twice(
-        section: &EbsSection,
-        _top: Option<&str>,
-        census: &mut Census,
-        failed: &mut Failures,
-    ) {
-        let f = CensusFailure::new(
-            FailureKind::of(FailureCategory::Other),
-            "this build has no EBS census (the ebs feature is off)".into(),
-        );
-        let reports = std::iter::once(section.scope())
-            .chain(section.snapshot_scope())
-            .map(|key| CensusReport {
-                key,
-                result: Err(f.clone()),
-                requests: 0,
-                elapsed: std::time::Duration::ZERO,
-            })
-            .collect();
-        record(census, reports, failed);
     }
 }
 

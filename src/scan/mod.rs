@@ -23,6 +23,7 @@ use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 
 use crate::census::CensusSettings;
+use crate::census::backend::{Lister, Reading};
 use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
 use crate::decide::classify::{classify, volume_disk};
 use crate::decide::lookup::{
@@ -1146,9 +1147,7 @@ pub async fn run(
             progress.step(format!(
                 "census: each of {scopes} scope(s) listed twice (Ceph pools first, then the clouds)"
             ));
-            let (mut c, sizes_unread) = census_twice(cs).await;
-            let cloud_failed = cloud::census_twice(&cs.config, &mut c).await;
-            Some((c, cloud_failed, sizes_unread))
+            Some(census_twice(cs).await)
         }
         None => None,
     };
@@ -1159,24 +1158,29 @@ pub async fn run(
         exclusions,
         state
             .as_ref()
-            .map(|(c, _, _)| std::sync::Arc::new(c.clone())),
+            .map(|l| std::sync::Arc::new(l.census.clone())),
         progress,
     )
     .await?;
     let mut census_state = None;
-    if let (Some(cs), Some((mut c, cloud_failed, sizes_unread))) = (census, state) {
-        report.census_failed.extend(sizes_unread);
+    if let (Some(cs), Some(mut listed)) = (census, state) {
+        report.census_failed.append(&mut listed.sizes_unread);
         for r in disks_before {
-            note_reference(&c, r, &mut report.referenced);
+            note_reference(&listed.census, r, &mut report.referenced);
         }
-        let unnamed = unnamed_images(&c, &report.referenced);
+        let unnamed = unnamed_images(&listed.census, &report.referenced);
         progress.step("census: the details of the Ceph images nothing names");
-        let failed = read_details(cs, &mut c, &unnamed).await;
+        let failed = read_details(&mut listed, &unnamed).await;
         report.census_failed.extend(failed);
+        // The listers (and the connections they keep) are let go; librados's must be shut down
+        // before the process exits.
+        listed.listers.clear();
+        crate::census::ceph::connections_released(cs.deadline).await;
+        let c = listed.census;
         report
             .findings
             .extend(orphans(&c, &report.referenced, &wall_clock()));
-        report.cloud_failed = cloud_failed.into_values().collect();
+        report.cloud_failed = listed.failed.into_values().collect();
         census_state = Some(c);
     }
     // After the volumes: a server that cannot be reached, or an identity that may not list PVs,
@@ -1256,30 +1260,54 @@ pub(crate) fn plus(t: &Time, d: Duration) -> Time {
     Time(t.0.checked_add(d).unwrap_or(t.0))
 }
 
-/// The census, taken twice before anything is classified: an image counts as missing only when
-/// two listings lack it (see [`Census::image`]); after one, every absence is unknown. The second
-/// listing reads every image's size (what the volumes' capacities are compared with); the pools
-/// where some could not be read are returned, one line each: whether those images' sizes differ
-/// from their volumes' is not known.
-async fn census_twice(cs: &CensusSettings) -> (Census, Vec<CensusGap>) {
-    let mut c = cs.config.census(cs.image_grace);
-    crate::census::ceph::census_once(cs, &mut c, &HashMap::new(), false).await;
-    let mut gaps = Vec::new();
-    for r in crate::census::ceph::census_once(cs, &mut c, &HashMap::new(), true).await {
-        if let Ok(snap) = &r.result
-            && let Some((image, e)) = snap.unread.iter().next()
-        {
-            gaps.push(CensusGap {
-                scope: r.key.to_string(),
-                line: format!(
-                    "the Ceph census of pool {}: the sizes of {} image(s) could not be read (first: {image}: {e}); whether they differ from their volumes' capacities is not known",
-                    r.key,
-                    snap.unread.len()
-                ),
-            });
+/// The census as `scan` takes it: every backend's listers, what they listed, the scopes whose
+/// listing failed (the last failure of each) and the pools where sizes could not be read.
+struct Listed {
+    census: Census,
+    listers: Vec<Box<dyn Lister>>,
+    failed: cloud::Failures,
+    sizes_unread: Vec<CensusGap>,
+}
+
+/// The census, taken twice before anything is classified: a disk counts as missing only when
+/// two listings lack it (see [`Census::image`]); after one, every absence is unknown. Every
+/// backend's listers alike (the operator's, [`crate::census::listers`]); the first listing reads
+/// names, the second every disk's size (what the volumes' capacities are compared with). A
+/// scope that failed either time is reported (one listing is not two), and so are the pools
+/// where some sizes could not be read: whether those disks' sizes differ from their volumes'
+/// is not known.
+async fn census_twice(cs: &CensusSettings) -> Listed {
+    let mut listed = Listed {
+        census: cs.config.census(cs.image_grace),
+        listers: crate::census::listers(cs),
+        failed: cloud::Failures::new(),
+        sizes_unread: Vec::new(),
+    };
+    let unbuilt = crate::census::unbuilt(cs, &listed.listers);
+    cloud::record(&mut listed.census, unbuilt, &mut listed.failed);
+    for reading in [Reading::Names, Reading::Sizes] {
+        for lister in &mut listed.listers {
+            let reports = lister.list(reading).await;
+            if matches!(reading, Reading::Sizes) {
+                for r in &reports {
+                    if let Ok(snap) = &r.result
+                        && let Some((image, e)) = snap.unread.iter().next()
+                    {
+                        listed.sizes_unread.push(CensusGap {
+                            scope: r.key.to_string(),
+                            line: format!(
+                                "the Ceph census of pool {}: the sizes of {} image(s) could not be read (first: {image}: {e}); whether they differ from their volumes' capacities is not known",
+                                r.key,
+                                snap.unread.len()
+                            ),
+                        });
+                    }
+                }
+            }
+            cloud::record(&mut listed.census, reports, &mut listed.failed);
         }
     }
-    (c, gaps)
+    listed
 }
 
 /// The images of each listed pool that nothing names: the only ones whose details (owner
@@ -1304,44 +1332,41 @@ fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
         .collect()
 }
 
-/// Lists the pools a third time, with the details of the images in `unnamed`. Returns what
-/// makes the census incomplete, one line per pool.
-async fn read_details(cs: &CensusSettings, c: &mut Census, unnamed: &Referenced) -> Vec<CensusGap> {
-    let mut failed = Vec::new();
-    for r in crate::census::ceph::census_once(cs, c, unnamed, true).await {
-        let gap = |line: String| CensusGap {
-            scope: r.key.to_string(),
-            line,
-        };
-        match r.result {
-            // As a cloud scope's line (`ScopeFailure`): the scope, the category, the line.
-            Err(e) => failed.push(gap(format!(
-                "the Ceph census of pool {} failed ({}): {e}; nothing is said about its images",
-                r.key,
-                e.kind.category.as_str()
-            ))),
-            // Images nothing names whose details could not be read: whether they are
-            // anyone's is not known, so the census is not complete.
-            // (A named image's size read here, and not, changes nothing: the volumes were
-            // classified on the listing before.)
-            Ok(snap) => {
-                let asked = unnamed.get(&r.key);
-                let unread: Vec<_> = snap
-                    .unread
-                    .iter()
-                    .filter(|(image, _)| asked.is_some_and(|a| a.contains(*image)))
-                    .collect();
-                if let Some((image, e)) = unread.first() {
-                    failed.push(gap(format!(
+/// Lists a third time the backends that read details apart (Ceph), with the details of the
+/// images in `unnamed`; a failure is recorded as the listings' are. Returns the pools where some
+/// of those details could not be read, one line each.
+async fn read_details(listed: &mut Listed, unnamed: &Referenced) -> Vec<CensusGap> {
+    let mut gaps = Vec::new();
+    for lister in &mut listed.listers {
+        if !lister.reads_details_apart() {
+            continue;
+        }
+        let reports = lister.list(Reading::Details(unnamed)).await;
+        for r in &reports {
+            // Images nothing names whose details could not be read: whether they are anyone's
+            // is not known, so the census is not complete. (A named image's size read here,
+            // or not, changes nothing: the volumes were classified on the listing before.)
+            let Ok(snap) = &r.result else { continue };
+            let asked = unnamed.get(&r.key);
+            let unread: Vec<_> = snap
+                .unread
+                .iter()
+                .filter(|(image, _)| asked.is_some_and(|a| a.contains(*image)))
+                .collect();
+            if let Some((image, e)) = unread.first() {
+                gaps.push(CensusGap {
+                    scope: r.key.to_string(),
+                    line: format!(
                         "the Ceph census of pool {}: the details of {} image(s) nothing names could not be read (first: {image}: {e}); whether they are leftovers is not known",
                         r.key,
                         unread.len()
-                    )));
-                }
+                    ),
+                });
             }
         }
+        cloud::record(&mut listed.census, reports, &mut listed.failed);
     }
-    failed
+    gaps
 }
 
 /// The findings about the snapshots no content names, every snapshot scope's, from the

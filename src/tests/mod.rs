@@ -1,6 +1,7 @@
 //! Unit tests of the pure logic: classification, planning, the reference index, the scan report,
 //! the CRD and the command line. No API server, no clock: time is a fixed argument.
 
+mod backend;
 mod census;
 mod census_cloud;
 mod census_result;

@@ -10,13 +10,13 @@
 pub mod config;
 pub mod rbd;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use kube::runtime::reflector::Store;
-use tokio::sync::mpsc;
 
 use crate::census::ceph::config::ClusterConfig;
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
@@ -29,6 +29,7 @@ use crate::model::crd::ImageOwner;
 use crate::model::volume::Volume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::census::backend::{Lister, Reading};
 use crate::census::{CensusFailure, CensusReport, CensusSettings};
 
 impl From<Category> for FailureKind {
@@ -60,33 +61,6 @@ pub(crate) fn failure(e: rbd::RbdError, context: Option<String>) -> CensusFailur
 /// own timeout (-110), which is [`Category::Unavailable`] too.
 fn abandoned(message: String) -> CensusFailure {
     CensusFailure::new(Category::Unavailable, message)
-}
-
-/// Runs the census until `tx` is closed.
-pub(crate) async fn run(
-    settings: CensusSettings,
-    pvs: Store<Volume>,
-    tx: mpsc::Sender<CensusReport>,
-) {
-    // The PV store tells which images need no details; before it has synced, every image's
-    // details would be read.
-    let _ = pvs.wait_until_ready().await;
-    let mut conns: Vec<Kept> = (0..settings.config.clusters.len())
-        .map(|_| Kept(None))
-        .collect();
-    let mut pool_ids: std::collections::HashMap<PoolKey, i64> = Default::default();
-    loop {
-        for (i, cluster) in settings.config.clusters.iter().enumerate() {
-            if tx.is_closed() {
-                return;
-            }
-            census_cluster(cluster, &settings, &pvs, &mut conns[i], &mut pool_ids, &tx).await;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(settings.interval) => {}
-            _ = tx.closed() => return,
-        }
-    }
 }
 
 /// Lets a connection go on a thread of its own. `rados_shutdown` waits for the connection's
@@ -165,113 +139,151 @@ impl Drop for Kept {
     }
 }
 
-/// One cluster's turn: connects if no connection is kept, censuses its pools in order, and
-/// sends one report for every pool, censused or not.
-async fn census_cluster(
-    cluster: &ClusterConfig,
-    settings: &CensusSettings,
-    pvs: &Store<Volume>,
-    conn: &mut Kept,
-    pool_ids: &mut std::collections::HashMap<PoolKey, i64>,
-    tx: &mpsc::Sender<CensusReport>,
-) {
-    let keys: Vec<PoolKey> = cluster
-        .pools
+/// The lister of one Ceph cluster (its pools, in order): keeps its connection between listings
+/// (a failure that aborts a census drops it, and the next listing connects again) and the ids
+/// of its pools (ceph-csi's handles may name a pool by id).
+pub(crate) struct CephLister {
+    cluster: ClusterConfig,
+    settings: CensusSettings,
+    conn: Kept,
+    pool_ids: HashMap<PoolKey, i64>,
+}
+
+/// One lister per configured cluster.
+pub(crate) fn listers(settings: &CensusSettings) -> Vec<Box<dyn Lister>> {
+    settings
+        .config
+        .clusters
         .iter()
-        .map(|p| PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref()))
-        .collect();
-    if conn.0.is_none() && !reconnect(cluster, settings, conn, &keys, tx).await {
-        return;
-    }
-    for (n, pool) in cluster.pools.iter().enumerate() {
-        let key = keys[n].clone();
-        let Some(c) = conn.0.clone() else { return };
-        // The images a PV names need no details, only their sizes (compared with the PVs'):
-        // the census reads the others' in full.
-        let referenced = referenced(pvs, &key, pool_ids.get(&key).copied());
-        let (report, abort) = census_pool(c, &key, pool, settings.deadline, move |name| {
-            if referenced.contains(name) {
-                rbd::Ask::Size
-            } else {
-                rbd::Ask::Detail
-            }
+        .map(|cluster| {
+            Box::new(CephLister {
+                cluster: cluster.clone(),
+                settings: settings.clone(),
+                conn: Kept(None),
+                pool_ids: HashMap::new(),
+            }) as Box<dyn Lister>
         })
-        .await;
-        if let Ok(s) = &report.result
-            && let Some(id) = s.scope_id
-        {
-            pool_ids.insert(key.clone(), id);
-        }
-        if abort {
-            *conn = Kept(None);
-        }
-        let failed = report.result.as_ref().err().map(|f| f.kind);
-        if tx.send(report).await.is_err() {
-            return;
-        }
-        if let Some(first_failure) = failed
-            && conn.0.is_none()
-        {
-            // The rest of this cluster's pools would wait out the same timeout: they are
-            // unknown too, and are tried again next time.
-            not_censused(&keys[n + 1..], &key, first_failure, tx).await;
-            return;
-        }
+        .collect()
+}
+
+impl Lister for CephLister {
+    fn scopes(&self) -> Vec<Scope> {
+        self.keys().into_iter().map(Scope::from).collect()
+    }
+
+    fn list<'a>(&'a mut self, reading: Reading<'a>) -> BoxFuture<'a, Vec<CensusReport>> {
+        Box::pin(self.turn(reading))
+    }
+
+    fn reads_details_apart(&self) -> bool {
+        true
     }
 }
 
-/// Connects `conn` again; says whether it did. When it cannot, each of the cluster's pools
-/// (`keys`) is reported with the failure: none of them was censused.
-async fn reconnect(
-    cluster: &ClusterConfig,
-    settings: &CensusSettings,
-    conn: &mut Kept,
-    keys: &[PoolKey],
-    tx: &mpsc::Sender<CensusReport>,
-) -> bool {
-    let started = Instant::now();
-    match connect(cluster, settings).await {
-        Ok(c) => {
-            conn.0 = Some(Arc::new(c));
-            true
+impl CephLister {
+    fn keys(&self) -> Vec<PoolKey> {
+        let c = &self.cluster;
+        c.pools
+            .iter()
+            .map(|p| PoolKey::new(&c.cluster_id, &p.name, p.rados_namespace.as_deref()))
+            .collect()
+    }
+
+    /// What to read of each image of pool `key`, as `reading` says: the images a volume names
+    /// (or not asked about in detail) for their sizes, the others in full.
+    fn ask_of(&self, key: &PoolKey, reading: Reading<'_>) -> impl Fn(&str) -> rbd::Ask + use<> {
+        let (detailed, sizes): (Option<HashSet<String>>, Option<HashSet<String>>) = match reading {
+            Reading::Operator(pvs) => (
+                None,
+                Some(referenced(pvs, key, self.pool_ids.get(key).copied())),
+            ),
+            Reading::Names => (Some(HashSet::new()), None),
+            Reading::Sizes => (Some(HashSet::new()), Some(HashSet::new())),
+            Reading::Details(d) => (
+                Some(
+                    d.get(&Scope::Ceph(key.clone()))
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+                Some(HashSet::new()),
+            ),
+        };
+        move |name: &str| match (&detailed, &sizes) {
+            // The operator: a named image's size, any other in full.
+            (None, Some(named)) if named.contains(name) => rbd::Ask::Size,
+            (None, _) => rbd::Ask::Detail,
+            (Some(d), _) if d.contains(name) => rbd::Ask::Detail,
+            (Some(_), Some(_)) => rbd::Ask::Size,
+            (Some(_), None) => rbd::Ask::Name,
         }
-        Err(e) => {
-            for key in keys.iter().cloned() {
-                let _ = tx
-                    .send(CensusReport {
-                        key: key.into(),
-                        result: Err(e.clone()),
-                        requests: 0,
-                        elapsed: started.elapsed(),
-                    })
-                    .await;
+    }
+
+    /// One listing: connects if no connection is kept, censuses the pools in order, and
+    /// reports every pool, censused or not.
+    async fn turn(&mut self, reading: Reading<'_>) -> Vec<CensusReport> {
+        let keys = self.keys();
+        let mut reports = Vec::with_capacity(keys.len());
+        if self.conn.0.is_none() {
+            let started = Instant::now();
+            match connect(&self.cluster, &self.settings).await {
+                Ok(c) => self.conn.0 = Some(Arc::new(c)),
+                Err(e) => {
+                    return keys
+                        .into_iter()
+                        .map(|key| CensusReport {
+                            key: key.into(),
+                            result: Err(e.clone()),
+                            requests: 0,
+                            elapsed: started.elapsed(),
+                        })
+                        .collect();
+                }
             }
-            false
         }
+        for (n, pool) in self.cluster.pools.iter().enumerate() {
+            let key = keys[n].clone();
+            let Some(c) = self.conn.0.clone() else {
+                break;
+            };
+            let ask = self.ask_of(&key, reading);
+            let (report, abort) = census_pool(c, &key, pool, self.settings.deadline, ask).await;
+            if let Ok(s) = &report.result
+                && let Some(id) = s.scope_id
+            {
+                self.pool_ids.insert(key.clone(), id);
+            }
+            if abort {
+                self.conn = Kept(None);
+            }
+            let failed = report.result.as_ref().err().map(|f| f.kind);
+            reports.push(report);
+            if let Some(kind) = failed
+                && self.conn.0.is_none()
+            {
+                // The rest of this cluster's pools would wait out the same timeout: they are
+                // unknown too, and are tried again next time.
+                reports.extend(not_censused(&keys[n + 1..], &key, kind));
+                break;
+            }
+        }
+        reports
     }
 }
 
-/// Reports each pool of `rest` as not censused, with the category of the failure of pool
+/// The reports of the pools of `rest`, not censused, with the category of the failure of pool
 /// `failed` that ended its cluster's turn.
-async fn not_censused(
-    rest: &[PoolKey],
-    failed: &PoolKey,
-    kind: FailureKind,
-    tx: &mpsc::Sender<CensusReport>,
-) {
-    for key in rest {
-        let _ = tx
-            .send(CensusReport {
-                key: key.clone().into(),
-                result: Err(CensusFailure::new(
-                    kind,
-                    format!("not censused: the census of pool {failed} failed first"),
-                )),
-                requests: 0,
-                elapsed: Duration::ZERO,
-            })
-            .await;
-    }
+fn not_censused(rest: &[PoolKey], failed: &PoolKey, kind: FailureKind) -> Vec<CensusReport> {
+    rest.iter()
+        .map(|key| CensusReport {
+            key: key.clone().into(),
+            result: Err(CensusFailure::new(
+                kind,
+                format!("not censused: the census of pool {failed} failed first"),
+            )),
+            requests: 0,
+            elapsed: Duration::ZERO,
+        })
+        .collect()
 }
 
 /// One census of one pool on a blocking thread, reading of each image what `ask` says, bounded
@@ -327,60 +339,6 @@ async fn census_pool(
         },
         abort,
     )
-}
-
-/// One census of every configured pool, recorded into `census` (for `scan`): the details of
-/// the images `details` names for each pool (none when it names none) and, with `sizes`, the
-/// size of every other image.
-pub async fn census_once(
-    settings: &CensusSettings,
-    census: &mut crate::decide::census::Census,
-    details: &std::collections::HashMap<Scope, HashSet<String>>,
-    sizes: bool,
-) -> Vec<CensusReport> {
-    let mut reports = Vec::new();
-    for cluster in &settings.config.clusters {
-        let conn = match connect(cluster, settings).await {
-            Ok(c) => Kept(Some(Arc::new(c))),
-            Err(e) => {
-                for p in &cluster.pools {
-                    let key = Scope::from(PoolKey::new(
-                        &cluster.cluster_id,
-                        &p.name,
-                        p.rados_namespace.as_deref(),
-                    ));
-                    census.record(&key, Err(e.message.clone()));
-                    reports.push(CensusReport {
-                        key,
-                        result: Err(e.clone()),
-                        requests: 0,
-                        elapsed: Duration::ZERO,
-                    });
-                }
-                continue;
-            }
-        };
-        let Some(c) = &conn.0 else { continue };
-        for p in &cluster.pools {
-            let key = PoolKey::new(&cluster.cluster_id, &p.name, p.rados_namespace.as_deref());
-            let wanted = details
-                .get(&Scope::Ceph(key.clone()))
-                .cloned()
-                .unwrap_or_default();
-            let (report, _) = census_pool(c.clone(), &key, p, settings.deadline, move |n| {
-                match (wanted.contains(n), sizes) {
-                    (true, _) => rbd::Ask::Detail,
-                    (false, true) => rbd::Ask::Size,
-                    (false, false) => rbd::Ask::Name,
-                }
-            })
-            .await;
-            census.record(&report.key, report.result.clone().map_err(|f| f.message));
-            reports.push(report);
-        }
-    }
-    connections_released(settings.deadline).await;
-    reports
 }
 
 /// Connects as the cluster's user, on a blocking thread, waiting at most the census deadline

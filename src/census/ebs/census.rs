@@ -1,20 +1,21 @@
-//! The EBS census task: lists one region every `interval` and hands its result (a complete
-//! [`ScopeListing`], or why there is none) to the loop as a [`CensusReport`].
+//! The EBS backend's [`Lister`]: lists one region and hands its result (a complete
+//! [`ScopeListing`], or why there is none) to the census loop as a [`CensusReport`].
 //!
 //! **I/O: reads EC2 through [`Ebs`]; writes nothing.** The mapping from the listing to the
 //! neutral census types ([`snapshot_of`], the failure kinds) is pure.
 
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tokio::sync::mpsc;
 
 use super::facts::attributing_tags;
 use super::{
     Ebs, EbsConfig, EbsSnapshot, EbsVolume, ErrorCategory, ListError, Listing, SnapshotListing,
 };
-use crate::census::config::{CensusConfig, EbsSection};
-use crate::census::{CensusFailure, CensusReport};
+use crate::census::backend::{Lister, Reading};
+use crate::census::config::EbsSection;
+use crate::census::{CensusFailure, CensusReport, CensusSettings};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
 };
@@ -241,45 +242,86 @@ pub fn snapshots_report_of(
     report(snapshot_scope_of(config), result, elapsed)
 }
 
-/// Runs one region's census until `tx` is closed: lists every `interval` and sends its
-/// report, then, with `snapshots`, lists the driver's snapshots and sends their report (each
-/// listing succeeds or fails on its own: a policy without `ec2:DescribeSnapshots` fails only
-/// the snapshots).
-pub(crate) async fn run(
+/// The lister of one `ebs` section: its region's volumes, then with `snapshots: true` the
+/// driver's snapshots (each listing succeeds or fails on its own: a policy without
+/// `ec2:DescribeSnapshots` fails only the snapshots). `ours` is the cluster its volumes' tags are
+/// read against (the section's `clusterName`, else the file's).
+pub(crate) struct EbsRegionLister {
     config: EbsConfig,
     ours: Option<String>,
     cluster_tag: Option<String>,
     snapshots: bool,
-    interval: Duration,
-    tx: mpsc::Sender<CensusReport>,
-) {
-    let ebs = Ebs::connect(config.clone()).await;
-    let (ours, cluster_tag) = (ours.as_deref(), cluster_tag.as_deref());
-    loop {
-        if tx.is_closed() {
-            return;
+    ebs: Option<Ebs>,
+}
+
+/// One lister per `ebs` section, each attempt bounded by the census's timeout and the listing by
+/// its deadline.
+pub(crate) fn listers(settings: &CensusSettings) -> Vec<Box<dyn Lister>> {
+    let config = &settings.config;
+    config
+        .ebs
+        .iter()
+        .map(|s| {
+            Box::new(EbsRegionLister {
+                config: config_of(s, settings.timeout, settings.deadline),
+                ours: s
+                    .cluster_name
+                    .clone()
+                    .or_else(|| config.cluster_name.clone()),
+                cluster_tag: s.cluster_tag.clone(),
+                snapshots: s.snapshots,
+                ebs: None,
+            }) as Box<dyn Lister>
+        })
+        .collect()
+}
+
+impl Lister for EbsRegionLister {
+    fn scopes(&self) -> Vec<Scope> {
+        std::iter::once(scope_of(&self.config))
+            .chain(self.snapshots.then(|| snapshot_scope_of(&self.config)))
+            .collect()
+    }
+
+    fn list<'a>(&'a mut self, _reading: Reading<'a>) -> BoxFuture<'a, Vec<CensusReport>> {
+        Box::pin(self.turn())
+    }
+}
+
+impl EbsRegionLister {
+    async fn turn(&mut self) -> Vec<CensusReport> {
+        if self.ebs.is_none() {
+            self.ebs = Some(Ebs::connect(self.config.clone()).await);
         }
+        let Some(ebs) = &self.ebs else {
+            return Vec::new();
+        };
+        let (ours, cluster_tag) = (self.ours.as_deref(), self.cluster_tag.as_deref());
         let started = Instant::now();
         let at = wall_clock();
         let result = ebs.list().await;
-        let report = report_of(result, &config, ours, cluster_tag, at, started.elapsed());
-        if tx.send(report).await.is_err() {
-            return;
-        }
-        if snapshots {
+        let mut reports = vec![report_of(
+            result,
+            &self.config,
+            ours,
+            cluster_tag,
+            at,
+            started.elapsed(),
+        )];
+        if self.snapshots {
             let started = Instant::now();
             let at = wall_clock();
             let result = ebs.list_snapshots().await;
-            let report =
-                snapshots_report_of(result, &config, ours, cluster_tag, at, started.elapsed());
-            if tx.send(report).await.is_err() {
-                return;
-            }
+            reports.push(snapshots_report_of(
+                result,
+                &self.config,
+                ours,
+                cluster_tag,
+                at,
+                started.elapsed(),
+            ));
         }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = tx.closed() => return,
-        }
+        reports
     }
 }
 
@@ -294,31 +336,6 @@ pub(crate) fn config_of(section: &EbsSection, timeout: Duration, deadline: Durat
     c.request_timeout = timeout * 4;
     c.deadline = deadline;
     c
-}
-
-/// Every `ebs` section's census, each region listed on its own every `interval`, until `tx`
-/// is closed. A section's `clusterName` (else the file's) is the cluster its volumes' tags are
-/// read against; a section with `snapshots: true` reports its snapshots too.
-pub(crate) async fn run_all(
-    config: CensusConfig,
-    interval: Duration,
-    timeout: Duration,
-    deadline: Duration,
-    tx: mpsc::Sender<CensusReport>,
-) {
-    let regions = config.ebs.iter().map(|s| {
-        run(
-            config_of(s, timeout, deadline),
-            s.cluster_name
-                .clone()
-                .or_else(|| config.cluster_name.clone()),
-            s.cluster_tag.clone(),
-            s.snapshots,
-            interval,
-            tx.clone(),
-        )
-    });
-    futures::future::join_all(regions).await;
 }
 
 #[cfg(test)]

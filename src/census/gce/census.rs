@@ -1,5 +1,5 @@
-//! The GCE census task: lists one project every `interval` and hands each scope's result (a
-//! complete [`ScopeListing`], or why there is none) to the loop as a [`CensusReport`].
+//! The GCE backend's [`Lister`]: lists one project and hands each scope's result (a complete
+//! [`ScopeListing`], or why there is none) to the census loop as a [`CensusReport`].
 //!
 //! **I/O: reads Compute Engine through [`GceLister`]; writes nothing.** The mapping from the
 //! lister's answers to the neutral census types ([`snapshot_of`], [`scope_of`], the failure
@@ -8,15 +8,16 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tokio::sync::mpsc;
 
 use super::{
     CredentialSource, GceConfig, GceDisk, GceLister, GceScope, GceSnapshot, ListError, Location,
     Locations, ProjectListing, SnapshotListing,
 };
-use crate::census::config::{CensusConfig, GceLocation, GceSection};
-use crate::census::{CensusFailure, CensusReport};
+use crate::census::backend::{Lister, Reading};
+use crate::census::config::{GceLocation, GceSection};
+use crate::census::{CensusFailure, CensusReport, CensusSettings};
 use crate::decide::census::{CreatedFor, DiskFacts, Scope, ScopeListing, Seen};
 use crate::engine::clock::wall_clock;
 
@@ -214,73 +215,97 @@ pub fn reports_of(
     reports
 }
 
-/// Runs one project's census until `tx` is closed: lists every `interval`, and sends one
-/// report per scope; with `snapshots`, then lists the project's snapshots and sends their
-/// report (each listing succeeds or fails on its own: a role without `compute.snapshots.list`
-/// fails only the snapshots). `known` starts with the configured scopes (the project's own for
-/// an aggregated listing). A lister that cannot be made (credentials) is retried at the next
-/// turn, and its failure reported for the known scopes and the snapshots' (the loop logs it
-/// once per change).
-pub(crate) async fn run(
+/// The lister of one `gce` section: its project's disks, every zone and region it names (or all
+/// of them in one aggregated listing), then with `snapshots: true` the project's snapshots (each
+/// listing succeeds or fails on its own: a role without `compute.snapshots.list` fails only the
+/// snapshots). `known` starts with the configured scopes (the project's own for an aggregated
+/// listing) and gains those a listing names. A client that cannot be made (credentials) is
+/// tried again at the next listing, and its failure reported for the known scopes and the
+/// snapshots'.
+pub(crate) struct GceProjectLister {
     config: GceConfig,
-    mut known: BTreeSet<Scope>,
+    known: BTreeSet<Scope>,
     snapshots: bool,
-    interval: Duration,
-    tx: mpsc::Sender<CensusReport>,
-) {
-    let project = config.project.clone();
-    let snapshot_scope = snapshots.then(|| Scope::GceSnapshots {
-        project: project.clone(),
-    });
-    let mut lister = None;
-    loop {
-        if tx.is_closed() {
-            return;
-        }
+    lister: Option<GceLister>,
+}
+
+/// One lister per `gce` section, each request bounded by the census's timeout and each scope's
+/// listing by its deadline.
+pub(crate) fn listers(settings: &CensusSettings) -> Vec<Box<dyn Lister>> {
+    settings
+        .config
+        .gce
+        .iter()
+        .map(|s| {
+            Box::new(GceProjectLister {
+                config: config_of(s, settings.timeout, settings.deadline),
+                known: s.scopes().into_iter().collect(),
+                snapshots: s.snapshots,
+                lister: None,
+            }) as Box<dyn Lister>
+        })
+        .collect()
+}
+
+impl Lister for GceProjectLister {
+    fn scopes(&self) -> Vec<Scope> {
+        self.known
+            .iter()
+            .cloned()
+            .chain(self.snapshot_scope())
+            .collect()
+    }
+
+    fn list<'a>(&'a mut self, _reading: Reading<'a>) -> BoxFuture<'a, Vec<CensusReport>> {
+        Box::pin(self.turn())
+    }
+}
+
+impl GceProjectLister {
+    fn snapshot_scope(&self) -> Option<Scope> {
+        self.snapshots.then(|| Scope::GceSnapshots {
+            project: self.config.project.clone(),
+        })
+    }
+
+    async fn turn(&mut self) -> Vec<CensusReport> {
         let started = Instant::now();
         let at = wall_clock();
-        if lister.is_none() {
-            match GceLister::new(config.clone()).await {
-                Ok(l) => lister = Some(l),
+        if self.lister.is_none() {
+            match GceLister::new(self.config.clone()).await {
+                Ok(l) => self.lister = Some(l),
                 Err(e) => {
-                    for key in known.iter().chain(&snapshot_scope).cloned() {
-                        if tx
-                            .send(CensusReport {
-                                key,
-                                result: Err(failure(e.clone())),
-                                requests: 0,
-                                elapsed: started.elapsed(),
-                            })
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
+                    return self
+                        .scopes()
+                        .into_iter()
+                        .map(|key| CensusReport {
+                            key,
+                            result: Err(failure(e.clone())),
+                            requests: 0,
+                            elapsed: started.elapsed(),
+                        })
+                        .collect();
                 }
             }
         }
-        if let Some(l) = &lister {
-            let listing = l.list().await;
-            for r in reports_of(listing, &project, &mut known, at, started.elapsed()) {
-                if tx.send(r).await.is_err() {
-                    return;
-                }
-            }
-            if snapshots {
-                let started = Instant::now();
-                let at = wall_clock();
-                let listing = l.list_snapshots().await;
-                let r = snapshots_report_of(listing, &project, at, started.elapsed());
-                if tx.send(r).await.is_err() {
-                    return;
-                }
-            }
+        let Some(l) = &self.lister else {
+            return Vec::new();
+        };
+        let project = self.config.project.clone();
+        let listing = l.list().await;
+        let mut reports = reports_of(listing, &project, &mut self.known, at, started.elapsed());
+        if self.snapshots {
+            let started = Instant::now();
+            let at = wall_clock();
+            let listing = l.list_snapshots().await;
+            reports.push(snapshots_report_of(
+                listing,
+                &project,
+                at,
+                started.elapsed(),
+            ));
         }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = tx.closed() => return,
-        }
+        reports
     }
 }
 
@@ -307,27 +332,6 @@ pub(crate) fn config_of(section: &GceSection, timeout: Duration, deadline: Durat
     c.attempt_timeout = timeout;
     c.deadline = deadline;
     c
-}
-
-/// Every `gce` section's census, each project listed on its own every `interval`, until `tx`
-/// is closed; a section with `snapshots: true` reports its snapshots too.
-pub(crate) async fn run_all(
-    config: CensusConfig,
-    interval: Duration,
-    timeout: Duration,
-    deadline: Duration,
-    tx: mpsc::Sender<CensusReport>,
-) {
-    let projects = config.gce.iter().map(|s| {
-        run(
-            config_of(s, timeout, deadline),
-            s.scopes().into_iter().collect(),
-            s.snapshots,
-            interval,
-            tx.clone(),
-        )
-    });
-    futures::future::join_all(projects).await;
 }
 
 #[cfg(test)]
