@@ -5,7 +5,7 @@
 //! the census settings (one per Ceph cluster, GCE project, EBS region, ...), registered by one
 //! line in [`super::BACKENDS`]. A lister lists every scope it covers and reports each one, whole
 //! or failed with a category ([`CensusReport`]): never a partial list. The operator runs each
-//! lister every `interval` ([`drive`]); `scan` runs each of them twice, then a third time with
+//! lister every `interval` ([`run`]); `scan` runs each of them twice, then a third time with
 //! the details of the disks nothing names where a backend reads them apart (`crate::scan`).
 //!
 //! **I/O: whatever the backends do (read-only); this module only schedules them.**
@@ -58,20 +58,36 @@ pub trait Lister: Send {
     }
 }
 
-/// Runs `lister` every `interval` until `tx` is closed, sending each report. Waits first for the
-/// PV store: which disks the volumes name decides what is read of each.
-pub(crate) async fn drive(
-    mut lister: Box<dyn Lister>,
+/// Runs every lister until `tx` is closed, each listing every `interval` and sending each
+/// report, all in this one task (the listers wait on their backends, not on the CPU; Ceph's
+/// calls run on blocking threads). Waits first for the PV store, once: which disks the volumes
+/// name decides what is read of each. (One waiter on purpose: with several tasks waiting on the
+/// same store's readiness, some were seen never to wake.)
+pub(crate) async fn run(
+    listers: Vec<Box<dyn Lister>>,
     interval: Duration,
     pvs: Store<Volume>,
     tx: mpsc::Sender<CensusReport>,
 ) {
     let _ = pvs.wait_until_ready().await;
+    let each = listers
+        .into_iter()
+        .map(|lister| drive(lister, interval, &pvs, &tx));
+    futures::future::join_all(each).await;
+}
+
+/// Runs `lister` every `interval` until `tx` is closed, sending each report.
+async fn drive(
+    mut lister: Box<dyn Lister>,
+    interval: Duration,
+    pvs: &Store<Volume>,
+    tx: &mpsc::Sender<CensusReport>,
+) {
     loop {
         if tx.is_closed() {
             return;
         }
-        for report in lister.list(Reading::Operator(&pvs)).await {
+        for report in lister.list(Reading::Operator(pvs)).await {
             if tx.send(report).await.is_err() {
                 return;
             }

@@ -283,9 +283,9 @@ where
 /// the most it takes at once: a GCE listing's reports (one per zone and region) arrive together.
 const CENSUS_CHANNEL: usize = 64;
 
-/// The census tasks, when the census is on: one per lister (a Ceph cluster, a GCE project, an
-/// EBS region), each driven by the one census loop; their results join the inputs. A backend
-/// without a section starts no task and calls no library.
+/// The census task, when the census is on: the one census loop, driving every lister (a Ceph
+/// cluster, a GCE project, an EBS region); their results join the inputs. A backend without a
+/// section makes no lister and calls no library.
 fn census(
     settings: &Settings,
     pvs: &Store<Volume>,
@@ -312,17 +312,15 @@ fn census(
             tracing::warn!(error = %e, "the census of a scope this build cannot list was not reported");
         }
     }
-    listers
-        .into_iter()
-        .map(|lister| {
-            tokio::spawn(crate::census::backend::drive(
-                lister,
-                c.interval,
-                pvs.clone(),
-                tx.clone(),
-            ))
-        })
-        .collect()
+    if listers.is_empty() {
+        return Vec::new();
+    }
+    vec![tokio::spawn(crate::census::backend::run(
+        listers,
+        c.interval,
+        pvs.clone(),
+        tx,
+    ))]
 }
 
 /// The election runs beside the loop; without it this process leads for ever. The role, the

@@ -95,3 +95,64 @@ fn a_scope_no_lister_covers_is_failed_saying_why() {
         .into()
     );
 }
+
+/// A lister that counts its listings and reports one empty scope each time.
+struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl crate::census::backend::Lister for Counting {
+    fn scopes(&self) -> Vec<Scope> {
+        vec![Scope::Ebs {
+            account: None,
+            region: "eu-west-1".into(),
+        }]
+    }
+
+    fn list<'a>(
+        &'a mut self,
+        _reading: crate::census::backend::Reading<'a>,
+    ) -> futures::future::BoxFuture<'a, Vec<crate::census::CensusReport>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Vec::new() })
+    }
+}
+
+#[tokio::test]
+async fn the_loop_runs_every_lister_every_interval_once_the_pv_store_is_ready() {
+    use kube::runtime::{reflector, watcher};
+    let (store, mut writer) = reflector::store::<crate::model::volume::Volume>();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let counts: Vec<_> = (0..3)
+        .map(|_| std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0)))
+        .collect();
+    let listers: Vec<Box<dyn crate::census::backend::Lister>> = counts
+        .iter()
+        .map(|c| Box::new(Counting(c.clone())) as Box<dyn crate::census::backend::Lister>)
+        .collect();
+    let task = tokio::spawn(crate::census::backend::run(
+        listers,
+        Duration::from_millis(10),
+        store,
+        tx,
+    ));
+    let load = |c: &std::sync::Arc<std::sync::atomic::AtomicUsize>| {
+        c.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        counts.iter().all(|c| load(c) == 0),
+        "listed before the PV store was ready"
+    );
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (i, c) in counts.iter().enumerate() {
+        let n = load(c);
+        assert!(
+            n >= 3,
+            "lister {i} listed {n} times in 200 ms at a 10 ms interval"
+        );
+    }
+    rx.close();
+    task.await.unwrap();
+}
+
