@@ -155,4 +155,3 @@ async fn the_loop_runs_every_lister_every_interval_once_the_pv_store_is_ready() 
     rx.close();
     task.await.unwrap();
 }
-
