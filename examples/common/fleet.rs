@@ -152,9 +152,10 @@ fn app(i: usize) -> &'static str {
     APPS[(i / NAMESPACES) % APPS.len()]
 }
 
-/// The claim's name: a StatefulSet's `data-<app>-<instance>-<ordinal>`.
+/// The claim's name: a StatefulSet's `data-<app>-<instance>-<ordinal>` (the instance grows with
+/// `i`, so names stay unique in a namespace at any fleet size).
 pub fn claim_name(i: usize) -> String {
-    format!("data-{}-{}-{}", app(i), (i / 7) % 1000, i % 7)
+    format!("data-{}-{}-{}", app(i), i / 7, i % 7)
 }
 
 /// The PV's name: what the external provisioner names it, `pvc-<uuid>`.
