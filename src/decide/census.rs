@@ -291,6 +291,17 @@ impl Census {
             (DiskRef::Ebs { region, .. }, Scope::Ebs { region: g, .. }) => {
                 region.as_ref().is_none_or(|r| r == g)
             }
+            (
+                DiskRef::Azure {
+                    subscription,
+                    resource_group,
+                    ..
+                },
+                Scope::Azure {
+                    subscription: s,
+                    resource_group: g,
+                },
+            ) => s == subscription && g == resource_group,
             _ => false,
         };
         // The open projects' scopes that could hold it and are not listed yet.
@@ -489,6 +500,26 @@ pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
             ],
             name,
         ),
+        Scope::Azure {
+            subscription,
+            resource_group,
+        } => hashed_name(
+            "azure",
+            &[subscription.as_bytes(), resource_group.as_bytes()],
+            name,
+        ),
+        Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => hashed_name(
+            "azure",
+            &[
+                subscription.as_bytes(),
+                resource_group.as_bytes(),
+                b"snapshots",
+            ],
+            name,
+        ),
     }
 }
 
@@ -496,8 +527,20 @@ pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
 fn snapshot_handle_of(scope: &Scope, name: &str) -> String {
     match scope {
         Scope::GceSnapshots { project } => format!("projects/{project}/global/snapshots/{name}"),
+        Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => azure_id(subscription, resource_group, "snapshots", name),
         _ => name.to_string(),
     }
+}
+
+/// An Azure resource id, as the Azure Disk CSI driver's handles carry it (lower-cased: the
+/// census keys every part so).
+fn azure_id(subscription: &str, resource_group: &str, kind: &str, name: &str) -> String {
+    format!(
+        "/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/{kind}/{name}"
+    )
 }
 
 /// The VolumeLeftover's name for an image: deterministic, a valid object name for any cluster
@@ -620,7 +663,7 @@ fn snapshot_orphan(
     now: &Time,
 ) -> Finding {
     use crate::model::crd::SnapshotInfo;
-    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+    use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
     let size = i64::try_from(d.size).ok();
     let (driver, what) = match key {
         Scope::GceSnapshots { project } => (
@@ -630,6 +673,15 @@ fn snapshot_orphan(
         Scope::EbsSnapshots { region, .. } => {
             (EBS_CSI_DRIVER, format!("EBS snapshot {name} ({region})"))
         }
+        Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => (
+            AZURE_DISK_CSI_DRIVER,
+            format!(
+                "Azure snapshot {name} (subscription {subscription}, resource group {resource_group})"
+            ),
+        ),
         _ => ("", name.to_string()),
     };
     let recorded = d.created_for.as_ref();
@@ -730,6 +782,9 @@ fn located(key: &Scope, d: &DiskFacts) -> ImageInfo {
     if i.zone.is_none() {
         i.zone = d.zone.clone();
     }
+    if i.region.is_none() {
+        i.region = d.region.clone();
+    }
     i.tags = d.tags.iter().cloned().collect();
     i
 }
@@ -757,6 +812,22 @@ fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
             ("gcePersistentDisk", name)
         }
         Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => ("awsElasticBlockStore", name),
+        // The in-tree source's `diskURI` is what names the disk (and where it is).
+        Scope::Azure {
+            subscription,
+            resource_group,
+        }
+        | Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => {
+            return VolumeSourceInfo {
+                kind: "azureDisk".into(),
+                disk_name: Some(name.to_string()),
+                disk_uri: Some(azure_id(subscription, resource_group, "disks", name)),
+                ..VolumeSourceInfo::default()
+            };
+        }
     };
     VolumeSourceInfo {
         kind: kind.into(),
@@ -802,6 +873,19 @@ pub(crate) fn image_location(key: &Scope) -> ImageInfo {
             region: Some(region.clone()),
             ..ImageInfo::default()
         },
+        Scope::Azure {
+            subscription,
+            resource_group,
+        }
+        | Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => ImageInfo {
+            backend: Some(DiskBackend::Azure),
+            account: Some(subscription.clone()),
+            resource_group: Some(resource_group.clone()),
+            ..ImageInfo::default()
+        },
     }
 }
 
@@ -826,7 +910,7 @@ pub(crate) fn looked_in(census: &Census, source: &VolumeSourceInfo) -> Option<Im
 /// `clusterID` and its zone or region in `pool`, and is read so.
 pub(crate) fn recorded_scope(s: &VolumeLeftoverStatus) -> Option<Scope> {
     use crate::model::crd::DiskBackend;
-    use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+    use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
     let (source, i) = (&s.source, s.image.as_ref()?);
     let snapshot = s.reason == Reason::SnapshotWithoutContent;
     let backend = i
@@ -834,6 +918,7 @@ pub(crate) fn recorded_scope(s: &VolumeLeftoverStatus) -> Option<Scope> {
         .or(match (source.kind.as_str(), source.driver.as_deref()) {
             ("gcePersistentDisk", _) | ("csi", Some(GCE_PD_CSI_DRIVER)) => Some(DiskBackend::Gce),
             ("awsElasticBlockStore", _) | ("csi", Some(EBS_CSI_DRIVER)) => Some(DiskBackend::Ebs),
+            ("azureDisk", _) | ("csi", Some(AZURE_DISK_CSI_DRIVER)) => Some(DiskBackend::Azure),
             _ => None,
         });
     // Before `backend`: the project or account in `clusterID`, the zone or region in `pool`.
@@ -860,6 +945,21 @@ pub(crate) fn recorded_scope(s: &VolumeLeftoverStatus) -> Option<Scope> {
                 Scope::EbsSnapshots { account, region }
             } else {
                 Scope::Ebs { account, region }
+            }
+        }
+        Some(DiskBackend::Azure) => {
+            let subscription = text(i.account.clone()).to_ascii_lowercase();
+            let resource_group = text(i.resource_group.clone()).to_ascii_lowercase();
+            if snapshot {
+                Scope::AzureSnapshots {
+                    subscription,
+                    resource_group,
+                }
+            } else {
+                Scope::Azure {
+                    subscription,
+                    resource_group,
+                }
             }
         }
         Some(DiskBackend::Ceph) | None => Scope::Ceph(PoolKey::new(
@@ -905,6 +1005,16 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
         Scope::Ebs { region, .. } | Scope::EbsSnapshots { region, .. } => {
             format!("EBS volume {name} ({region})")
         }
+        Scope::Azure {
+            subscription,
+            resource_group,
+        }
+        | Scope::AzureSnapshots {
+            subscription,
+            resource_group,
+        } => format!(
+            "Azure managed disk {name} (subscription {subscription}, resource group {resource_group})"
+        ),
     };
     let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
     m.push_str(&ownership_sentence(
@@ -941,6 +1051,11 @@ fn ownership_sentence(
         Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => {
             ("EBS CSI driver", "The EBS CSI driver", "account")
         }
+        Scope::Azure { .. } | Scope::AzureSnapshots { .. } => (
+            "Azure Disk CSI driver",
+            "The Azure Disk CSI driver",
+            "resource group",
+        ),
     };
     let Some(o) = owner else {
         return format!(

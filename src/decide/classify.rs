@@ -1071,6 +1071,7 @@ pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     } else if let Some(az) = in_tree.and_then(|t| t.azure_disk.as_ref()) {
         s.kind = "azureDisk".into();
         s.disk_name = Some(az.disk_name.clone());
+        s.disk_uri = Some(az.disk_uri.clone()).filter(|u| !u.is_empty());
     } else if let Some(c) = in_tree.and_then(|t| t.cinder.as_ref()) {
         s.kind = "cinder".into();
         s.disk_name = Some(c.volume_id.clone());

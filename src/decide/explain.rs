@@ -544,7 +544,8 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 region,
             }
         }
-        None => Disk::Other,
+        // The runbooks have no Azure commands yet: what the source says is all they print.
+        Some(DiskBackend::Azure) | None => Disk::Other,
     }
 }
 
@@ -1914,6 +1915,7 @@ fn backend_snapshot_of(cx: &Cx) -> BackendSnapshot {
             id: Some(id),
             region,
         },
+        Some(SnapshotHandleRef::Azure { .. }) => BackendSnapshot::Other,
         None => match cx.s.source.driver.as_deref() {
             Some(GCE_PD_CSI_DRIVER) => BackendSnapshot::Gce {
                 project: image.and_then(|i| nonempty(i.account.as_deref())),

@@ -461,6 +461,9 @@ pub enum DiskBackend {
     /// AWS EBS volumes (and their snapshots).
     #[serde(rename = "ebs")]
     Ebs,
+    /// Azure managed disks (and their snapshots).
+    #[serde(rename = "azure")]
+    Azure,
 }
 
 impl DiskBackend {
@@ -470,6 +473,7 @@ impl DiskBackend {
             DiskBackend::Ceph => "ceph",
             DiskBackend::Gce => "gce",
             DiskBackend::Ebs => "ebs",
+            DiskBackend::Azure => "azure",
         }
     }
 }
@@ -483,14 +487,17 @@ impl DiskBackend {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageInfo {
-    /// The backend that holds it (`ceph`, `gce`, `ebs`). Absent on objects written before it
+    /// The backend that holds it (`ceph`, `gce`, `ebs`, `azure`). Absent on objects written before it
     /// was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<DiskBackend>,
-    /// The GCE project or the AWS account it lives in (the account as configured for the
-    /// census; absent when the configuration names none).
+    /// The GCE project, the AWS account (as configured for the census; absent when the
+    /// configuration names none) or the Azure subscription it lives in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// Azure only: the resource group (lower-cased, as Azure compares it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_group: Option<String>,
     /// Its region: an EBS volume's or snapshot's, a regional GCE disk's, a zonal GCE disk's zone's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
@@ -1154,6 +1161,10 @@ pub struct VolumeSourceInfo {
     /// disk name, Cinder volume id, vSphere volume path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_name: Option<String>,
+    /// An in-tree `azureDisk`'s `diskURI`: a managed disk's resource id
+    /// (`/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/disks/NAME`).
+    #[serde(default, rename = "diskURI", skip_serializing_if = "Option::is_none")]
+    pub disk_uri: Option<String>,
     /// Path of an nfs (`server:path`), hostPath or local source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,

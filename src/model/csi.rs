@@ -180,6 +180,37 @@ pub(crate) const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";
 /// The AWS EBS CSI driver.
 pub(crate) const EBS_CSI_DRIVER: &str = "ebs.csi.aws.com";
 
+/// The Azure Disk CSI driver.
+pub(crate) const AZURE_DISK_CSI_DRIVER: &str = "disk.csi.azure.com";
+
+/// The subscription, resource group and name of an Azure resource id of `kind` (`disks`,
+/// `snapshots`): `/subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/<kind>/NAME`,
+/// every part compared and returned lower-cased (Azure treats resource ids case-insensitively,
+/// and the Azure Disk CSI driver writes them as ARM returned them, often in another case than
+/// the portal's). `None` for anything else (never panics).
+pub(crate) fn parse_azure_id(id: &str, kind: &str) -> Option<(String, String, String)> {
+    let lower = id.to_ascii_lowercase();
+    let parts: Vec<&str> = lower.split('/').collect();
+    let [
+        "",
+        "subscriptions",
+        sub,
+        "resourcegroups",
+        rg,
+        "providers",
+        "microsoft.compute",
+        k,
+        name,
+    ] = parts[..]
+    else {
+        return None;
+    };
+    if k != kind || [sub, rg, name].iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    Some((sub.to_string(), rg.to_string(), name.to_string()))
+}
+
 /// The node-affinity (and label) keys that carry a volume's zone: the current one, the
 /// deprecated one the in-tree plugins wrote, and the GCE and EBS CSI drivers' own.
 pub(crate) const ZONE_KEYS: [&str; 4] = [
@@ -445,6 +476,8 @@ pub fn disk_ref(s: &VolumeSourceInfo) -> Option<DiskRef> {
                 .clone()
                 .filter(|n| !n.is_empty() && !n.contains('/'))?,
         }),
+        "csi" if driver == AZURE_DISK_CSI_DRIVER => azure_disk(s.volume_handle.as_deref()?),
+        "azureDisk" => azure_disk(s.disk_uri.as_deref()?),
         "awsElasticBlockStore" => {
             let (volume_id, zone) = parse_ebs_volume_id(s.disk_name.as_deref()?)?;
             Some(DiskRef::Ebs {
@@ -456,11 +489,28 @@ pub fn disk_ref(s: &VolumeSourceInfo) -> Option<DiskRef> {
     }
 }
 
+/// The Azure managed disk a resource id names.
+fn azure_disk(id: &str) -> Option<DiskRef> {
+    let (subscription, resource_group, name) = parse_azure_id(id, "disks")?;
+    Some(DiskRef::Azure {
+        subscription,
+        resource_group,
+        name,
+    })
+}
+
 /// The backend snapshot a VolumeSnapshotContent's handle names, as the census keys it: the
 /// snapshot scope's kind and the snapshot's name in it (GCE
 /// `projects/<project>/global/snapshots/<name>`: the project and the name; EBS `snap-...`: the
 /// id, in whichever region). `None` for any other handle (an RBD snapshot, a GCE image).
 pub fn snapshot_handle_ref(handle: &str) -> Option<SnapshotHandleRef> {
+    if let Some((subscription, resource_group, name)) = parse_azure_id(handle, "snapshots") {
+        return Some(SnapshotHandleRef::Azure {
+            subscription,
+            resource_group,
+            name,
+        });
+    }
     if let Some(rest) = handle.strip_prefix("projects/") {
         let (project, name) = rest.split_once("/global/snapshots/")?;
         return (!project.is_empty() && !name.is_empty() && !name.contains('/')).then(|| {
@@ -483,6 +533,12 @@ pub enum SnapshotHandleRef {
     /// An EBS snapshot id: unique across regions and accounts, so it names a snapshot of
     /// whichever region holds it.
     Ebs(String),
+    /// An Azure snapshot, by its resource id's parts (lower-cased).
+    Azure {
+        subscription: String,
+        resource_group: String,
+        name: String,
+    },
 }
 
 impl SnapshotHandleRef {
@@ -495,6 +551,17 @@ impl SnapshotHandleRef {
                 Some(name)
             }
             (SnapshotHandleRef::Ebs(id), Scope::EbsSnapshots { .. }) => Some(id),
+            (
+                SnapshotHandleRef::Azure {
+                    subscription,
+                    resource_group,
+                    name,
+                },
+                Scope::AzureSnapshots {
+                    subscription: s,
+                    resource_group: g,
+                },
+            ) if s == subscription && g == resource_group => Some(name),
             _ => None,
         }
     }

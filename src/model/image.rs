@@ -105,6 +105,23 @@ pub enum Scope {
         /// The region (`eu-west-1`).
         region: String,
     },
+    /// The managed disks of one resource group of an Azure subscription (AKS keeps a cluster's
+    /// disks in its node resource group). Both are case-insensitive in Azure and kept
+    /// lower-cased here, so that a volume handle naming them in any case finds its scope.
+    Azure {
+        /// The subscription id (a GUID), lower-cased.
+        subscription: String,
+        /// The resource group, lower-cased.
+        resource_group: String,
+    },
+    /// The snapshots of one resource group of an Azure subscription that the Azure Disk CSI
+    /// driver made, censused when its section says `snapshots: true`.
+    AzureSnapshots {
+        /// The subscription id, lower-cased.
+        subscription: String,
+        /// The resource group, lower-cased.
+        resource_group: String,
+    },
 }
 
 impl Scope {
@@ -114,6 +131,7 @@ impl Scope {
             Scope::Ceph(_) => "ceph",
             Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => "gce",
             Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => "ebs",
+            Scope::Azure { .. } | Scope::AzureSnapshots { .. } => "azure",
         }
     }
 
@@ -122,7 +140,7 @@ impl Scope {
     pub(crate) fn holds_snapshots(&self) -> bool {
         matches!(
             self,
-            Scope::GceSnapshots { .. } | Scope::EbsSnapshots { .. }
+            Scope::GceSnapshots { .. } | Scope::EbsSnapshots { .. } | Scope::AzureSnapshots { .. }
         )
     }
 }
@@ -156,6 +174,14 @@ impl fmt::Display for Scope {
                 account: None,
                 region,
             } => write!(f, "ebs:{region}"),
+            Scope::Azure {
+                subscription,
+                resource_group,
+            } => write!(f, "azure:{subscription}/{resource_group}"),
+            Scope::AzureSnapshots {
+                subscription,
+                resource_group,
+            } => write!(f, "azure:{subscription}/{resource_group}/snapshots"),
         }
     }
 }
@@ -199,6 +225,16 @@ pub enum DiskRef {
         /// Its region, when the volume tells its zone.
         region: Option<String>,
     },
+    /// An Azure managed disk: its resource id says everything, in any case (all three are
+    /// lower-cased here, as the census keys them).
+    Azure {
+        /// The subscription id.
+        subscription: String,
+        /// The resource group.
+        resource_group: String,
+        /// The disk's name.
+        name: String,
+    },
 }
 
 impl DiskRef {
@@ -208,6 +244,7 @@ impl DiskRef {
             DiskRef::Ceph(r) => &r.name,
             DiskRef::Gce { name, .. } => name,
             DiskRef::Ebs { volume_id, .. } => volume_id,
+            DiskRef::Azure { name, .. } => name,
         }
     }
 }

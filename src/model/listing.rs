@@ -58,6 +58,8 @@ pub(crate) struct DiskFacts {
     /// Its zone, where the listing says (an EBS volume's availability zone; a zonal GCE disk's
     /// zone is its scope's).
     pub(crate) zone: Option<String>,
+    /// Its region, where the listing says and the scope does not (an Azure disk's location).
+    pub(crate) region: Option<String>,
     /// The labels or tags that attribute it (the cluster's, and those naming what it was
     /// created for), sorted by key: what a finding shows a person looking for its owner.
     pub(crate) tags: Vec<(String, String)>,
@@ -228,6 +230,11 @@ pub struct FailureKind {
 }
 
 impl FailureKind {
+    /// Its neutral category.
+    pub fn category(&self) -> FailureCategory {
+        self.category
+    }
+
     /// A kind whose backend has no finer name than the category's.
     pub(crate) fn of(category: FailureCategory) -> FailureKind {
         FailureKind {

@@ -17,7 +17,7 @@ pub struct DiskSize {
     /// Bytes, as the census read them.
     pub bytes: u64,
     /// The backend's allocation unit: a size is rounded up to a whole number of these (GCE
-    /// and EBS: 1 GiB; ceph-csi: 1 MiB).
+    /// EBS and Azure: 1 GiB; ceph-csi: 1 MiB).
     pub granularity: u64,
 }
 
@@ -25,7 +25,7 @@ impl DiskSize {
     /// The size of the disk `r` names, `bytes` long.
     pub fn of(r: &DiskRef, bytes: u64) -> DiskSize {
         let granularity = match r {
-            DiskRef::Gce { .. } | DiskRef::Ebs { .. } => GIB,
+            DiskRef::Gce { .. } | DiskRef::Ebs { .. } | DiskRef::Azure { .. } => GIB,
             DiskRef::Ceph(_) => MIB,
         };
         DiskSize { bytes, granularity }

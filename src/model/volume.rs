@@ -373,6 +373,9 @@ pub(crate) struct AzureDisk {
     /// `diskName`.
     #[serde(default)]
     pub(crate) disk_name: String,
+    /// `diskURI`: a managed disk's resource id.
+    #[serde(default, rename = "diskURI")]
+    pub(crate) disk_uri: String,
 }
 
 /// `spec.vsphereVolume`.

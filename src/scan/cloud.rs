@@ -40,6 +40,7 @@ impl std::fmt::Display for ScopeFailure {
             "ceph" => "Ceph",
             "gce" => "GCE",
             "ebs" => "EBS",
+            "azure" => "Azure",
             other => other,
         };
         // A Ceph scope is a pool (`fsid/pool`), and says so.
@@ -170,6 +171,9 @@ pub(crate) fn disk_keys(f: &Finding) -> Option<DiskKeys> {
         | Scope::GceProject { project }
         | Scope::GceSnapshots { project } => (Some(project.clone()), None),
         Scope::Ebs { account, .. } | Scope::EbsSnapshots { account, .. } => (None, account.clone()),
+        Scope::Azure { subscription, .. } | Scope::AzureSnapshots { subscription, .. } => {
+            (None, Some(subscription.clone()))
+        }
     };
     let mut keys = DiskKeys {
         backend: scope.backend(),

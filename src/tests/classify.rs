@@ -742,6 +742,7 @@ fn mariadb_status_is_observed_field_by_field() {
             cluster_id: None,
             rados_namespace: None,
             disk_name: None,
+            disk_uri: None,
             path: None,
             zones: Vec::new(),
         }
@@ -847,6 +848,7 @@ fn csi_source_reports_driver_handle_pool_and_image() {
             cluster_id: Some("x".into()),
             rados_namespace: None,
             disk_name: None,
+            disk_uri: None,
             path: None,
             zones: Vec::new(),
         }

@@ -94,6 +94,7 @@ pub(crate) fn facts_of(v: &EbsVolume, ours: Option<&str>, cluster_tag: Option<&s
         replica_zones: Vec::new(),
         source_disk: None,
         zone: v.availability_zone.clone(),
+        region: None,
         tags: attributing_tags(&v.tags, cluster_tag),
     }
 }
@@ -128,6 +129,7 @@ pub(crate) fn snapshot_facts_of(
         replica_zones: Vec::new(),
         source_disk: s.source_volume().map(str::to_string),
         zone: None,
+        region: None,
         tags: attributing_tags(&s.tags, cluster_tag),
     }
 }

@@ -56,6 +56,7 @@ pub(crate) fn facts_of(d: &GceDisk) -> DiskFacts {
         source_disk: None,
         // A zonal disk's zone is its scope's.
         zone: None,
+        region: None,
         // GCE labels are few and short (GKE's `goog-k8s-cluster-name`, the class's `labels`):
         // all of them.
         tags: d
@@ -87,6 +88,7 @@ pub(crate) fn snapshot_facts_of(s: &GceSnapshot) -> DiskFacts {
         replica_zones: Vec::new(),
         source_disk: s.source_disk.clone(),
         zone: None,
+        region: None,
         tags: Vec::new(),
     }
 }

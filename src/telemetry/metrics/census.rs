@@ -40,7 +40,9 @@ impl From<&Scope> for CensusLabels {
             | Scope::GceProject { .. }
             | Scope::GceSnapshots { .. }
             | Scope::Ebs { .. }
-            | Scope::EbsSnapshots { .. } => {
+            | Scope::EbsSnapshots { .. }
+            | Scope::Azure { .. }
+            | Scope::AzureSnapshots { .. } => {
                 let backend = scope.backend();
                 let full = scope.to_string();
                 let name = full
