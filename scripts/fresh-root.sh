@@ -10,7 +10,9 @@
 #     written, so a tool added anywhere is installed from nothing here too;
 #   - scripts/seed-python.sh (Python's venv module and the seed's `kubernetes` client from PyPI);
 #   - scripts/gce-python.sh (`cryptography` and Google's compute v1 discovery document, for the
-#     project's Compute test server, which must then validate a body against that document) and
+#     project's Compute test server, which must then validate a body against that document),
+#     scripts/azure-python.sh (`azure-mgmt-compute`'s models, for the project's ARM test server,
+#     which must then validate a body against them) and
 #     scripts/moto.sh (moto's EC2 server, which must then answer `--help`), from PyPI;
 #   - once more, every tool at once: it must now be silent, and dpkg must name, as the owner of
 #     each tool, the package ensure-tools.sh maps it to (a tool that an earlier line's packages
@@ -207,6 +209,13 @@ run "the Compute test server validates a body against the discovery document" sh
   ! echo "{\"kind\": \"compute#diskList\", \"itemz\": []}" |
     "$1" tests/fake-gce-compute/server.py --discovery "$doc" --validate DiskList >/dev/null
 ' sh "$gce_python"
+run "scripts/azure-python.sh" scripts/azure-python.sh
+azure_python=$(scripts/azure-python.sh)
+run "the ARM test server validates a body against azure-mgmt-compute's models" sh -c '
+  set -e
+  echo "{\"value\": []}" | "$1" tests/fake-azure-arm/server.py --validate DiskList | grep -qx valid
+  ! echo "{\"valuez\": []}" | "$1" tests/fake-azure-arm/server.py --validate DiskList >/dev/null 2>&1
+' sh "$azure_python"
 run "scripts/moto.sh" scripts/moto.sh
 moto_server=$(scripts/moto.sh)
 run "moto_server --help" "$moto_server" --help

@@ -68,13 +68,15 @@ echo "== the CNCF distribution registry from Debian (docker-registry) for the re
 scripts/ensure-tools.sh docker-registry
 echo "== Ceph from Debian's packages for the census tests (ceph-mon, ceph-osd, ceph-common), installed when missing"
 scripts/ensure-tools.sh ceph-mon ceph-osd ceph ceph-authtool monmaptool rbd ss uuidgen
-phase "tools: Python (seed, moto, Compute server)"
+phase "tools: Python (seed, moto, Compute and ARM servers)"
 echo "== Python for the seed's original tool (cached by pin)"
 scripts/seed-python.sh >/dev/null
 echo "== moto's EC2 server for the EBS census tests (cached by pin)"
 scripts/moto.sh >/dev/null
 echo "== Python for the project's Compute test server, the GCE census tests (cached by pin)"
 scripts/gce-python.sh >/dev/null
+echo "== Python for the project's ARM test server, the Azure census tests (cached by pin)"
+scripts/azure-python.sh >/dev/null
 # The steps above find most tools already installed on a machine that ran them once (CI's): run
 # them again where nothing is, so that a missing install step fails here and not on a newcomer's
 # first `make test`.
@@ -112,9 +114,10 @@ registries="docker-registry serve $CARGO_TARGET_DIR/tmp/registry-"
 cephs="$CARGO_TARGET_DIR/tmp/ceph-"
 moto='/moto_server( |$)'
 gce="$PWD/tests/fake-gce-compute/server\.py"
+arm="$PWD/tests/fake-azure-arm/server\.py"
 for _ in $(seq 20); do
   pgrep -f "$runs" >/dev/null || pgrep -f "$cephs" >/dev/null || pgrep -f '^/usr/local/bin/volume-leftovers ' >/dev/null ||
-    pgrep -f "$moto" >/dev/null || pgrep -f "$gce" >/dev/null || pgrep -f "$registries" >/dev/null || break
+    pgrep -f "$moto" >/dev/null || pgrep -f "$gce" >/dev/null || pgrep -f "$arm" >/dev/null || pgrep -f "$registries" >/dev/null || break
   sleep 0.5
 done
 if pgrep -af "$runs"; then
@@ -135,6 +138,10 @@ if pgrep -af "$moto"; then
 fi
 if pgrep -af "$gce"; then
   echo "test.sh: a Compute test server (fake-gce-compute) outlived the GCE tests (listed above)" >&2
+  exit 1
+fi
+if pgrep -af "$arm"; then
+  echo "test.sh: an ARM test server (fake-azure-arm) outlived the Azure tests (listed above)" >&2
   exit 1
 fi
 if pgrep -af "$registries"; then

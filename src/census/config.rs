@@ -1,5 +1,5 @@
 //! The census configuration file (`--census-config`): which backends to census (Ceph clusters
-//! and pools, GCE projects, EBS regions) and how to reach them. Parsing and checking only: no
+//! and pools, GCE projects, EBS regions, Azure resource groups) and how to reach them. Parsing and checking only: no
 //! client is made here.
 
 use std::collections::BTreeSet;
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::census::azure::config::AzureSection;
 use crate::census::ceph::config::ClusterConfig;
 use crate::decide::census::{Census, PoolKey, Scope};
 
@@ -38,6 +39,10 @@ use crate::decide::census::{Census, PoolKey, Scope};
 ///     clusterName: prod-eu-1
 ///     clusterTag: my-cluster-tag  # an extra tag key naming the cluster
 ///     snapshots: true             # also the EBS CSI driver's snapshots (ec2:DescribeSnapshots)
+/// azure:                          # see census::azure::config::AzureSection
+///   - subscription: 00000000-0000-0000-0000-000000000000
+///     resourceGroups: [MC_prod_aks_westeurope]
+///     nodeResourceGroup: true
 /// ```
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -56,6 +61,9 @@ pub struct CensusConfig {
     /// The EBS regions to census.
     #[serde(default)]
     pub(crate) ebs: Vec<EbsSection>,
+    /// The Azure subscriptions' resource groups to census.
+    #[serde(default)]
+    pub(crate) azure: Vec<AzureSection>,
 }
 
 /// One GCE project.
@@ -189,8 +197,11 @@ impl CensusConfig {
     /// Parses and checks the file's text.
     pub fn parse(text: &str) -> Result<CensusConfig, String> {
         let c: CensusConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        if c.clusters.is_empty() && c.gce.is_empty() && c.ebs.is_empty() {
-            return Err("no clusters, gce projects or ebs regions: nothing to census".into());
+        if c.clusters.is_empty() && c.gce.is_empty() && c.ebs.is_empty() && c.azure.is_empty() {
+            return Err(
+                "no clusters, gce projects, ebs regions or azure subscriptions: nothing to census"
+                    .into(),
+            );
         }
         crate::census::ceph::config::check(&c.clusters)?;
         let mut projects = BTreeSet::new();
@@ -238,6 +249,7 @@ impl CensusConfig {
             check_nonempty(&what, "clusterTag", &e.cluster_tag)?;
             check_endpoint(&what, &e.endpoint)?;
         }
+        crate::census::azure::config::check(&c.azure, c.cluster_name.as_deref())?;
         Ok(c)
     }
 
@@ -252,7 +264,9 @@ impl CensusConfig {
                 .chain(self.gce.iter().flat_map(GceSection::scopes))
                 .chain(self.gce.iter().filter_map(GceSection::snapshot_scope))
                 .chain(self.ebs.iter().map(EbsSection::scope))
-                .chain(self.ebs.iter().filter_map(EbsSection::snapshot_scope)),
+                .chain(self.ebs.iter().filter_map(EbsSection::snapshot_scope))
+                .chain(self.azure.iter().flat_map(AzureSection::scopes))
+                .chain(self.azure.iter().flat_map(AzureSection::snapshot_scopes)),
             self.cluster_name.as_deref(),
             image_grace,
         );
@@ -268,6 +282,11 @@ impl CensusConfig {
         for e in &self.ebs {
             for s in std::iter::once(e.scope()).chain(e.snapshot_scope()) {
                 c.name_cluster(&s, e.cluster_name.as_deref());
+            }
+        }
+        for a in &self.azure {
+            for s in a.scopes().into_iter().chain(a.snapshot_scopes()) {
+                c.name_cluster(&s, a.cluster_name.as_deref());
             }
         }
         c

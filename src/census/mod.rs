@@ -1,6 +1,7 @@
 //! Storage backend censuses (opt-in): each backend lists its disks or images read-only and
 //! hands [`crate::decide::census::ScopeListing`]s to the decisions.
 
+pub mod azure;
 pub mod backend;
 pub mod ceph;
 pub mod config;
@@ -28,6 +29,8 @@ const BACKENDS: &[MakeListers] = &[
     gce::census::listers,
     #[cfg(feature = "ebs")]
     ebs::census::listers,
+    #[cfg(feature = "azure")]
+    azure::census::listers,
 ];
 
 /// The listers of every configured scope this build can list.
@@ -110,7 +113,7 @@ pub(crate) use crate::model::text::one_line;
 /// 'compute.disks.list' permission for 'projects/p'` (Compute). What the answer lacks is left
 /// out. Never the SDK's debug form of the answer: that repeats the message and adds the raw
 /// headers and body.
-#[cfg(any(feature = "gce", feature = "ebs"))]
+#[cfg(any(feature = "gce", feature = "ebs", feature = "azure"))]
 pub(crate) fn service_line(
     code: Option<&str>,
     status: Option<u16>,
@@ -130,7 +133,7 @@ pub(crate) fn service_line(
 
 /// The innermost cause of `e` (itself when it has none): past the SDKs' wrappers ("dispatch
 /// failure", "service error"), what actually went wrong (`Connection refused (os error 111)`).
-#[cfg(any(feature = "gce", feature = "ebs"))]
+#[cfg(any(feature = "gce", feature = "ebs", feature = "azure"))]
 pub(crate) fn innermost<'a>(
     e: &'a (dyn std::error::Error + 'static),
 ) -> &'a (dyn std::error::Error + 'static) {

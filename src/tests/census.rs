@@ -187,7 +187,10 @@ ebs:
 #[test]
 fn a_bad_cloud_section_says_what_is_wrong() {
     for (text, says) in [
-        ("{}", "no clusters, gce projects or ebs regions"),
+        (
+            "{}",
+            "no clusters, gce projects, ebs regions or azure subscriptions",
+        ),
         ("gce: []\nebs: []", "nothing to census"),
         ("gce: [{locations: [europe-west1]}]", "project"),
         ("gce: [{project: \"\"}]", "without project"),
@@ -234,6 +237,11 @@ fn a_bad_cloud_section_says_what_is_wrong() {
         ("ebs: [{region: r, endpoint: ftp://x}]", "not an http"),
         ("ebs: [{region: r, tags: {a: b}}]", "tags"),
         ("aws: [{region: r}]", "aws"),
+        ("azure: [{subscription: s}]", "resourceGroups"),
+        (
+            "azure: [{subscription: s, resourceGroups: [rg], endpoint: \"http://x\"}]",
+            "not an https:// URL",
+        ),
     ] {
         let e = CensusConfig::parse(text).expect_err(text);
         assert!(e.contains(says), "{text}: {e}");

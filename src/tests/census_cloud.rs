@@ -415,3 +415,102 @@ fn scan_and_the_operator_locate_an_ebs_volume_by_the_zones_its_pv_requires() {
         );
     }
 }
+
+#[test]
+fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_stably() {
+    use crate::decide::census::{disk_leftover_name, recorded_scope};
+    use crate::decide::lookup::disk_found;
+    use crate::model::crd::VolumeSourceInfo;
+    use crate::run::controller::{StoreLookup, View};
+    let c = CensusConfig::parse(
+        "clusterName: prod\nazure:\n  - subscription: SUB-1\n    resourceGroups: [MC_prod_aks_westeurope]\n    nodeResourceGroup: true\n",
+    )
+    .unwrap();
+    let mut census = c.census(Duration::from_secs(3600));
+    let rg = Scope::Azure {
+        subscription: "sub-1".into(),
+        resource_group: "mc_prod_aks_westeurope".into(),
+    };
+    assert_eq!(rg.to_string(), "azure:sub-1/mc_prod_aks_westeurope");
+    census.record(&rg, Ok(listing(-120, vec![("pvc-a", disk(Some("prod")))])));
+    census.record(&rg, Ok(listing(-60, vec![("pvc-a", disk(Some("prod")))])));
+    let operator = StoreLookup {
+        claims: View::Stale,
+        classes: View::Stale,
+        census: Some(&census),
+    };
+    let created = now_plus(-86400);
+    let csi = |handle: &str| VolumeSourceInfo {
+        kind: "csi".into(),
+        driver: Some("disk.csi.azure.com".into()),
+        volume_handle: Some(handle.into()),
+        ..VolumeSourceInfo::default()
+    };
+    for (source, expected, why) in [
+        (
+            csi("/subscriptions/SUB-1/resourceGroups/mc_prod_aks_westeurope/providers/Microsoft.Compute/disks/PVC-A"),
+            ImageFound::Present { watchers: 0 },
+            "the handle in another case",
+        ),
+        (
+            VolumeSourceInfo {
+                kind: "azureDisk".into(),
+                disk_name: Some("pvc-gone".into()),
+                disk_uri: Some("/subscriptions/sub-1/resourcegroups/MC_PROD_AKS_WESTEUROPE/providers/microsoft.compute/disks/pvc-gone".into()),
+                ..VolumeSourceInfo::default()
+            },
+            ImageFound::Missing { in_trash: false },
+            "in-tree, by its diskURI",
+        ),
+        (
+            csi("/subscriptions/sub-1/resourceGroups/other/providers/Microsoft.Compute/disks/pvc-a"),
+            ImageFound::NotCensused,
+            "a resource group not censused",
+        ),
+        (
+            csi("/subscriptions/sub-1/resourceGroups/mc_prod_aks_westeurope/providers/Microsoft.Compute/snapshots/pvc-a"),
+            ImageFound::NotCensused,
+            "a snapshot's id names no disk",
+        ),
+    ] {
+        assert_eq!(disk_found(&operator, &source, Some(&created)), expected, "{why}");
+    }
+    // Stable across versions: the name must never change.
+    assert_eq!(
+        disk_leftover_name(&rg, "pvc-a"),
+        disk_leftover_name(&rg, "pvc-a"),
+    );
+    assert!(disk_leftover_name(&rg, "pvc-a").starts_with("azure-"));
+    let orphans = census.orphans(&rg, &HashSet::new(), &now());
+    let [f] = &orphans[..] else {
+        panic!("pvc-a, two hours old and named by nothing: {orphans:?}");
+    };
+    assert_eq!(f.status.reason, Reason::DiskWithoutVolume);
+    assert!(
+        f.status.message.starts_with(
+            "Azure managed disk pvc-a (subscription sub-1, resource group mc_prod_aks_westeurope) is not referenced"
+        ),
+        "{}",
+        f.status.message
+    );
+    assert!(
+        !f.status.hints.contains(&Hint::OwnerUnknown),
+        "its cluster's"
+    );
+    let image = f.status.image.as_ref().unwrap();
+    assert_eq!(
+        image.resource_group.as_deref(),
+        Some("mc_prod_aks_westeurope")
+    );
+    assert_eq!(
+        recorded_scope(&f.status),
+        Some(rg.clone()),
+        "the published finding names its scope back"
+    );
+    assert_eq!(
+        f.status.source.disk_uri.as_deref(),
+        Some(
+            "/subscriptions/sub-1/resourceGroups/mc_prod_aks_westeurope/providers/Microsoft.Compute/disks/pvc-a"
+        )
+    );
+}
