@@ -292,6 +292,17 @@ enum Disk {
         /// Its region.
         region: Option<String>,
     },
+    /// An Azure managed disk.
+    Azure {
+        /// Its resource id, as the PV spells it (else built from the finding, lower-cased).
+        id: Option<String>,
+        /// Its name.
+        name: Option<String>,
+        /// Its resource group.
+        resource_group: Option<String>,
+        /// Its zone (`westeurope-1`), where recorded.
+        zone: Option<String>,
+    },
     /// A backend volume-leftovers does not census: what the source says is all there is.
     Other,
 }
@@ -437,6 +448,8 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
             "rbd" => Some(DiskBackend::Ceph),
             "gcePersistentDisk" => Some(DiskBackend::Gce),
             "awsElasticBlockStore" => Some(DiskBackend::Ebs),
+            "azureDisk" => Some(DiskBackend::Azure),
+            "csi" if driver == crate::model::csi::AZURE_DISK_CSI_DRIVER => Some(DiskBackend::Azure),
             "csi" if driver.ends_with(crate::decide::census::RBD_CSI_DRIVER) => {
                 Some(DiskBackend::Ceph)
             }
@@ -544,8 +557,46 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 region,
             }
         }
-        // The runbooks have no Azure commands yet: what the source says is all they print.
-        Some(DiskBackend::Azure) | None => Disk::Other,
+        Some(DiskBackend::Azure) => {
+            let (mut sub, mut rg, mut name) = match named {
+                Some(crate::model::image::DiskRef::Azure {
+                    subscription,
+                    resource_group,
+                    name,
+                }) => (Some(subscription), Some(resource_group), Some(name)),
+                _ => (None, None, None),
+            };
+            let image = s.image.as_ref();
+            if let Some(Scope::Azure {
+                subscription,
+                resource_group,
+            }) = &scope
+            {
+                sub = sub.or_else(|| nonempty(Some(subscription)));
+                rg = rg.or_else(|| nonempty(Some(resource_group)));
+            }
+            name = name.or_else(|| image.and_then(|i| nonempty(Some(&i.name))));
+            // The id as the PV spells it: what `az` and the portal print back.
+            let spelled = src
+                .volume_handle
+                .clone()
+                .filter(|_| src.kind == "csi")
+                .or_else(|| src.disk_uri.clone())
+                .filter(|h| crate::model::csi::parse_azure_id(h, "disks").is_some());
+            let built = match (&sub, &rg, &name) {
+                (Some(s), Some(g), Some(n)) => Some(format!(
+                    "/subscriptions/{s}/resourceGroups/{g}/providers/Microsoft.Compute/disks/{n}"
+                )),
+                _ => None,
+            };
+            Disk::Azure {
+                id: spelled.or(built),
+                name,
+                resource_group: rg,
+                zone: image.and_then(|i| nonempty(i.zone.as_deref())),
+            }
+        }
+        None => Disk::Other,
     }
 }
 
@@ -659,6 +710,18 @@ fn disk_sentence(cx: &Cx) -> String {
                 )),
             zone.as_deref()
                 .map_or(String::new(), |z| format!(", availability zone {z}")),
+        ),
+        Disk::Azure {
+            name,
+            resource_group,
+            zone,
+            ..
+        } => format!(
+            "Disk: the Azure managed disk {} in resource group {}{} ({via}).",
+            name.as_deref().unwrap_or("(not recorded)"),
+            resource_group.as_deref().unwrap_or("(not recorded)"),
+            zone.as_deref()
+                .map_or(String::new(), |z| format!(", zone {z}")),
         ),
         Disk::Other => {
             let mut what = format!("Disk: {via}");
@@ -1022,6 +1085,19 @@ fn snapshot_disk(cx: &Cx) -> Vec<Line> {
                 opt("--region", &cx.or(region.as_deref(), "region"))
             )),
         ],
+        Disk::Azure { resource_group, .. } => vec![
+            say("Snapshot the disk (an incremental snapshot, in the disk's resource group):"),
+            run(format!(
+                "az snapshot create {} {} {} --incremental true {}",
+                opt(
+                    "--resource-group",
+                    &cx.or(resource_group.as_deref(), "resource-group")
+                ),
+                opt("--name", &snap),
+                opt("--source", &azure_id(cx)),
+                opt("--tags", &format!("note={description}"))
+            )),
+        ],
         Disk::Other => vec![say(
             "Snapshot it with the storage system's own tools, or its CSI driver's (a \
              VolumeSnapshot of a claim bound to it, where the driver supports snapshots).",
@@ -1054,6 +1130,10 @@ fn delete_disk(cx: &Cx) -> Vec<Line> {
             "aws ec2 delete-volume {} {}",
             opt("--volume-id", &cx.or(id.as_deref(), "volume-id")),
             opt("--region", &cx.or(region.as_deref(), "region"))
+        ))],
+        Disk::Azure { .. } => vec![run(format!(
+            "az disk delete {}",
+            opt("--ids", &azure_id(cx))
         ))],
         Disk::Other => vec![say(
             "Delete the disk with the storage system's own tools: the finding records no more of \
@@ -1100,7 +1180,20 @@ fn in_use(cx: &Cx) -> Vec<Line> {
             opt("--region", &cx.or(region.as_deref(), "region")),
             opt("--query", "Volumes[0].Attachments")
         ))],
+        Disk::Azure { .. } => vec![run(format!(
+            "az disk show {} {}",
+            opt("--ids", &azure_id(cx)),
+            opt("--query", "{managedBy: managedBy, diskState: diskState}")
+        ))],
         Disk::Other => Vec::new(),
+    }
+}
+
+/// The Azure disk's resource id, or a placeholder.
+fn azure_id(cx: &Cx) -> String {
+    match &cx.disk {
+        Disk::Azure { id, .. } => cx.or(id.as_deref(), "disk-id"),
+        _ => String::new(),
     }
 }
 
@@ -1488,6 +1581,7 @@ fn look_disk(cx: &Cx) -> Vec<Line> {
             opt("--volume-ids", &cx.or(id.as_deref(), "volume-id")),
             opt("--region", &cx.or(region.as_deref(), "region"))
         ))],
+        Disk::Azure { .. } => vec![run(format!("az disk show {}", opt("--ids", &azure_id(cx))))],
         Disk::Other => Vec::new(),
     }
 }
@@ -1590,6 +1684,14 @@ fn pv_manifest(cx: &Cx, pv: &str, claim: Option<(&str, &str)>) -> Vec<Line> {
                 affinity,
             }
         }
+        Disk::Azure { zone, .. } => Csi {
+            driver: crate::model::csi::AZURE_DISK_CSI_DRIVER.to_string(),
+            handle: azure_id(cx),
+            attributes: Vec::new(),
+            affinity: zone
+                .clone()
+                .map(|z| ("topology.disk.csi.azure.com/zone", vec![z])),
+        },
         Disk::Ebs { id, zone, .. } => Csi {
             driver: EBS_CSI_DRIVER.to_string(),
             handle: cx.or(id.as_deref(), "volume-id"),
@@ -1773,6 +1875,31 @@ fn without_disk(cx: &Cx) -> Vec<Block> {
                  be changed. Record this PV, delete it (below) and create one naming the new id.",
             ));
         }
+        Disk::Azure {
+            name,
+            resource_group,
+            ..
+        } => {
+            let rg = cx.or(resource_group.as_deref(), "resource-group");
+            reuse.push(say(
+                "Find a snapshot of the disk, and create the disk from it under the same name and \
+                 resource group (the PV names it by its resource id):",
+            ));
+            reuse.push(run(format!(
+                "az snapshot list {} {}",
+                opt("--resource-group", &rg),
+                opt(
+                    "--query",
+                    &format!("[?creationData.sourceResourceId=='{}'].id", azure_id(cx))
+                )
+            )));
+            reuse.push(run(format!(
+                "az disk create {} {} {}",
+                opt("--resource-group", &rg),
+                opt("--name", &cx.or(name.as_deref(), "disk")),
+                opt("--source", &ask("snapshot id"))
+            )));
+        }
         Disk::Other => reuse.push(say(
             "Restore the disk from the storage system's backups, under what the PV names.",
         )),
@@ -1897,6 +2024,8 @@ enum BackendSnapshot {
         id: Option<String>,
         region: Option<String>,
     },
+    /// An Azure snapshot, by its resource id.
+    Azure { id: Option<String> },
     /// Another driver's (ceph-csi's among them): its handle is the driver's own.
     Other,
 }
@@ -1915,7 +2044,9 @@ fn backend_snapshot_of(cx: &Cx) -> BackendSnapshot {
             id: Some(id),
             region,
         },
-        Some(SnapshotHandleRef::Azure { .. }) => BackendSnapshot::Other,
+        Some(SnapshotHandleRef::Azure { .. }) => BackendSnapshot::Azure {
+            id: handle.map(str::to_string),
+        },
         None => match cx.s.source.driver.as_deref() {
             Some(GCE_PD_CSI_DRIVER) => BackendSnapshot::Gce {
                 project: image.and_then(|i| nonempty(i.account.as_deref())),
@@ -1924,6 +2055,16 @@ fn backend_snapshot_of(cx: &Cx) -> BackendSnapshot {
             Some(EBS_CSI_DRIVER) => BackendSnapshot::Ebs {
                 id: image.and_then(|i| nonempty(Some(&i.name))),
                 region,
+            },
+            Some(crate::model::csi::AZURE_DISK_CSI_DRIVER) => BackendSnapshot::Azure {
+                id: image.and_then(|i| {
+                    Some(format!(
+                        "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/snapshots/{}",
+                        nonempty(i.account.as_deref())?,
+                        nonempty(i.resource_group.as_deref())?,
+                        nonempty(Some(&i.name))?
+                    ))
+                }),
             },
             _ => BackendSnapshot::Other,
         },
@@ -1942,6 +2083,10 @@ fn delete_backend_snapshot(cx: &Cx) -> Vec<Line> {
             "aws ec2 delete-snapshot {} {}",
             opt("--snapshot-id", &cx.or(id.as_deref(), "snapshot-id")),
             opt("--region", &cx.or(region.as_deref(), "region"))
+        ))],
+        BackendSnapshot::Azure { id } => vec![run(format!(
+            "az snapshot delete {}",
+            opt("--ids", &cx.or(id.as_deref(), "snapshot-id"))
         ))],
         BackendSnapshot::Other => vec![say(format!(
             "Delete the backend snapshot {} with the storage system's own tools: the handle is \

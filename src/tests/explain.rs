@@ -24,17 +24,21 @@ enum Backend {
     Gce,
     EbsCsi,
     Ebs,
+    AzureCsi,
+    Azure,
     Other,
 }
 
 impl Backend {
-    const ALL: [Backend; 7] = [
+    const ALL: [Backend; 9] = [
         Backend::CephCsi,
         Backend::Rbd,
         Backend::GceCsi,
         Backend::Gce,
         Backend::EbsCsi,
         Backend::Ebs,
+        Backend::AzureCsi,
+        Backend::Azure,
         Backend::Other,
     ];
 
@@ -46,6 +50,8 @@ impl Backend {
             Backend::Gce => "GCE persistent disk, in-tree gcePersistentDisk",
             Backend::EbsCsi => "AWS EBS, EBS CSI driver",
             Backend::Ebs => "AWS EBS, in-tree awsElasticBlockStore",
+            Backend::AzureCsi => "Azure managed disk, Azure Disk CSI driver",
+            Backend::Azure => "Azure managed disk, in-tree azureDisk",
             Backend::Other => "another backend (an NFS CSI driver)",
         }
     }
@@ -54,12 +60,17 @@ impl Backend {
     /// backends listed; a snapshot is a CSI driver's.
     fn of(reason: Reason) -> Vec<Backend> {
         match reason {
-            Reason::DiskWithoutVolume => vec![Backend::Rbd, Backend::Gce, Backend::Ebs],
-            Reason::SnapshotWithoutContent => vec![Backend::GceCsi, Backend::EbsCsi],
+            Reason::DiskWithoutVolume => {
+                vec![Backend::Rbd, Backend::Gce, Backend::Ebs, Backend::Azure]
+            }
+            Reason::SnapshotWithoutContent => {
+                vec![Backend::GceCsi, Backend::EbsCsi, Backend::AzureCsi]
+            }
             r if r.is_snapshot() => vec![
                 Backend::CephCsi,
                 Backend::GceCsi,
                 Backend::EbsCsi,
+                Backend::AzureCsi,
                 Backend::Other,
             ],
             _ => Backend::ALL.to_vec(),
@@ -71,6 +82,7 @@ impl Backend {
             Backend::CephCsi | Backend::Rbd => "rbd.csi.ceph.com",
             Backend::GceCsi | Backend::Gce => "pd.csi.storage.gke.io",
             Backend::EbsCsi | Backend::Ebs => "ebs.csi.aws.com",
+            Backend::AzureCsi | Backend::Azure => "disk.csi.azure.com",
             Backend::Other => "nfs.csi.k8s.io",
         }
     }
@@ -85,6 +97,16 @@ const GCE_DISK: &str = "pvc-3f1e2d4c";
 const GCE_LEGACY_DISK: &str = "legacy-data";
 const EBS_VOLUME: &str = "vol-0a1b2c3d4e5f60718";
 const EBS_LEGACY_VOLUME: &str = "vol-0fedcba9876543210";
+const AZURE_SUB: &str = "0a1b2c3d-0000-0000-0000-00000000a2b3";
+const AZURE_RG: &str = "mc_shop_aks_westeurope";
+const AZURE_DISK: &str = "pvc-9c2d7e18";
+const AZURE_LEGACY_DISK: &str = "legacy-azure";
+
+fn azure_id(kind: &str, name: &str) -> String {
+    format!(
+        "/subscriptions/{AZURE_SUB}/resourceGroups/{AZURE_RG}/providers/Microsoft.Compute/{kind}/{name}"
+    )
+}
 
 fn ceph_handle(uuid_prefix_free: &str) -> String {
     format!("0001-0024-{CEPH_CLUSTER}-0000000000000002-{uuid_prefix_free}")
@@ -133,6 +155,13 @@ fn source(backend: Backend) -> VolumeSourceInfo {
             kind: "awsElasticBlockStore".into(),
             disk_name: Some(format!("aws://eu-west-1b/{EBS_LEGACY_VOLUME}")),
             zones: vec!["eu-west-1b".into()],
+            ..VolumeSourceInfo::default()
+        },
+        Backend::AzureCsi => csi(backend.driver(), &azure_id("disks", AZURE_DISK)),
+        Backend::Azure => VolumeSourceInfo {
+            kind: "azureDisk".into(),
+            disk_name: Some(AZURE_LEGACY_DISK.into()),
+            disk_uri: Some(azure_id("disks", AZURE_LEGACY_DISK)),
             ..VolumeSourceInfo::default()
         },
         Backend::Other => csi(backend.driver(), "nfs.example.com#/exports#pvc-6f1c0b7e##"),
@@ -200,6 +229,26 @@ fn image(backend: Backend) -> Option<ImageInfo> {
                 Some("eu-west-1b"),
             )
         },
+        Backend::AzureCsi => ImageInfo {
+            name: AZURE_DISK.into(),
+            resource_group: Some(AZURE_RG.into()),
+            ..at(
+                DiskBackend::Azure,
+                Some(AZURE_SUB),
+                "westeurope",
+                Some("westeurope-1"),
+            )
+        },
+        Backend::Azure => ImageInfo {
+            name: AZURE_LEGACY_DISK.into(),
+            resource_group: Some(AZURE_RG.into()),
+            ..at(
+                DiskBackend::Azure,
+                Some(AZURE_SUB),
+                "westeurope",
+                Some("westeurope-2"),
+            )
+        },
         Backend::Other => return None,
     })
 }
@@ -211,6 +260,7 @@ fn snapshot_handle(backend: Backend) -> String {
             "projects/acme-prod/global/snapshots/snapshot-7d2a".into()
         }
         Backend::EbsCsi | Backend::Ebs => "snap-0123456789abcdef0".into(),
+        Backend::AzureCsi | Backend::Azure => azure_id("snapshots", "snapshot-7d2a"),
         Backend::CephCsi | Backend::Rbd => ceph_handle("7e8f9a0b-1c2d-11ee-b962-0242ac120002"),
         Backend::Other => "nfs.example.com#/exports#snapshot-7d2a".into(),
     }
@@ -353,6 +403,18 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
                     VolumeSourceInfo {
                         kind: "gcePersistentDisk".into(),
                         disk_name: Some(image.name.clone()),
+                        ..VolumeSourceInfo::default()
+                    },
+                ),
+                Backend::Azure | Backend::AzureCsi => (
+                    crate::model::image::Scope::Azure {
+                        subscription: AZURE_SUB.into(),
+                        resource_group: AZURE_RG.into(),
+                    },
+                    VolumeSourceInfo {
+                        kind: "azureDisk".into(),
+                        disk_name: Some(image.name.clone()),
+                        disk_uri: Some(azure_id("disks", &image.name)),
                         ..VolumeSourceInfo::default()
                     },
                 ),
@@ -549,6 +611,9 @@ fn expected_missing(reason: Reason, backend: Backend) -> BTreeSet<&'static str> 
                 m.insert("region");
                 m.insert("snapshot-id");
             }
+            Backend::AzureCsi => {
+                m.insert("snapshot-id");
+            }
             _ => {}
         }
     }
@@ -610,6 +675,21 @@ fn disk_commands(reason: Reason, backend: Backend) -> Vec<String> {
             format!("aws ec2 create-snapshot --volume-id {EBS_LEGACY_VOLUME} --region eu-west-1"),
             format!("aws ec2 delete-volume --volume-id {EBS_LEGACY_VOLUME} --region eu-west-1"),
         ],
+        Backend::AzureCsi | Backend::Azure => {
+            let disk = if backend == Backend::AzureCsi {
+                AZURE_DISK
+            } else {
+                AZURE_LEGACY_DISK
+            };
+            vec![
+                format!(
+                    "az snapshot create --resource-group {AZURE_RG} --name {} --source {} --incremental true",
+                    snap(&name),
+                    azure_id("disks", disk)
+                ),
+                format!("az disk delete --ids {}", azure_id("disks", disk)),
+            ]
+        }
         Backend::Other => Vec::new(),
     }
 }
@@ -627,6 +707,10 @@ fn snapshot_delete(backend: Backend, region_known: bool) -> Option<String> {
             } else {
                 "'<region>'"
             }
+        )),
+        Backend::AzureCsi => Some(format!(
+            "az snapshot delete --ids {}",
+            azure_id("snapshots", "snapshot-7d2a")
         )),
         _ => None,
     }
@@ -879,7 +963,7 @@ fn every_reason_and_backend_prints_the_findings_own_names_and_placeholders_only_
     }
     assert_eq!(
         cases,
-        2 * (13 * 7 + 3 + 2 + 6 * 4),
+        2 * (13 * 9 + 4 + 3 + 6 * 5),
         "every reason and backend"
     );
 }
