@@ -2,6 +2,8 @@
 //! built from Go modules by controlplane/build.sh). One test binary, so each shared control
 //! plane is started once.
 
+#[cfg(feature = "azure")]
+mod azure_census;
 mod census;
 mod ceph;
 mod chart;

@@ -1293,6 +1293,105 @@ impl ComputeServer {
     }
 }
 
+/// A running ARM test server (`tests/fake-azure-arm/server.py`, the project's own, NOT
+/// Microsoft's) with its token endpoint, over TLS with a CA of its own; stopped on drop.
+pub struct ArmServer {
+    child: std::process::Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Drop for ArmServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ArmServer {
+    /// Starts a server in `dir` answering from `state`; the CA it made is `dir/tls/ca.pem`,
+    /// and `dir/client-secret` holds `secret`.
+    pub fn start(
+        dir: PathBuf,
+        state: serde_json::Value,
+        secret: &str,
+    ) -> Result<ArmServer, String> {
+        use std::io::BufRead;
+        let out = Command::new(repo().join("scripts/azure-python.sh"))
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("scripts/azure-python.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("scripts/azure-python.sh failed: {}", out.status));
+        }
+        let py = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("state.json"), state.to_string()).unwrap();
+        std::fs::write(dir.join("client-secret"), secret).unwrap();
+        let mut child = Command::new(py)
+            .arg(repo().join("tests/fake-azure-arm/server.py"))
+            .arg("--state")
+            .arg(dir.join("state.json"))
+            .arg("--tls-dir")
+            .arg(dir.join("tls"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
+            .spawn()
+            .map_err(|e| format!("spawning server.py: {e}"))?;
+        let mut line = String::new();
+        let read = std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        match (read, line.trim().strip_prefix("listening ")) {
+            (Ok(_), Some(p)) => Ok(ArmServer {
+                port: p.parse().unwrap(),
+                child,
+                dir,
+            }),
+            _ => {
+                let _ = child.kill();
+                Err(format!("server.py did not start: {line:?}"))
+            }
+        }
+    }
+
+    /// Replaces the server's state (written beside, renamed over).
+    pub fn set_state(&self, state: &serde_json::Value) {
+        let tmp = self.dir.join("state.json.tmp");
+        std::fs::write(&tmp, state.to_string()).unwrap();
+        std::fs::rename(&tmp, self.dir.join("state.json")).unwrap();
+    }
+
+    /// How many requests the server has had for `path` (lower-cased, without the query).
+    pub fn requests(&self, path: &str) -> u64 {
+        let out = Command::new("curl")
+            .args(["-s", "--cacert"])
+            .arg(self.dir.join("tls/ca.pem"))
+            .arg(format!("https://127.0.0.1:{}/_fake/requests", self.port))
+            .output()
+            .expect("curl");
+        let counts: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("the server's request counts");
+        counts[path.to_ascii_lowercase()].as_u64().unwrap_or(0)
+    }
+
+    /// An `azure:` section naming this server: the subscription, its groups, a client secret.
+    pub fn section(
+        &self,
+        subscription: &str,
+        groups: &[&str],
+        tenant: &str,
+        client: &str,
+        extra: &str,
+    ) -> String {
+        let url = format!("https://127.0.0.1:{}", self.port);
+        format!(
+            "  - subscription: {subscription}\n    resourceGroups: [{}]\n    tenantId: {tenant}\n    clientId: {client}\n    clientSecretFile: {}\n    endpoint: {url}\n    authorityHost: {url}\n    caFile: {}\n{extra}",
+            groups.join(", "),
+            self.dir.join("client-secret").display(),
+            self.dir.join("tls/ca.pem").display(),
+        )
+    }
+}
+
 /// Both servers, or `None` (the test skips) when they cannot be started outside CI.
 pub fn started(
     a: Result<ComputeServer, String>,
@@ -1496,6 +1595,20 @@ pub fn gce_pv(name: &str, class: &str, handle: &str) -> PersistentVolume {
         k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
             driver: "pd.csi.storage.gke.io".into(),
             volume_handle: handle.into(),
+            ..Default::default()
+        },
+    )
+}
+
+/// A PV as the Azure Disk CSI driver provisions it: its handle the disk's resource id.
+pub fn azure_pv(name: &str, class: &str, disk_id: &str) -> PersistentVolume {
+    csi_volume(
+        name,
+        class,
+        "10Gi",
+        k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
+            driver: "disk.csi.azure.com".into(),
+            volume_handle: disk_id.into(),
             ..Default::default()
         },
     )

@@ -55,11 +55,30 @@ pub(crate) fn report_of(
     }
 }
 
+/// The report of one resource group's listing of disks, as the lister hands it to the loop
+/// (for the benchmarks, which list with the client themselves).
+pub fn disks_report_of(
+    key: Scope,
+    listing: GroupListing,
+    attribution: &Attribution,
+    started: Time,
+    elapsed: Duration,
+) -> CensusReport {
+    report_of(
+        key,
+        listing,
+        |d| disk_facts(d, attribution),
+        started,
+        elapsed,
+    )
+}
+
 /// The lister of one `azure` section: each of its resource groups' disks, then with
 /// `snapshots: true` their snapshots that the Azure Disk CSI driver cut (each listing succeeds
 /// or fails on its own: a role without `Microsoft.Compute/snapshots/read` fails only the
 /// snapshots). A client that cannot be made (credentials) is tried again at the next listing,
-/// and its failure reported for every scope of the section.
+/// and its failure reported for every scope of the section; after a refused sign-in the client
+/// is made again, so that a rotated secret is read.
 pub(crate) struct AzureSubscriptionLister {
     section: AzureSection,
     attribution: Attribution,
@@ -183,6 +202,15 @@ impl AzureSubscriptionLister {
                 at,
                 started.elapsed(),
             ));
+        }
+        // A refused sign-in: the next turn makes the client again, reading the credential anew
+        // (a rotated client secret, a re-projected token file).
+        if reports.iter().any(|r| {
+            r.result
+                .as_ref()
+                .is_err_and(|e| e.kind.category() == FailureCategory::Auth)
+        }) {
+            self.client = None;
         }
         reports
     }
