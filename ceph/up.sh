@@ -81,6 +81,12 @@ fail() {
   exit 1
 }
 
+# ceph-mon refuses to start, silently in its log, when its data's filesystem has under 1% free
+# (`mon data avail crit` counts whole percents): say so here instead.
+free_pct=$(df -P "$run" | awk 'NR == 2 { print 100 - $5 }')
+[ "${free_pct:-100}" -ge 1 ] ||
+  fail "the filesystem of $run has under 1% free ($(df -Ph "$run" | awk 'NR == 2 { print $4 }') available): ceph-mon refuses to start on it"
+
 # --- ports and configuration -------------------------------------------------------------------
 # The kernel hands out free ports for the monitor's msgr2 and msgr1 addresses; they are released
 # just before ceph-mon binds them, a small race. The OSD binds free ports of its own in

@@ -16,6 +16,15 @@ export PATH="$PATH:/usr/sbin:/sbin"
 # shellcheck source=scripts/cache.sh
 . scripts/cache.sh
 
+# A nearly full disk fails the suite far from its cause (a Ceph monitor that will not start, a
+# node evicting pods): say so first. A cold run's builds and the tests' scratch take about 25 GiB.
+mkdir -p "$CARGO_TARGET_DIR"
+free_gib=$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "$free_gib" -lt 10 ]; then
+  echo "test.sh: only ${free_gib} GiB free under $CARGO_TARGET_DIR; the suite needs about 25 GiB on a cold run (free some, e.g. an old target directory)" >&2
+  exit 1
+fi
+
 # The seconds of each phase, printed at the end of the run (and read by scripts/figures.sh into
 # docs/testing.md): `phase NAME` ends the phase under way and starts NAME.
 phases=()
