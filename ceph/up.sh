@@ -88,17 +88,12 @@ free_pct=$(df -P "$run" | awk 'NR == 2 { print 100 - $5 }')
   fail "the filesystem of $run has under 1% free ($(df -Ph "$run" | awk 'NR == 2 { print $4 }') available): ceph-mon refuses to start on it"
 
 # --- ports and configuration -------------------------------------------------------------------
-# The kernel hands out free ports for the monitor's msgr2 and msgr1 addresses; they are released
-# just before ceph-mon binds them, a small race. The OSD binds free ports of its own in
-# ms_bind_port_min..max (6800-7300) on 127.0.0.1.
-read -r mon_v2 mon_v1 < <(python3 - <<'EOF'
-import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])
-EOF
-)
+# Free ports below the kernel's ephemeral range for the monitor's msgr2 and msgr1 addresses
+# (scripts/free-ports.py says why: a kernel-chosen port was once taken by another test's client
+# before ceph-mon bound it). The OSD binds free ports of its own in ms_bind_port_min..max
+# (6800-7300) on 127.0.0.1.
+ports=$("$here/../scripts/free-ports.py" 2) || fail "no free ports for the servers"
+read -r mon_v2 mon_v1 <<<"$ports"
 fsid=$(uuidgen)
 mon_host="[v2:127.0.0.1:$mon_v2,v1:127.0.0.1:$mon_v1]"
 

@@ -130,16 +130,11 @@ fail() {
 ) || fail "generating certificates failed (see $pki/openssl.log)"
 
 # --- ports -----------------------------------------------------------------------------------
-# The kernel hands out free ports; they are released just before the servers bind them, a small
-# race that two concurrent runs never lost in practice.
-read -r etcd_port peer_port api_port kcm_port < <(python3 - <<'EOF'
-import socket
-socks = [socket.socket() for _ in range(4)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])
-EOF
-)
+# Free ports below the kernel's ephemeral range (scripts/free-ports.py says why): they are released
+# just before the servers bind them, a race that only another server asking for the same number
+# could win.
+ports=$("$here/../scripts/free-ports.py" 4) || fail "no free ports for the servers"
+read -r etcd_port peer_port api_port kcm_port <<<"$ports"
 
 token() { openssl rand -hex 24; }
 operator_token=$(token)

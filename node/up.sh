@@ -250,14 +250,9 @@ fi
   "$kubectl" "${admin[@]}" apply -f - >/dev/null || fail "could not bind system:kubelet-api-admin"
 
 # --- ports ------------------------------------------------------------------------------------
-read -r kubelet_port healthz_port sched_port proxy_healthz_port proxy_metrics_port < <(python3 - <<'EOF'
-import socket
-socks = [socket.socket() for _ in range(5)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])
-EOF
-)
+# Below the kernel's ephemeral range (scripts/free-ports.py says why).
+ports=$("$here/../scripts/free-ports.py" 5) || fail "no free ports for the servers"
+read -r kubelet_port healthz_port sched_port proxy_healthz_port proxy_metrics_port <<<"$ports"
 cat >>"$run/env" <<EOF
 KUBELET_PORT=$kubelet_port
 KUBELET_HEALTHZ_PORT=$healthz_port

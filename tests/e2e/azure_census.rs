@@ -143,8 +143,8 @@ fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Ru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_azure_census_reports_leftovers_and_keeps_unknown_groups_unknown() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let cluster = unique("e2e-aks");
     let dir = cp.dir.join(unique("azure-census"));

@@ -91,8 +91,8 @@ fn image_of(o: &VolumeLeftover) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_everything_when_ceph_is_down()
  {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let ceph = Ceph::start();
     let pool = ceph.pool().to_string();

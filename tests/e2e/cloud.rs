@@ -162,8 +162,8 @@ async fn versions(leftovers: &Api<VolumeLeftover>, names: &[String]) -> BTreeMap
 async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a_forbidden_region()
 {
     let Some(moto) = moto() else { return };
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let gate = Gate::start(moto.port);
     let (east, west) = ("us-east-1", "us-west-2");
@@ -412,8 +412,8 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
 #[tokio::test(flavor = "multi_thread")]
 async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() {
     let Some(moto) = moto() else { return };
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let region = "us-east-1";
     let ec2 = writer(moto.port, region).await;

@@ -67,8 +67,8 @@ fn cost(o: &VolumeLeftover) -> Option<volume_leftovers::model::crd::CostEstimate
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn findings_carry_their_estimated_cost_exactly_where_the_price_table_prices_them() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     // By driver and the class's parameters: a 2 TiB regional pd-ssd (the ticket).

@@ -74,7 +74,20 @@ fn make_demo(tmp: &Path, target: &Path, stdout: &Path, stderr: &Path) -> Command
             || key == "LD_LIBRARY_PATH"
             || key == "OUT_DIR"
             || key == "VL_REVISION"
-            || (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_TARGET_DIR");
+            // What cargo sets for a test, not the user's own settings (CARGO_HOME,
+            // CARGO_TARGET_DIR, CARGO_INCREMENTAL, CARGO_BUILD_JOBS, ...: keeping a user's
+            // CARGO_INCREMENTAL=0 matters, without it the release build starts over).
+            || [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_BIN_",
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p));
         if cargo_added {
             cmd.env_remove(&*key);
         }

@@ -79,8 +79,8 @@ fn scan_line(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_expansion_is_published_after_its_grace_and_clears_once_it_completes() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -302,8 +302,8 @@ const CHURN: usize = 100;
 /// (scripts/figures.sh expansion-churn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_normal_expansions_publish_nothing_at_any_moment() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let class_name = unique("churn-sc");

@@ -94,8 +94,8 @@ fn flat(text: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_prints_the_reuse_command_that_clears_the_finding_and_runs_none() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());

@@ -75,8 +75,8 @@ fn start_operator(cp: &ControlPlane, config: &Path, port: u16, log: &Path) -> Ru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let cluster = unique("e2e-gke");
     let dir = cp.dir.join(unique("gce-census"));
@@ -679,8 +679,8 @@ impl Gke {
 /// followed until the census no longer finds it; then a region that hangs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stays_unknown() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let dir = cp.dir.join(unique("gke-repl"));
     let repl = ComputeServer::start(dir.join("repl"), json!({"project": GKE_PROJECT}));

@@ -104,8 +104,8 @@ fn writes_of(cp: &ControlPlane, name: &str) -> BTreeMap<String, usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
 

@@ -40,8 +40,8 @@ async fn acknowledge(api: &Api<VolumeLeftover>, name: &str, ticket: &str, until:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acknowledgement_is_never_fought_over_and_its_state_follows_the_finding() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let r = released_volume(&admin, "ack", "Retain").await;
@@ -169,8 +169,8 @@ async fn an_acknowledgement_is_never_fought_over_and_its_state_follows_the_findi
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let r = released_volume(&admin, "events", "Retain").await;
@@ -302,8 +302,8 @@ async fn kubectl_describe_pv_shows_the_events_of_its_finding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_kept_on_purpose_has_no_finding_and_exclusions_apply() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let pvs = Api::<PersistentVolume>::all(admin.clone());
@@ -629,8 +629,8 @@ async fn the_findings_are_mirrored_into_an_openreports_cluster_report() {
 /// finds it so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acknowledgement_until_any_date_keeps_the_operator_up() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let r = released_volume(&admin, "ack-far", "Retain").await;

@@ -471,8 +471,8 @@ fn seven_keys_of(o: &VolumeLeftover) -> SevenKeys {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn odd_objects_the_api_server_accepts_are_reported_as_the_original_tool_would() {
-    let _lock = operator_lock(Flavor::Quiet).await;
-    let cp = quiet();
+    let lease = lease(Flavor::Quiet).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let prefix = unique("odd");

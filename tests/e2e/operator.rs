@@ -15,8 +15,8 @@ use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_scenario_released_recreated_restarted_reused() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let claims = Api::<PersistentVolumeClaim>::namespaced(admin.clone(), "mariadb");
@@ -247,8 +247,8 @@ async fn mariadb_scenario_released_recreated_restarted_reused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_moment() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let class_name = unique("healthy-sc");
     let ns = unique("healthy-ns");
@@ -300,8 +300,8 @@ async fn startup_over_healthy_bound_volumes_creates_no_volume_leftover_at_any_mo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let r = released_volume(&admin, "audit", "Retain").await;
     let operator_client = cp.operator_client().await;
@@ -388,8 +388,8 @@ async fn the_operator_identity_never_writes_volumes_claims_or_classes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let ours = released_volume(&admin, "edit", "Retain").await;
@@ -489,8 +489,8 @@ async fn hand_edits_are_reverted_and_foreign_objects_left_alone() {
 async fn a_failed_delete_reclaim_is_reclaim_failed_with_the_delete_hint() {
     // A hostPath volume outside /tmp with reclaimPolicy Delete: the controller-manager's deleter
     // refuses it and marks the PV Failed, for real.
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let r = released_volume(&admin, "failed", "Delete").await;
     wait_for("PV Failed", Duration::from_secs(60), || async {
@@ -527,8 +527,8 @@ async fn a_failed_delete_reclaim_is_reclaim_failed_with_the_delete_hint() {
 async fn a_released_csi_volume_with_delete_policy_is_a_hung_delete_with_its_rbd_image() {
     // A CSI volume whose provisioner never answers: the controller-manager leaves it Released,
     // waiting for the external deleter, for real.
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let class_name = unique("csi-sc");
     let ns = unique("csi-ns");

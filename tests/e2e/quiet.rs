@@ -26,8 +26,8 @@ async fn pv_in_phase(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bound_claim_missing_is_published_only_after_the_grace_period() {
-    let _lock = operator_lock(Flavor::Quiet).await;
-    let cp = quiet();
+    let lease = lease(Flavor::Quiet).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -111,8 +111,8 @@ async fn bound_claim_missing_is_published_only_after_the_grace_period() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn released_without_claim_and_claim_still_present_are_reported() {
-    let _lock = operator_lock(Flavor::Quiet).await;
-    let cp = quiet();
+    let lease = lease(Flavor::Quiet).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -222,8 +222,8 @@ fn etcd(cp: &ControlPlane, path: &str, body: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and_keeps_tombstones()
 {
-    let _lock = operator_lock(Flavor::Quiet).await;
-    let cp = quiet();
+    let lease = lease(Flavor::Quiet).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -329,8 +329,8 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
 async fn scan_reports_a_claim_it_cannot_read_again_as_unknown_and_exits_4() {
     use crate::fault::{Fault, FaultProxy, Rule};
     // No operator runs meanwhile: these volumes are not its to report.
-    let _lock = operator_lock(Flavor::Quiet).await;
-    let cp = quiet();
+    let lease = lease(Flavor::Quiet).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let ns = unique("recheck-ns");

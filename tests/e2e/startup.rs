@@ -124,8 +124,8 @@ async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     // Everything deploy/ grants except claims.
     let role_name = unique("no-claims");
@@ -266,8 +266,8 @@ async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_outage_at_startup_keeps_the_operator_unready_until_the_server_answers() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let proxy = proxy_to(cp).await;
     proxy.cut();
     let operator = Operator::start(operator_client_through(cp, &proxy).await, test_settings());

@@ -319,23 +319,82 @@ pub fn quiet() -> &'static ControlPlane {
     shared(&CP, Flavor::Quiet)
 }
 
-/// Operators watch the whole cluster. Tests that run one on a shared control plane take its lock
-/// so that two operators with different views (say, one denied claims) never write the same
-/// objects at once.
-/// (An async mutex: each test has its own runtime, and the guard is held across awaits.)
+/// The most full control planes the operator tests lease (see [`full_planes`]).
+const MAX_FULL_PLANES: usize = 4;
+
+/// How many full control planes the operator tests share: `VL_E2E_FULL_PLANES` (1 to 4), 2 by
+/// default. The tests that run an operator each hold one for their whole run, one after another
+/// on a single plane; with two, two of them run at once (the e2e binary took about half as
+/// long on the 2-core CI machine; docs/testing.md has the figures). The first is [`cp()`], which
+/// the tests without an operator use too.
+pub fn full_planes() -> usize {
+    std::env::var("VL_E2E_FULL_PLANES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+        .clamp(1, MAX_FULL_PLANES)
+}
+
+/// The `i`th shared full control plane (0 is [`cp()`]), started when first leased.
+fn full_plane(i: usize) -> &'static ControlPlane {
+    static MORE: [OnceLock<Result<ControlPlane, String>>; MAX_FULL_PLANES - 1] =
+        [const { OnceLock::new() }; MAX_FULL_PLANES - 1];
+    match i {
+        0 => cp(),
+        i => shared(&MORE[i - 1], Flavor::Full),
+    }
+}
+
+/// A shared control plane held by one test that runs an operator on it.
+pub struct Lease {
+    /// The control plane, the test's alone while the lease lives (tests without an operator may
+    /// use it too).
+    pub cp: &'static ControlPlane,
+    _plane: tokio::sync::MutexGuard<'static, ()>,
+    _permit: Option<tokio::sync::SemaphorePermit<'static>>,
+}
+
+/// Operators watch the whole cluster. Tests that run one on a shared control plane lease it, so
+/// that two operators with different views (say, one denied claims) never write the same
+/// objects at once: a quiet plane (there is one), or any free one of the [`full_planes`] full
+/// ones, waiting while all are leased.
+/// (Async locks: each test has its own runtime, and the lease is held across awaits.)
 ///
 /// It also removes what earlier tests left behind: VolumeLeftovers whose PV they deleted after
 /// stopping their operator (findings have no ownerReference, so no garbage collector removes
 /// them; the next operator would turn them into tombstones).
-pub async fn operator_lock(flavor: Flavor) -> tokio::sync::MutexGuard<'static, ()> {
-    static FULL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub async fn lease(flavor: Flavor) -> Lease {
+    static FULL: [tokio::sync::Mutex<()>; MAX_FULL_PLANES] =
+        [const { tokio::sync::Mutex::const_new(()) }; MAX_FULL_PLANES];
+    static FREE_FULL: OnceLock<tokio::sync::Semaphore> = OnceLock::new();
     static QUIET: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let (guard, cp) = match flavor {
-        Flavor::Full => (FULL.lock().await, cp()),
-        Flavor::Quiet => (QUIET.lock().await, quiet()),
+    let lease = match flavor {
+        Flavor::Full => {
+            let permit = FREE_FULL
+                .get_or_init(|| tokio::sync::Semaphore::new(full_planes()))
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
+            // A permit means one of the planes is free.
+            let (i, plane) = FULL[..full_planes()]
+                .iter()
+                .enumerate()
+                .find_map(|(i, m)| m.try_lock().ok().map(|g| (i, g)))
+                .expect("a free full control plane for each permit");
+            Lease {
+                cp: full_plane(i),
+                _plane: plane,
+                _permit: Some(permit),
+            }
+        }
+        Flavor::Quiet => Lease {
+            _plane: QUIET.lock().await,
+            cp: quiet(),
+            _permit: None,
+        },
     };
-    forget_deleted_volumes(&cp.admin().await).await;
-    guard
+    forget_deleted_volumes(&lease.cp.admin().await).await;
+    lease
 }
 
 /// Deletes every VolumeLeftover whose PV does not exist, after waiting (up to 20 s) for the PVs
@@ -919,13 +978,25 @@ pub fn http_get(url: &str) -> Option<(u16, String)> {
     Some((code.trim().parse().ok()?, body.to_string()))
 }
 
-/// A free local port.
+/// A free local port for a server started a moment later, drawn below the kernel's ephemeral
+/// range as scripts/free-ports.py does (which says why: the tests' many clients draw from that
+/// range too, and took a released port before its server bound it).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, Hasher};
+    let top: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let seed = std::collections::hash_map::RandomState::new();
+    for attempt in 0u32..2000 {
+        let mut h = seed.build_hasher();
+        h.write_u32(attempt);
+        let port = 10000 + (h.finish() % u64::from(top.saturating_sub(10000).max(1))) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 10000..{top}")
 }
 
 /// The reason a VolumeLeftover reports.

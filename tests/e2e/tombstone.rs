@@ -16,8 +16,8 @@ use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_retain_volume_leaves_a_tombstone_until_a_person_acknowledges_it() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
@@ -118,8 +118,8 @@ async fn a_deleted_retain_volume_leaves_a_tombstone_until_a_person_acknowledges_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retain_volume_deleted_while_the_operator_was_down_becomes_a_tombstone_at_start_up() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());

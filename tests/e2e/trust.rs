@@ -87,8 +87,8 @@ fn pending(reason: Reason) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ordinary_dynamic_delete_is_never_a_finding() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let recorder = Recorder::start(admin.clone()).await;
     let operator = Operator::start(cp.operator_client().await, test_settings());
@@ -134,8 +134,8 @@ async fn an_ordinary_dynamic_delete_is_never_a_finding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_pre_bound_to_a_claim_that_never_comes_is_reported_after_the_grace() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let class_name = unique("pre-sc");
     let ns = unique("pre-ns");
@@ -191,8 +191,8 @@ async fn a_volume_pre_bound_to_a_claim_that_never_comes_is_reported_after_the_gr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_volume_being_deleted_says_so_and_what_holds_it() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let r = released_volume(&admin, "term", "Retain").await;
     let pvs = Api::<PersistentVolume>::all(admin.clone());
@@ -253,8 +253,8 @@ async fn a_volume_being_deleted_says_so_and_what_holds_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_claims_watch_never_yields_bound_claim_missing_and_turns_readyz_503() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     let recorder = Recorder::start(admin.clone()).await;
@@ -331,8 +331,8 @@ async fn a_silently_stalled_claims_watch_is_noticed_before_the_grace_publishes_f
     // and resumes it from its last version, which replays what it missed; the grace must be
     // longer than that (`cli::silent_watch_bound`, as the defaults are: cli tests), or a claim
     // the silent cache lacks would become a false BoundClaimMissing.
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     let recorder = Recorder::start(admin.clone()).await;
@@ -402,8 +402,8 @@ async fn a_silently_stalled_claims_watch_is_noticed_before_the_grace_publishes_f
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_write_is_abandoned_and_retried_and_the_finding_lands() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     // The first create hangs (never reaches the server); the second is slow and reaches the
@@ -455,8 +455,8 @@ async fn a_create_refused_by_someone_elses_new_object_leaves_it_alone_and_loses_
     // creates an object of the same name (the store has not seen it): the create is answered
     // 409. The operator must not take that object for its own (it is not labelled as the
     // operator's), must not count it, and must publish its finding once the name is free.
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
     let proxy = FaultProxy::start(cp).await;
@@ -655,8 +655,8 @@ async fn thaw_leftovers(admin: &Client, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_rejecting_every_write_is_one_condition_logged_once_and_recovers() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let policy = unique("freeze");
     freeze_leftovers(&admin, &policy).await;
@@ -818,8 +818,8 @@ async fn the_crd_deleted_while_running_turns_readyz_503_and_findings_come_back_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_api_server_is_retried_with_backoff_not_a_log_flood() {
     // Once the server answers, this operator writes like any other: one at a time.
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let proxy = proxy_to(cp).await;
     proxy.cut();
     let kubeconfig = kubeconfig_via(cp, "operator", &format!("https://{}", proxy.addr));
@@ -857,8 +857,8 @@ async fn a_dead_api_server_is_retried_with_backoff_not_a_log_flood() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_never_waits_on_a_hung_write_past_its_bound() {
-    let _lock = operator_lock(Flavor::Full).await;
-    let cp = cp();
+    let lease = lease(Flavor::Full).await;
+    let cp = lease.cp;
     let admin = cp.admin().await;
     let proxy = FaultProxy::start(cp).await;
     proxy.add(Rule::new(Some("create"), "/volumeleftovers", Fault::Hang));
