@@ -143,5 +143,6 @@ if [ -z "$(mounted)" ]; then
   rm -rf "$run/containerd/root" "$run/containerd/state" "$run/runc" "$kubelet_root/pods"
   # A kubelet root outside RUN_DIR holds nothing worth keeping (its sockets, checkpoints, pods).
   case "$kubelet_root" in /run/vl-kubelet-*) rm -rf "$kubelet_root" ;; esac
+  case "${CONTAINERD_ADDRESS:-}" in /run/vl-containerd-*/containerd.sock) rm -rf "${CONTAINERD_ADDRESS%/containerd.sock}" ;; esac
 fi
 exit 0

@@ -27,7 +27,8 @@
 #   kube-proxy.kubeconfig
 #   containerd.toml, kubelet.yaml,             the configuration
 #   kube-proxy.yaml, cni/net.d
-#   containerd.sock                            the CRI endpoint (`ctr -a RUN_DIR/containerd.sock`)
+#   containerd.sock                            the CRI endpoint (`ctr -a RUN_DIR/containerd.sock`;
+#                                              /run/vl-containerd-ID/ when RUN_DIR is too deep)
 #   containerd/certs.d/                        containerd's registry host configuration (its
 #                                              config_path, read at each pull; empty): a registry
 #                                              without TLS is HOST:PORT/hosts.toml there, e.g.
@@ -77,9 +78,6 @@ cni_bin=$(cat "$bin/../cni-bin-dir")
 mkdir -p "$run"
 run=$(cd "$run" && pwd)
 [ ! -e "$run/env" ] || { echo "node/up.sh: $run already holds a node" >&2; exit 1; }
-sock="$run/containerd.sock"
-# A unix socket path has at most 107 bytes; the ttrpc socket adds 6.
-[ ${#sock} -le 100 ] || { echo "node/up.sh: RUN_DIR path too long for containerd's socket ($sock)" >&2; exit 1; }
 
 # Names that must not collide with another node on this machine: the cgroup root, the bridge and
 # its subnet; the node's address is the bridge's (node/net.sh says why).
@@ -92,6 +90,13 @@ net=${node_ip%.1}
 # RUN_DIR gets its kubelet root at /run/vl-kubelet-ID instead (node/down.sh removes it).
 kubelet_root="$run/kubelet"
 [ $((${#kubelet_root} + 26)) -le 107 ] || kubelet_root="/run/vl-kubelet-$id"
+# containerd's socket likewise (its ttrpc socket adds 6 bytes): a RUN_DIR under a long HOME (seen
+# with /tmp/cold/home, a cold run's) gets it in /run/vl-containerd-ID (node/down.sh removes it).
+sock="$run/containerd.sock"
+if [ ${#sock} -gt 100 ]; then
+  mkdir -p "/run/vl-containerd-$id"
+  sock="/run/vl-containerd-$id/containerd.sock"
+fi
 if ! ip link show "$bridge" >/dev/null 2>&1 && ip -4 -o addr show | grep -qF " $net."; then
   echo "node/up.sh: $subnet (derived from RUN_DIR) is already used on this machine; choose another RUN_DIR" >&2
   exit 1
