@@ -113,13 +113,18 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
         start(cp, "replica-a"),
         start(cp, "replica-b"),
     ]));
-    // Never two leaders at once: every replica's metric, sampled every 100 ms throughout.
+    // Never two leaders at once: every replica's metric, sampled every 100 ms throughout. The
+    // sampler holds the replicas weakly: when the test fails, its replicas die with it (not with
+    // the sampler, which would keep them running on a shared plane for the tests after it).
     let overlap = Arc::new(Mutex::new(Vec::<String>::new()));
     let sampler = {
-        let (replicas, overlap) = (replicas.clone(), overlap.clone());
+        let (replicas, overlap) = (Arc::downgrade(&replicas), overlap.clone());
         std::thread::spawn(move || {
             loop {
                 let ports: Vec<(&'static str, u16)> = {
+                    let Some(replicas) = replicas.upgrade() else {
+                        return;
+                    };
                     let r = replicas.lock().unwrap();
                     if r.is_empty() {
                         return;
@@ -139,13 +144,35 @@ async fn two_replicas_one_writer_handover_on_kill_and_on_sigterm() {
         })
     };
 
-    let first = wait_for("a leader", Duration::from_secs(60), || {
-        let r = replicas.lock().unwrap();
-        let l = r.iter().find(|r| leading(r) == Some(true)).map(|r| r.name);
-        let all_ready = r.iter().all(ready);
-        async move { l.filter(|_| all_ready) }
-    })
+    let first = tokio::time::timeout(
+        Duration::from_secs(60),
+        wait_for("a leader", Duration::from_secs(120), || {
+            let r = replicas.lock().unwrap();
+            let l = r.iter().find(|r| leading(r) == Some(true)).map(|r| r.name);
+            let all_ready = r.iter().all(ready);
+            async move { l.filter(|_| all_ready) }
+        }),
+    )
     .await;
+    let Ok(first) = first else {
+        // Say why: what each replica logged, and who holds the Lease.
+        for r in replicas.lock().unwrap().iter() {
+            let log =
+                std::fs::read_to_string(cp.dir.join(format!("{}.log", r.name))).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            eprintln!(
+                "--- {} (leading: {:?}, ready: {}), last lines of its log:\n{}",
+                r.name,
+                leading(r),
+                ready(r),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        let lease = cp
+            .kubectl_ok(&["-n", "volume-leftovers", "get", "lease", "-o", "yaml"])
+            .unwrap_or_else(|e| e);
+        panic!("no replica led and was ready within 60 s; the Leases:\n{lease}");
+    };
 
     // One writer.
     let r1 = released_volume(&admin, "ha1", "Retain").await;
