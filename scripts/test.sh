@@ -112,9 +112,11 @@ echo "== cargo test"
 log=$(mktemp)
 # A failing run says where its time went too.
 trap 'phases_report; rm -f "$log"' EXIT
-# RUST_TEST_THREADS=4 VL_E2E_FULL_PLANES=2 runs four tests at a time, two operator tests on two
-# leased planes: the e2e binary in half the time, but not the default yet (one of three such
-# runs failed; docs/testing.md, "How long the suite takes").
+# Four tests at once (libtest's default is one per core): the end-to-end tests mostly wait on
+# servers, and with two full control planes to lease (tests/e2e/support.rs, `lease`) two of the
+# operator tests run beside two others. That halved the e2e binary's time on 2 cores
+# (docs/testing.md, "How long the suite takes").
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-4}
 cargo test --tests --locked 2>&1 | tee "$log"
 
 # Every control plane a test started must be gone once the test binaries have exited (each has a

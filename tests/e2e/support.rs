@@ -322,16 +322,16 @@ pub fn quiet() -> &'static ControlPlane {
 /// The most full control planes the operator tests lease (see [`full_planes`]).
 const MAX_FULL_PLANES: usize = 4;
 
-/// How many full control planes the operator tests share: `VL_E2E_FULL_PLANES` (1 to 4), 1 by
+/// How many full control planes the operator tests share: `VL_E2E_FULL_PLANES` (1 to 4), 2 by
 /// default. The tests that run an operator each hold one for their whole run, one after another
 /// on a single plane; with two, two of them run at once (the e2e binary took about half as
-/// long on the 2-core CI machine; docs/testing.md has the figures and why it is not the default
-/// yet). The first is [`cp()`], which the tests without an operator use too.
+/// long on the 2-core CI machine; docs/testing.md has the figures). The first is [`cp()`], which
+/// the tests without an operator use too.
 pub fn full_planes() -> usize {
     std::env::var("VL_E2E_FULL_PLANES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1)
+        .unwrap_or(2)
         .clamp(1, MAX_FULL_PLANES)
 }
 
