@@ -31,7 +31,7 @@ use volume_leftovers::census::azure::arm::{ArmClient, ArmConfig, Credential, Kin
 use volume_leftovers::census::azure::census::disks_report_of;
 use volume_leftovers::census::azure::facts::Attribution;
 use volume_leftovers::census::config::CensusConfig;
-use volume_leftovers::decide::census::{Scope, disk_ref};
+use volume_leftovers::decide::census::disk_ref;
 use volume_leftovers::decide::census_result::{CensusState, Naming, census_result};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
@@ -284,10 +284,7 @@ fn main() {
         .unwrap();
     eprintln!("azure_census: starting the ARM test server with {n} disks");
     let server = start(n, page);
-    let key = Scope::Azure {
-        subscription: SUB.into(),
-        resource_group: RG.to_ascii_lowercase(),
-    };
+    let key = volume_leftovers::census::azure::vocabulary::resource_group(SUB, RG);
     let attribution = Attribution {
         cluster_tag: Some("cluster".into()),
         node_resource_group: true,

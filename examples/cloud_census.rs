@@ -939,10 +939,7 @@ fn main() {
         (s, zones)
     });
     let scopes: Vec<Scope> = (0..20)
-        .map(|s| Scope::Gce {
-            project: PROJECT.into(),
-            location: location(s).0.into(),
-        })
+        .map(|s| volume_leftovers::census::gce::vocabulary::location(PROJECT, location(s).0))
         .collect();
     let only = Locations::Only {
         zones: ZONES.iter().map(|z| z.to_string()).collect(),
@@ -1048,10 +1045,7 @@ fn main() {
     let px = proxy(&moto.url);
     let direct = ebs_config(&moto.url);
     let paged = ebs_config(&px.url);
-    let ebs_scope = Scope::Ebs {
-        account: None,
-        region: REGION.into(),
-    };
+    let ebs_scope = volume_leftovers::census::ebs::vocabulary::region(None, REGION);
 
     // Once, as the operator starts, through the proxy (pages as EC2's).
     let heap0 = live();

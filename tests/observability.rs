@@ -1168,10 +1168,7 @@ fn the_exported_list_is_the_operators_real_exposition() {
     m.ready(true);
     m.census_done("fsid/k8s-rbd", 3, 0, 0.1, 2);
     m.census_done(
-        &volume_leftovers::model::image::Scope::Ebs {
-            account: None,
-            region: "eu-west-1".into(),
-        },
+        &volume_leftovers::census::ebs::vocabulary::region(None, "eu-west-1"),
         3,
         0,
         0.1,

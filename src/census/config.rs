@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::census::azure::config::AzureSection;
 use crate::census::ceph::config::ClusterConfig;
+use crate::census::{ebs::vocabulary as ebs, gce::vocabulary as gce};
 use crate::decide::census::{Census, PoolKey, Scope};
 
 /// The census configuration file (`--census-config`), YAML. At least one backend is named;
@@ -136,42 +137,30 @@ impl GceSection {
     /// the project's own ([`Scope::GceProject`]: its zones and regions join as they are listed).
     pub(crate) fn scopes(&self) -> Vec<Scope> {
         let Some(locations) = self.locations() else {
-            return vec![Scope::GceProject {
-                project: self.project.clone(),
-            }];
+            return vec![gce::project(&self.project)];
         };
         locations
             .into_iter()
-            .map(|l| Scope::Gce {
-                project: self.project.clone(),
-                location: l.name().to_string(),
-            })
+            .map(|l| gce::location(&self.project, l.name()))
             .collect()
     }
 
     /// The scope of its snapshots, when they are censused.
     pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
-        self.snapshots.then(|| Scope::GceSnapshots {
-            project: self.project.clone(),
-        })
+        self.snapshots.then(|| gce::snapshots(&self.project))
     }
 }
 
 impl EbsSection {
     /// Its scope.
     pub(crate) fn scope(&self) -> Scope {
-        Scope::Ebs {
-            account: self.account.clone(),
-            region: self.region.clone(),
-        }
+        ebs::region(self.account.as_deref(), &self.region)
     }
 
     /// The scope of its snapshots, when they are censused.
     pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
-        self.snapshots.then(|| Scope::EbsSnapshots {
-            account: self.account.clone(),
-            region: self.region.clone(),
-        })
+        self.snapshots
+            .then(|| ebs::snapshots(self.account.as_deref(), &self.region))
     }
 }
 
@@ -276,7 +265,7 @@ impl CensusConfig {
                 c.name_cluster(&s, name);
             }
             if g.locations.is_none() {
-                c.open_project(&g.project, name);
+                c.open_whole(gce::project(&g.project), name);
             }
         }
         for e in &self.ebs {

@@ -5,9 +5,7 @@ pub mod azure;
 pub mod backend;
 pub mod ceph;
 pub mod config;
-#[cfg(feature = "ebs")]
 pub mod ebs;
-#[cfg(feature = "gce")]
 pub mod gce;
 
 use std::sync::Arc;
@@ -57,8 +55,9 @@ pub(crate) fn unbuilt(settings: &CensusSettings, listers: &[Box<dyn Lister>]) ->
         .map(|key| {
             let backend = key.backend();
             let message = format!(
-                "this build has no {} census (the {backend} feature is off)",
-                backend.to_uppercase()
+                "this build has no {} census (the {} feature is off)",
+                backend.title(),
+                backend.name()
             );
             CensusReport {
                 key,

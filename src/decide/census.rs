@@ -17,9 +17,11 @@
 //! Kubernetes cluster. An image whose details were asked for and could not be read is in
 //! [`ScopeListing::unread`]: nothing is concluded about it either way.
 //!
-//! **Other backends** (GCE persistent disks, EBS volumes) produce [`ScopeListing`]s for their own
-//! [`Scope`]s (a project and zone or region; an account and region) and [`disk_ref`] names their
-//! disks; the answers, the confirmation rule and the findings are the same for every backend.
+//! **Every backend** (Ceph RBD, GCE persistent disks, EBS volumes, Azure managed disks) produces
+//! [`ScopeListing`]s for its own [`Scope`]s, and [`disk_ref`] names its disks; the answers, the
+//! confirmation rule and the findings are the same for every backend. What differs (which scope
+//! holds a disk, a finding's words, where its `image` block places it) is asked of the scope's
+//! [`Backend`], implemented in the backend's folder: nothing here names one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -33,11 +35,17 @@ use crate::model::crd::{
 use crate::model::finding::Finding;
 pub use crate::model::image::ImageFound;
 
+pub use crate::model::backend::Backend;
+use crate::model::backend::Recorder;
+pub use crate::model::backend::Scope;
 pub use crate::model::csi::{
     RBD_CSI_DRIVER, SnapshotHandleRef, disk_ref, image_ref, snapshot_handle_ref,
 };
-pub use crate::model::image::{DiskRef, ImageRef, PoolKey, Scope};
-pub(crate) use crate::model::listing::{CreatedFor, DiskFacts, FailureCategory, Owner};
+pub use crate::model::image::{DiskRef, ImageRef, PoolKey};
+// What the GCE and EBS listers build (unused by a build without them).
+#[cfg_attr(not(any(feature = "gce", feature = "ebs")), allow(unused_imports))]
+pub(crate) use crate::model::listing::CreatedFor;
+pub(crate) use crate::model::listing::{DiskFacts, FailureCategory, Owner};
 pub use crate::model::listing::{FailureKind, ScopeListing, Seen};
 
 /// Which censused scope a disk is in.
@@ -124,10 +132,10 @@ pub struct Census {
     pub(crate) cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
     pub(crate) image_grace: Duration,
-    /// The GCE projects listed as a whole (an aggregated listing), with their own cluster name
-    /// when their section names one: their zones and regions are known only once a listing
-    /// names them, and are [admitted](Census::admit) then.
-    pub(crate) open_projects: BTreeMap<String, Option<String>>,
+    /// The scopes listed as a whole (a GCE project's aggregated listing), with their own
+    /// cluster name when their section names one: the scopes within them (zones and regions)
+    /// are known only once a listing names them, and are [admitted](Census::admit) then.
+    pub(crate) open: BTreeMap<Scope, Option<String>>,
 }
 
 impl Census {
@@ -145,7 +153,7 @@ impl Census {
                 .collect(),
             cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
-            open_projects: BTreeMap::new(),
+            open: BTreeMap::new(),
         }
     }
 
@@ -156,41 +164,72 @@ impl Census {
         }
     }
 
-    /// A GCE project listed as a whole: its zones and regions join as listings name them,
-    /// with `cluster_name` (its section's, `None`: the file's).
-    pub fn open_project(&mut self, project: &str, cluster_name: Option<&str>) {
-        self.open_projects.insert(
-            project.to_string(),
+    /// A scope listed as a whole (a GCE project's aggregated listing): the scopes within it
+    /// join as listings name them, with `cluster_name` (its section's, `None`: the file's).
+    pub fn open_whole(&mut self, whole: Scope, cluster_name: Option<&str>) {
+        self.open.insert(
+            whole,
             cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
         );
     }
 
-    /// Admits a scope a listing names: a zone or region of an [open
-    /// project](Census::open_project), Unknown until its census is recorded. True when the
-    /// scope is censused (admitted now or before); a scope of nothing configured is not.
+    /// Admits a scope a listing names: one within a scope [listed as a
+    /// whole](Census::open_whole), Unknown until its census is recorded. True when the scope
+    /// is censused (admitted now or before); a scope of nothing configured is not.
     pub fn admit(&mut self, scope: &Scope) -> bool {
         if self.pools.contains_key(scope) {
             return true;
         }
-        let Scope::Gce { project, .. } = scope else {
-            return false;
-        };
-        let Some(name) = self.open_projects.get(project) else {
+        let Some(name) = self.whole_of(scope).map(|(_, name)| name.clone()) else {
             return false;
         };
         let st = ScopeState {
-            cluster_name: name.clone(),
+            cluster_name: name,
             ..ScopeState::default()
         };
         self.pools.insert(scope.clone(), st);
         true
     }
 
-    /// Whether a census may ever answer for `scope`: it is censused, or a zone or region of an
-    /// open project not listed yet.
+    /// The open scope `scope` is within, with its cluster name.
+    fn whole_of(&self, scope: &Scope) -> Option<(&Scope, &Option<String>)> {
+        let whole = scope.backend().whole_of(scope)?;
+        self.open.get_key_value(&whole)
+    }
+
+    /// Whether a census may ever answer for `scope`: it is censused, or within an open scope
+    /// and not listed yet.
     pub fn covers(&self, scope: &Scope) -> bool {
-        self.pools.contains_key(scope)
-            || matches!(scope, Scope::Gce { project, .. } if self.open_projects.contains_key(project))
+        self.pools.contains_key(scope) || self.whole_of(scope).is_some()
+    }
+
+    /// The backends of the censused scopes.
+    fn backends(&self) -> impl Iterator<Item = &'static dyn Backend> + '_ {
+        self.pools
+            .keys()
+            .chain(self.open.keys())
+            .map(Scope::backend)
+    }
+
+    /// The scope a published finding's `image` block names, when its backend is censused: the
+    /// inverse of [`Backend::location`], a backend snapshot (`SnapshotWithoutContent`) told
+    /// from a disk by its reason. `None` without an `image` block.
+    ///
+    /// An object written before `image.backend` was recorded is read by its source's kind and
+    /// driver (and a cloud disk's project or account from `clusterID`, its zone or region from
+    /// `pool`, where that version wrote them).
+    pub(crate) fn recorded_scope(&self, s: &VolumeLeftoverStatus) -> Option<Scope> {
+        let i = s.image.as_ref()?;
+        let snapshot = s.reason == Reason::SnapshotWithoutContent;
+        let mut backends = self.backends();
+        let backend = match i.backend {
+            Some(b) => backends.find(|x| x.disk_backend() == b)?,
+            None => {
+                let (kind, driver) = (&s.source.kind, s.source.driver.as_deref());
+                backends.find(|x| x.names_source(kind, driver.unwrap_or_default()))?
+            }
+        };
+        Some(backend.recorded_scope(i, i.backend.is_none(), snapshot))
     }
 
     /// This cluster's name in `scope`'s ownership metadata.
@@ -228,105 +267,35 @@ impl Census {
         self.pools.get(key).is_some_and(|s| s.trusted().is_some())
     }
 
-    /// The censused scope a disk is in.
+    /// The censused scope a disk is in: the one scope that holds it, as its backend tells.
+    ///
+    /// What the volume does not say (an in-tree disk's project, an EBS volume's region) matches
+    /// any scope, so a disk that two scopes could hold is not censused rather than guessed. A
+    /// scope that cannot tell before its first listing (a Ceph pool a handle names by id) makes
+    /// the disk [`Resolved::NotYet`] while no other holds it; so does the one scope within an
+    /// [open scope](Census::open_whole) that could hold it and that no listing has named yet.
     pub(crate) fn resolve(&self, r: &DiskRef) -> Resolved<'_> {
-        let DiskRef::Ceph(r) = r else {
-            return self.resolve_cloud(r);
-        };
-        let mut found = None;
-        let mut unresolved = false;
+        let mut holding = None;
+        let (mut several, mut cannot_tell) = (false, false);
         for (scope, st) in &self.pools {
-            let Scope::Ceph(k) = scope else {
-                continue;
-            };
-            if r.cluster_id.as_ref().is_some_and(|c| *c != k.cluster_id)
-                || r.namespace != k.namespace
-            {
-                continue;
-            }
-            let matches = match (&r.pool, r.pool_id) {
-                (Some(p), _) => *p == k.pool,
-                (None, Some(id)) => match st.current.as_ref().or(st.previous.as_ref()) {
-                    Some(s) => s.scope_id == Some(id),
-                    None => {
-                        unresolved = true;
-                        false
-                    }
-                },
-                (None, None) => false,
-            };
-            if matches {
-                if found.is_some() {
-                    // Two clusters with a pool of that name, and the volume does not say which.
-                    return Resolved::NotCensused;
-                }
-                found = Some(scope);
+            let last = st.current.as_deref().or(st.previous.as_deref());
+            match scope.backend().holds(scope, last, r) {
+                Some(true) if holding.is_some() => several = true,
+                Some(true) => holding = Some(scope),
+                Some(false) => {}
+                None => cannot_tell = true,
             }
         }
-        match found {
-            Some(k) => Resolved::In(k),
-            None if unresolved => Resolved::NotYet,
-            None => Resolved::NotCensused,
-        }
-    }
-
-    /// The censused scope of a cloud disk: the one scope that can hold it. What the volume does
-    /// not say (an in-tree disk's project, an EBS volume's account or region) matches any
-    /// scope, so a disk that two scopes could hold is not censused rather than guessed. A zone
-    /// or region of an [open project](Census::open_project) that no listing has named yet can
-    /// hold it too: when it is the only one, the disk is [`Resolved::NotYet`] (Unknown).
-    fn resolve_cloud(&self, r: &DiskRef) -> Resolved<'_> {
-        let fits = |scope: &Scope| match (r, scope) {
-            (
-                DiskRef::Gce {
-                    project,
-                    location: Some(location),
-                    ..
-                },
-                Scope::Gce {
-                    project: p,
-                    location: l,
-                },
-            ) => l == location && project.as_ref().is_none_or(|project| project == p),
-            (DiskRef::Ebs { region, .. }, Scope::Ebs { region: g, .. }) => {
-                region.as_ref().is_none_or(|r| r == g)
-            }
-            (
-                DiskRef::Azure {
-                    subscription,
-                    resource_group,
-                    ..
-                },
-                Scope::Azure {
-                    subscription: s,
-                    resource_group: g,
-                },
-            ) => s == subscription && g == resource_group,
-            _ => false,
-        };
-        // The open projects' scopes that could hold it and are not listed yet.
-        let unlisted = match r {
-            DiskRef::Gce {
-                project,
-                location: Some(location),
-                ..
-            } => self
-                .open_projects
-                .keys()
-                .filter(|p| project.as_ref().is_none_or(|project| project == *p))
-                .filter(|p| {
-                    !self.pools.contains_key(&Scope::Gce {
-                        project: (*p).clone(),
-                        location: location.clone(),
-                    })
-                })
-                .count(),
-            _ => 0,
-        };
-        let mut candidates = self.pools.keys().filter(|s| fits(s));
-        match (candidates.next(), candidates.next(), unlisted) {
-            (Some(one), None, 0) => Resolved::In(one),
-            (None, None, 1) => Resolved::NotYet,
+        let unlisted = self
+            .open
+            .keys()
+            .filter_map(|whole| whole.backend().unlisted_scope(whole, r))
+            .filter(|s| !self.pools.contains_key(s))
+            .count();
+        match (holding, several, unlisted) {
+            (Some(one), false, 0) => Resolved::In(one),
+            (None, _, 0) if cannot_tell => Resolved::NotYet,
+            (None, _, 1) => Resolved::NotYet,
             _ => Resolved::NotCensused,
         }
     }
@@ -397,7 +366,7 @@ impl Census {
         let scopes: Vec<(&str, &ScopeState)> = self
             .pools
             .iter()
-            .filter_map(|(scope, st)| Some((r.name_in(scope)?, st)))
+            .filter_map(|(scope, st)| Some((scope.backend().snapshot_name_in(scope, r)?, st)))
             .collect();
         let present = scopes
             .iter()
@@ -467,130 +436,14 @@ impl Census {
     }
 }
 
-/// The VolumeLeftover's name for a disk nothing references: [`leftover_name`] for an RBD
-/// image; `gce-<hash>-<name>` and `ebs-<hash>-<volume id>` by the same scheme for a cloud disk,
+/// The VolumeLeftover's name for a disk nothing references ([`Backend::leftover_name`]):
+/// `rbd-<hash>-<image>` for an RBD image, `gce-<hash>-<name>`, `ebs-<hash>-<volume id>`, ...,
 /// the hash over the scope's parts and the name.
 pub fn disk_leftover_name(scope: &Scope, name: &str) -> String {
-    match scope {
-        Scope::Ceph(k) => leftover_name(k, name),
-        Scope::Gce { project, location } => {
-            hashed_name("gce", &[project.as_bytes(), location.as_bytes()], name)
-        }
-        // Holds no disk (its disks are in their zones' and regions' scopes); named all the same.
-        Scope::GceProject { project } => hashed_name("gce", &[project.as_bytes()], name),
-        Scope::Ebs { account, region } => hashed_name(
-            "ebs",
-            &[
-                account.as_deref().unwrap_or_default().as_bytes(),
-                region.as_bytes(),
-            ],
-            name,
-        ),
-        // A snapshot's scope adds a part no zone, region or account can be, so that no
-        // snapshot's name can be a disk's.
-        Scope::GceSnapshots { project } => {
-            hashed_name("gce", &[project.as_bytes(), b"snapshots"], name)
-        }
-        Scope::EbsSnapshots { account, region } => hashed_name(
-            "ebs",
-            &[
-                account.as_deref().unwrap_or_default().as_bytes(),
-                region.as_bytes(),
-                b"snapshots",
-            ],
-            name,
-        ),
-        Scope::Azure {
-            subscription,
-            resource_group,
-        } => hashed_name(
-            "azure",
-            &[subscription.as_bytes(), resource_group.as_bytes()],
-            name,
-        ),
-        Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => hashed_name(
-            "azure",
-            &[
-                subscription.as_bytes(),
-                resource_group.as_bytes(),
-                b"snapshots",
-            ],
-            name,
-        ),
-    }
+    scope.backend().leftover_name(scope, name)
 }
 
-/// The handle a VolumeSnapshotContent would carry for the snapshot `name` of `scope`.
-fn snapshot_handle_of(scope: &Scope, name: &str) -> String {
-    match scope {
-        Scope::GceSnapshots { project } => format!("projects/{project}/global/snapshots/{name}"),
-        Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => azure_id(subscription, resource_group, "snapshots", name),
-        _ => name.to_string(),
-    }
-}
-
-/// An Azure resource id, as the Azure Disk CSI driver's handles carry it (lower-cased: the
-/// census keys every part so).
-fn azure_id(subscription: &str, resource_group: &str, kind: &str, name: &str) -> String {
-    format!(
-        "/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/{kind}/{name}"
-    )
-}
-
-/// The VolumeLeftover's name for an image: deterministic, a valid object name for any cluster
-/// id, pool, namespace and image (`rbd-<hash>-<image, lower-cased and cleaned>`, at most 253
-/// characters), and unlike any PV name a provisioner makes.
-pub fn leftover_name(key: &PoolKey, image: &str) -> String {
-    let parts = [
-        key.cluster_id.as_bytes(),
-        key.pool.as_bytes(),
-        key.namespace.as_bytes(),
-    ];
-    hashed_name("rbd", &parts, image)
-}
-
-/// `<prefix>-<hash>-<name, lower-cased and cleaned>`: the hash is FNV-1a (64 bits) of `parts`
-/// and `name`, each followed by a NUL but the last, stable across versions and platforms (the
-/// name must never change).
-pub(crate) fn hashed_name(prefix: &str, parts: &[&[u8]], image: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in part.iter().chain(b"\0") {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    for b in image.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    let mut clean: String = image
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .take(200)
-        .collect();
-    while clean.ends_with('-') {
-        clean.pop();
-    }
-    let clean = clean.trim_start_matches('-');
-    if clean.is_empty() {
-        format!("{prefix}-{h:016x}")
-    } else {
-        format!("{prefix}-{h:016x}-{clean}")
-    }
-}
+pub(crate) use crate::model::backend::hashed_name;
 
 /// The finding about an image nothing references.
 fn orphan(
@@ -627,7 +480,7 @@ fn orphan(
             disk_size_bytes: None,
             access_modes: Vec::new(),
             volume_mode: String::new(),
-            source: orphan_source(key, name),
+            source: key.backend().source(key, name),
             first_seen: now.clone(),
             subject: Subject::Disk,
             deleted_at: None,
@@ -663,27 +516,11 @@ fn snapshot_orphan(
     now: &Time,
 ) -> Finding {
     use crate::model::crd::SnapshotInfo;
-    use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
     let size = i64::try_from(d.size).ok();
-    let (driver, what) = match key {
-        Scope::GceSnapshots { project } => (
-            GCE_PD_CSI_DRIVER,
-            format!("GCE snapshot {name} (project {project})"),
-        ),
-        Scope::EbsSnapshots { region, .. } => {
-            (EBS_CSI_DRIVER, format!("EBS snapshot {name} ({region})"))
-        }
-        Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => (
-            AZURE_DISK_CSI_DRIVER,
-            format!(
-                "Azure snapshot {name} (subscription {subscription}, resource group {resource_group})"
-            ),
-        ),
-        _ => ("", name.to_string()),
-    };
+    let (driver, what) = (
+        key.backend().csi_driver(),
+        key.backend().describe(key, name),
+    );
     let recorded = d.created_for.as_ref();
     let mut message =
         format!("{what} is not named by any VolumeSnapshotContent or ContentDeleted tombstone.");
@@ -741,7 +578,7 @@ fn snapshot_orphan(
                     (Some(ns), Some(n)) => Some(format!("{ns}/{n}")),
                     _ => None,
                 }),
-                snapshot_handle: Some(snapshot_handle_of(key, name)),
+                snapshot_handle: Some(key.backend().snapshot_handle(key, name)),
                 restore_size_bytes: size,
                 since: d.created.map(Time),
                 ..SnapshotInfo::default()
@@ -778,7 +615,7 @@ fn snapshot_ownership_sentence(d: &DiskFacts, cluster_name: Option<&str>) -> Str
 /// [`image_location`] of `key`, with what the listing adds: the disk's own zone (an EBS
 /// volume's) and its attributing labels or tags.
 fn located(key: &Scope, d: &DiskFacts) -> ImageInfo {
-    let mut i = image_location(key);
+    let mut i = key.backend().location(key);
     if i.zone.is_none() {
         i.zone = d.zone.clone();
     }
@@ -794,101 +631,6 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
-/// The source a finding about an unreferenced disk records: the one a volume naming it would
-/// have (an RBD image by cluster, pool and name; a cloud disk as its in-tree source).
-fn orphan_source(key: &Scope, name: &str) -> VolumeSourceInfo {
-    let (kind, disk) = match key {
-        Scope::Ceph(k) => {
-            return VolumeSourceInfo {
-                kind: "rbd".into(),
-                cluster_id: Some(k.cluster_id.clone()),
-                pool: Some(k.pool.clone()),
-                rados_namespace: (!k.namespace.is_empty()).then(|| k.namespace.clone()),
-                image_name: Some(name.to_string()),
-                ..VolumeSourceInfo::default()
-            };
-        }
-        Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => {
-            ("gcePersistentDisk", name)
-        }
-        Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => ("awsElasticBlockStore", name),
-        // The in-tree source's `diskURI` is what names the disk (and where it is).
-        Scope::Azure {
-            subscription,
-            resource_group,
-        }
-        | Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => {
-            return VolumeSourceInfo {
-                kind: "azureDisk".into(),
-                disk_name: Some(name.to_string()),
-                disk_uri: Some(azure_id(subscription, resource_group, "disks", name)),
-                ..VolumeSourceInfo::default()
-            };
-        }
-    };
-    VolumeSourceInfo {
-        kind: kind.into(),
-        disk_name: Some(disk.to_string()),
-        ..VolumeSourceInfo::default()
-    }
-}
-
-/// Where the `image` block of a finding places a disk of `key`: the same fields for every
-/// backend (`backend`, `account`, `region`, `zone`), and Ceph's own (`clusterID`, `pool`,
-/// `radosNamespace`) only for Ceph.
-pub(crate) fn image_location(key: &Scope) -> ImageInfo {
-    use crate::model::crd::DiskBackend;
-    use crate::model::csi::GceLocation;
-    match key {
-        Scope::Ceph(k) => ImageInfo {
-            backend: Some(DiskBackend::Ceph),
-            cluster_id: Some(k.cluster_id.clone()),
-            pool: Some(k.pool.clone()),
-            rados_namespace: (!k.namespace.is_empty()).then(|| k.namespace.clone()),
-            ..ImageInfo::default()
-        },
-        Scope::Gce { project, location } => {
-            let (zone, region) = GceLocation::parse(location)
-                .map(|l| l.zone_and_region())
-                .unwrap_or((None, Some(location.clone())));
-            ImageInfo {
-                backend: Some(DiskBackend::Gce),
-                account: Some(project.clone()),
-                zone,
-                region,
-                ..ImageInfo::default()
-            }
-        }
-        Scope::GceProject { project } | Scope::GceSnapshots { project } => ImageInfo {
-            backend: Some(DiskBackend::Gce),
-            account: Some(project.clone()),
-            ..ImageInfo::default()
-        },
-        Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => ImageInfo {
-            backend: Some(DiskBackend::Ebs),
-            account: account.clone(),
-            region: Some(region.clone()),
-            ..ImageInfo::default()
-        },
-        Scope::Azure {
-            subscription,
-            resource_group,
-        }
-        | Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => ImageInfo {
-            backend: Some(DiskBackend::Azure),
-            account: Some(subscription.clone()),
-            resource_group: Some(resource_group.clone()),
-            ..ImageInfo::default()
-        },
-    }
-}
-
 /// Where the census looks for the disk `source` names: its scope's location and the disk's
 /// name (the `image` block of a `VolumeWithoutDisk` finding, which says where it was not found).
 /// `None` for a disk no censused scope covers.
@@ -897,77 +639,10 @@ pub(crate) fn looked_in(census: &Census, source: &VolumeSourceInfo) -> Option<Im
     match census.resolve(&r) {
         Resolved::In(key) => Some(ImageInfo {
             name: r.name().to_string(),
-            ..image_location(key)
+            ..key.backend().location(key)
         }),
         Resolved::NotCensused | Resolved::NotYet => None,
     }
-}
-
-/// The scope a published finding's `image` block names: the inverse of [`image_location`], a
-/// backend snapshot (`SnapshotWithoutContent`) told from a disk by its reason. `None` without an
-/// `image` block.
-/// An object written before `backend` was recorded holds a cloud disk's project or account in
-/// `clusterID` and its zone or region in `pool`, and is read so.
-pub(crate) fn recorded_scope(s: &VolumeLeftoverStatus) -> Option<Scope> {
-    use crate::model::crd::DiskBackend;
-    use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
-    let (source, i) = (&s.source, s.image.as_ref()?);
-    let snapshot = s.reason == Reason::SnapshotWithoutContent;
-    let backend = i
-        .backend
-        .or(match (source.kind.as_str(), source.driver.as_deref()) {
-            ("gcePersistentDisk", _) | ("csi", Some(GCE_PD_CSI_DRIVER)) => Some(DiskBackend::Gce),
-            ("awsElasticBlockStore", _) | ("csi", Some(EBS_CSI_DRIVER)) => Some(DiskBackend::Ebs),
-            ("azureDisk", _) | ("csi", Some(AZURE_DISK_CSI_DRIVER)) => Some(DiskBackend::Azure),
-            _ => None,
-        });
-    // Before `backend`: the project or account in `clusterID`, the zone or region in `pool`.
-    let legacy = i.backend.is_none();
-    let or_legacy = |new: &Option<String>, old: &Option<String>| {
-        new.clone()
-            .or_else(|| legacy.then(|| old.clone()).flatten())
-            .filter(|v| !v.is_empty())
-    };
-    let account = or_legacy(&i.account, &i.cluster_id);
-    let location = or_legacy(&i.zone.clone().or_else(|| i.region.clone()), &i.pool);
-    let text = |v: Option<String>| v.unwrap_or_default();
-    Some(match backend {
-        Some(DiskBackend::Gce) if snapshot => Scope::GceSnapshots {
-            project: text(account),
-        },
-        Some(DiskBackend::Gce) => Scope::Gce {
-            project: text(account),
-            location: text(location),
-        },
-        Some(DiskBackend::Ebs) => {
-            let region = text(or_legacy(&i.region, &i.pool));
-            if snapshot {
-                Scope::EbsSnapshots { account, region }
-            } else {
-                Scope::Ebs { account, region }
-            }
-        }
-        Some(DiskBackend::Azure) => {
-            let subscription = text(i.account.clone()).to_ascii_lowercase();
-            let resource_group = text(i.resource_group.clone()).to_ascii_lowercase();
-            if snapshot {
-                Scope::AzureSnapshots {
-                    subscription,
-                    resource_group,
-                }
-            } else {
-                Scope::Azure {
-                    subscription,
-                    resource_group,
-                }
-            }
-        }
-        Some(DiskBackend::Ceph) | None => Scope::Ceph(PoolKey::new(
-            i.cluster_id.as_deref().unwrap_or_default(),
-            i.pool.as_deref().unwrap_or_default(),
-            i.rados_namespace.as_deref(),
-        )),
-    })
 }
 
 /// An orphan's hints, sorted: in use (something uses it), and whose it is cannot be told (no
@@ -987,35 +662,7 @@ fn orphan_hints(d: &DiskFacts, owner: &Owner) -> Vec<Hint> {
 /// An orphan's message: where the image is, whose ceph-csi says it was, and whether it is in
 /// use.
 fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&str>) -> String {
-    let what = match key {
-        Scope::Ceph(key) => {
-            let where_ = if key.namespace.is_empty() {
-                format!("{}/{}", key.pool, name)
-            } else {
-                format!("{}/{}/{}", key.pool, key.namespace, name)
-            };
-            format!("RBD image {where_} (cluster {})", key.cluster_id)
-        }
-        Scope::Gce { project, location } => {
-            format!("GCE persistent disk {name} (project {project}, {location})")
-        }
-        Scope::GceProject { project } | Scope::GceSnapshots { project } => {
-            format!("GCE persistent disk {name} (project {project})")
-        }
-        Scope::Ebs { region, .. } | Scope::EbsSnapshots { region, .. } => {
-            format!("EBS volume {name} ({region})")
-        }
-        Scope::Azure {
-            subscription,
-            resource_group,
-        }
-        | Scope::AzureSnapshots {
-            subscription,
-            resource_group,
-        } => format!(
-            "Azure managed disk {name} (subscription {subscription}, resource group {resource_group})"
-        ),
-    };
+    let what = key.backend().describe(key, name);
     let mut m = format!("{what} is not referenced by any PersistentVolume or tombstone.");
     m.push_str(&ownership_sentence(
         key,
@@ -1023,40 +670,29 @@ fn orphan_message(key: &Scope, name: &str, d: &DiskFacts, cluster_name: Option<&
         cluster_name,
     ));
     if !d.in_use.is_empty() {
-        let used = match key {
-            Scope::Ceph(_) => "open or mapped by",
-            _ => "attached to",
-        };
         m.push_str(&format!(
-            " It is {used} {}: in use, not a plain orphan.",
+            " It is {} {}: in use, not a plain orphan.",
+            key.backend().in_use(),
             d.in_use.join(", ")
         ));
     }
     m
 }
 
-/// What ceph-csi's ownership metadata says of the image (with its leading space), and how far
-/// it can be trusted to be this cluster's: the pool may be shared with other clusters.
+/// What the backend's ownership metadata (ceph-csi's, the CSI driver's tags) says of the disk
+/// (with its leading space), and how far it can be trusted to be this cluster's: the pool,
+/// project or account may be shared with other clusters.
 fn ownership_sentence(
     key: &Scope,
     owner: Option<&ImageOwner>,
     cluster_name: Option<&str>,
 ) -> String {
     // Who records the ownership (as a sentence's subject too), and what several clusters share.
-    let (who, subject, shared) = match key {
-        Scope::Ceph(_) => ("ceph-csi", "ceph-csi", "pool"),
-        Scope::Gce { .. } | Scope::GceProject { .. } | Scope::GceSnapshots { .. } => {
-            ("GCE PD CSI driver", "The GCE PD CSI driver", "project")
-        }
-        Scope::Ebs { .. } | Scope::EbsSnapshots { .. } => {
-            ("EBS CSI driver", "The EBS CSI driver", "account")
-        }
-        Scope::Azure { .. } | Scope::AzureSnapshots { .. } => (
-            "Azure Disk CSI driver",
-            "The Azure Disk CSI driver",
-            "resource group",
-        ),
-    };
+    let Recorder {
+        who,
+        subject,
+        shared,
+    } = key.backend().recorder();
     let Some(o) = owner else {
         return format!(
             " It carries no {who} ownership metadata: it may belong to another cluster sharing the {shared}, or to none."

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::RBD_CSI_DRIVER;
 use crate::model::crd::{CostEstimate, Reason, SizeBasis, VolumeLeftoverStatus};
-use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
+use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
 use crate::model::price::{Applied, NANOS_PER_UNIT, PriceKey, PriceTable, Priced};
 
 /// The month prices are given for: 730 hours (365 days / 12, as GCE and AWS bill).
@@ -157,6 +157,7 @@ fn price_key(s: &VolumeLeftoverStatus) -> PriceKey<'_> {
         // An in-tree volume is priced as the driver it migrates to.
         "gcePersistentDisk" => Some(GCE_PD_CSI_DRIVER),
         "awsElasticBlockStore" => Some(EBS_CSI_DRIVER),
+        "azureDisk" => Some(AZURE_DISK_CSI_DRIVER),
         "rbd" => Some(RBD_CSI_DRIVER),
         _ => None,
     });

@@ -25,7 +25,6 @@ use crate::model::csi::{
     EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, GceLocation, aws_region_of, parse_ebs_volume_id,
     parse_volume_handle,
 };
-use crate::model::image::Scope;
 
 /// Where the finding came from: what records which disk was whose once its PV is deleted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,11 +434,17 @@ pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
 fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
     let src = &s.source;
     let driver = src.driver.as_deref().unwrap_or_default();
-    let scope = s
+    // Where the census recorded the disk: a disk's image block, not a backend snapshot's.
+    let image = s
         .image
         .as_ref()
-        .and(crate::decide::census::recorded_scope(s))
         .filter(|_| s.reason != Reason::SnapshotWithoutContent);
+    // Before `image.backend` was recorded, a cloud disk's project or account was written in
+    // `clusterID`, its zone or region in `pool`.
+    let legacy = image.is_some_and(|i| i.backend.is_none());
+    let recorded = |new: Option<&String>, old: Option<&String>| {
+        nonempty(new.or(old.filter(|_| legacy)).map(String::as_str))
+    };
     let backend = s
         .image
         .as_ref()
@@ -464,19 +469,16 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 .volume_handle
                 .as_deref()
                 .and_then(|h| parse_volume_handle(h).ok());
-            let key = match &scope {
-                Some(Scope::Ceph(k)) => Some(k),
-                _ => None,
-            };
+            let key = image;
             let image = match &named {
                 Some(crate::model::image::DiskRef::Ceph(r)) => Some(r.name.clone()),
                 _ => None,
             };
-            let pool =
-                nonempty(src.pool.as_deref()).or_else(|| key.and_then(|k| nonempty(Some(&k.pool))));
+            let pool = nonempty(src.pool.as_deref())
+                .or_else(|| key.and_then(|k| nonempty(k.pool.as_deref())));
             Disk::Rbd {
                 cluster_id: nonempty(src.cluster_id.as_deref())
-                    .or_else(|| key.and_then(|k| nonempty(Some(&k.cluster_id))))
+                    .or_else(|| key.and_then(|k| nonempty(k.cluster_id.as_deref())))
                     .or_else(|| handle.as_ref().map(|h| h.cluster_id.clone())),
                 pool_id: handle
                     .as_ref()
@@ -484,7 +486,7 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                     .filter(|_| pool.is_none()),
                 pool,
                 namespace: nonempty(src.rados_namespace.as_deref())
-                    .or_else(|| key.and_then(|k| nonempty(Some(&k.namespace)))),
+                    .or_else(|| key.and_then(|k| nonempty(k.rados_namespace.as_deref()))),
                 image: image.or_else(|| s.image.as_ref().and_then(|i| nonempty(Some(&i.name)))),
             }
         }
@@ -497,13 +499,10 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 }) => (project, location, Some(name)),
                 _ => (None, None, None),
             };
-            if let Some(Scope::Gce {
-                project: p,
-                location: l,
-            }) = &scope
-            {
-                project = nonempty(Some(p)).or(project);
-                location = nonempty(Some(l)).or(location);
+            if let Some(i) = image {
+                project = recorded(i.account.as_ref(), i.cluster_id.as_ref()).or(project);
+                location =
+                    recorded(i.zone.as_ref().or(i.region.as_ref()), i.pool.as_ref()).or(location);
             }
             if let Some(i) = &s.image {
                 name = nonempty(Some(&i.name)).or(name);
@@ -567,13 +566,12 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 _ => (None, None, None),
             };
             let image = s.image.as_ref();
-            if let Some(Scope::Azure {
-                subscription,
-                resource_group,
-            }) = &scope
-            {
-                sub = sub.or_else(|| nonempty(Some(subscription)));
-                rg = rg.or_else(|| nonempty(Some(resource_group)));
+            if let Some(i) = image {
+                sub =
+                    sub.or_else(|| nonempty(i.account.as_deref()).map(|s| s.to_ascii_lowercase()));
+                rg = rg.or_else(|| {
+                    nonempty(i.resource_group.as_deref()).map(|g| g.to_ascii_lowercase())
+                });
             }
             name = name.or_else(|| image.and_then(|i| nonempty(Some(&i.name))));
             // The id as the PV spells it: what `az` and the portal print back.

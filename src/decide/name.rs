@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, Scope, disk_ref, recorded_scope, snapshot_handle_ref};
+use crate::decide::census::{Census, Scope, disk_ref, snapshot_handle_ref};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Lookup, disk_found};
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
@@ -554,7 +554,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
             return Some(Action::Nothing);
         }
         // Images without a volume keep their facts (`leftover::needs_record`).
-        let key = s.record().and_then(|r| recorded_scope(&r));
+        let key = s.record().and_then(|r| cs.census.recorded_scope(&r));
         let vouched = key.as_ref().is_none_or(|k| {
             !cs.census.covers(k) || (cs.census.is_trusted(k) && !cs.unconcluded.contains(k))
         });

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::model::crd::VolumeSourceInfo;
-use crate::model::image::{DiskRef, ImageRef, Scope};
+use crate::model::image::{DiskRef, ImageRef};
 
 /// The image name prefix ceph-csi uses unless a StorageClass sets `volumeNamePrefix`.
 pub const CSI_VOLUME_PREFIX: &str = "csi-vol-";
@@ -539,30 +539,4 @@ pub enum SnapshotHandleRef {
         resource_group: String,
         name: String,
     },
-}
-
-impl SnapshotHandleRef {
-    /// Its name in `scope`, when `scope` can hold it.
-    pub(crate) fn name_in(&self, scope: &Scope) -> Option<&str> {
-        match (self, scope) {
-            (SnapshotHandleRef::Gce { project, name }, Scope::GceSnapshots { project: p })
-                if p == project =>
-            {
-                Some(name)
-            }
-            (SnapshotHandleRef::Ebs(id), Scope::EbsSnapshots { .. }) => Some(id),
-            (
-                SnapshotHandleRef::Azure {
-                    subscription,
-                    resource_group,
-                    name,
-                },
-                Scope::AzureSnapshots {
-                    subscription: s,
-                    resource_group: g,
-                },
-            ) if s == subscription && g == resource_group => Some(name),
-            _ => None,
-        }
-    }
 }

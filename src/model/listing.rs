@@ -193,6 +193,7 @@ impl FailureCategory {
     }
 
     /// The category of an HTTP status a cloud service answered with, if it has one.
+    #[cfg(any(feature = "gce", feature = "azure"))]
     pub(crate) fn of_status(status: u16) -> Option<FailureCategory> {
         match status {
             401 => Some(FailureCategory::Auth),

@@ -2,6 +2,7 @@
 //! forms of volumes, claims, snapshot objects and VolumeLeftovers kept in the stores. No client,
 //! no clock, no I/O.
 
+pub mod backend;
 pub mod crd;
 pub mod csi;
 pub mod exclude;

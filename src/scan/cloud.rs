@@ -14,15 +14,15 @@ use serde::Serialize;
 use crate::census::CensusReport;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, FailureKind, Scope, recorded_scope};
+use crate::decide::census::{Backend, Census, FailureKind};
 use crate::model::crd::{Hint, Reason, Subject};
 use crate::model::finding::Finding;
 
 /// A scope (a Ceph pool, a zone, a region, or a project listed as a whole) whose listing failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeFailure {
-    /// The backend: `ceph`, `gce`, `ebs`.
-    pub(crate) backend: &'static str,
+    /// The backend.
+    pub(crate) backend: &'static dyn Backend,
     /// The scope (`gce:p/europe-west1-b`, `ebs:123456789012/eu-west-1`, or `gce:p` for the
     /// aggregated listing of a whole project).
     pub(crate) scope: String,
@@ -36,15 +36,13 @@ pub struct ScopeFailure {
 
 impl std::fmt::Display for ScopeFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let backend = match self.backend {
-            "ceph" => "Ceph",
-            "gce" => "GCE",
-            "ebs" => "EBS",
-            "azure" => "Azure",
-            other => other,
-        };
+        let backend = self.backend.title();
         // A Ceph scope is a pool (`fsid/pool`), and says so.
-        let pool = if self.backend == "ceph" { "pool " } else { "" };
+        let pool = if self.backend.labelled_as_pool() {
+            "pool "
+        } else {
+            ""
+        };
         write!(
             f,
             "the {backend} census of {pool}{} failed ({}): {}; nothing is said about its {}",
@@ -81,10 +79,8 @@ pub(crate) fn record(census: &mut Census, reports: Vec<CensusReport>, failed: &m
                         message: f.message.clone(),
                         holds: if key.holds_snapshots() {
                             "snapshots"
-                        } else if key.backend() == "ceph" {
-                            "images"
                         } else {
-                            "disks"
+                            key.backend().disks_are_called()
                         },
                     },
                 );
@@ -156,27 +152,19 @@ fn time(t: Option<&Time>) -> Option<String> {
 /// The cloud keys of a finding's line, read from the finding alone (what the operator publishes
 /// in `status.image` is what `scan` prints): a disk or backend snapshot no PV or content names
 /// (where it is and what the listing read of it), or a PV whose disk the listings did not find
-/// (where they looked). `None` for a Ceph pool's finding and every other line.
-pub(crate) fn disk_keys(f: &Finding) -> Option<DiskKeys> {
+/// (where they looked), in a scope of `census`. `None` for a Ceph pool's finding and every other
+/// line.
+pub(crate) fn disk_keys(f: &Finding, census: &Census) -> Option<DiskKeys> {
     let s = &f.status;
     let about_disk = matches!(
         s.reason,
         Reason::DiskWithoutVolume | Reason::SnapshotWithoutContent | Reason::VolumeWithoutDisk
     );
     let i = s.image.as_ref().filter(|_| about_disk)?;
-    let scope = recorded_scope(s)?;
-    let (project, account) = match &scope {
-        Scope::Ceph(_) => return None,
-        Scope::Gce { project, .. }
-        | Scope::GceProject { project }
-        | Scope::GceSnapshots { project } => (Some(project.clone()), None),
-        Scope::Ebs { account, .. } | Scope::EbsSnapshots { account, .. } => (None, account.clone()),
-        Scope::Azure { subscription, .. } | Scope::AzureSnapshots { subscription, .. } => {
-            (None, Some(subscription.clone()))
-        }
-    };
+    let scope = census.recorded_scope(s)?;
+    let (project, account) = scope.backend().cloud_keys(&scope)?;
     let mut keys = DiskKeys {
-        backend: scope.backend(),
+        backend: scope.backend().name(),
         scope: scope.to_string(),
         project,
         zone: i.zone.clone(),

@@ -1203,7 +1203,12 @@ pub async fn run(
     report.disks = report
         .findings
         .iter()
-        .filter_map(|f| Some((f.name().to_string(), cloud::disk_keys(f)?)))
+        .filter_map(|f| {
+            Some((
+                f.name().to_string(),
+                cloud::disk_keys(f, census_state.as_ref()?)?,
+            ))
+        })
         .collect();
     if let Some(table) = prices {
         let now = wall_clock();
@@ -1316,7 +1321,7 @@ fn unnamed_images(c: &Census, referenced: &Referenced) -> Referenced {
     c.pools
         .iter()
         // A cloud listing has every disk's details: only Ceph pools are listed a third time.
-        .filter(|(k, _)| matches!(k, Scope::Ceph(_)))
+        .filter(|(k, _)| k.backend().lists_details_apart())
         .filter_map(|(k, st)| {
             let cur = st.current.as_ref()?;
             let refs = referenced.get(k);

@@ -69,17 +69,17 @@ fn a_scope_no_lister_covers_is_failed_saying_why() {
         .filter(|l| l.reads_details_apart())
         .collect();
     let reports = unbuilt(&s, &ceph_only);
-    // In the scopes' order (disks before snapshots).
+    // In the scopes' order: by backend name, then disks before snapshots.
     let keys: Vec<String> = reports.iter().map(|r| r.key.to_string()).collect();
     assert_eq!(
         keys,
         [
+            "ebs:eu-west-1",
+            "ebs:eu-west-1/snapshots",
             "gce:p1/europe-west1",
             "gce:p1/europe-west1-b",
             "gce:p2",
             "gce:p1/snapshots",
-            "ebs:eu-west-1",
-            "ebs:eu-west-1/snapshots",
         ]
     );
     let lines: BTreeSet<String> = reports
@@ -101,10 +101,7 @@ struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
 impl crate::census::backend::Lister for Counting {
     fn scopes(&self) -> Vec<Scope> {
-        vec![Scope::Ebs {
-            account: None,
-            region: "eu-west-1".into(),
-        }]
+        vec![crate::census::ebs::vocabulary::region(None, "eu-west-1")]
     }
 
     fn list<'a>(

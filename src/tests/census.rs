@@ -10,10 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
 use crate::census::ceph::snapshot_of;
+use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
 use crate::decide::census::{
     Census, DiskFacts, DiskRef, ImageRef, PoolKey, Resolved, Scope, ScopeListing, Seen, image_ref,
-    leftover_name,
 };
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::plan::{Graces, grace_of};
@@ -173,11 +173,11 @@ ebs:
     assert_eq!(
         scopes,
         [
+            "ebs:us-east-1",
+            "ebs:123456789012/eu-west-1",
             "gce:my-project/europe-west1",
             "gce:my-project/europe-west1-b",
             "gce:other",
-            "ebs:us-east-1",
-            "ebs:123456789012/eu-west-1",
         ],
         "the aggregated project has its own scope before its first listing, none of its zones"
     );

@@ -36,17 +36,11 @@ fn state() -> CensusState {
 }
 
 fn gce(project: &str, location: &str) -> Scope {
-    Scope::Gce {
-        project: project.into(),
-        location: location.into(),
-    }
+    crate::census::gce::vocabulary::location(project, location)
 }
 
 fn ebs() -> Scope {
-    Scope::Ebs {
-        account: None,
-        region: "eu-west-1".into(),
-    }
+    crate::census::ebs::vocabulary::region(None, "eu-west-1")
 }
 
 fn gce_disk(project: Option<&str>, location: &str, name: &str) -> DiskRef {
@@ -333,10 +327,7 @@ fn each_cloud_scope_has_its_census_up_series_beside_the_ceph_pools() {
     m.census_done(&gce("open", "europe-west1-c"), 2, 0, 0.5, 3);
     m.census_failed(&ebs(), 1);
     m.census_failed(
-        &Scope::Ebs {
-            account: Some("123456789012".into()),
-            region: "us-east-1".into(),
-        },
+        &crate::census::ebs::vocabulary::region(Some("123456789012"), "us-east-1"),
         1,
     );
     m.census_done("fsid/k8s-rbd", 3, 0, 0.1, 2);
@@ -362,10 +353,7 @@ fn scan_and_the_operator_locate_an_ebs_volume_by_the_zones_its_pv_requires() {
     use crate::scan::Facts;
     let c = CensusConfig::parse("ebs:\n  - region: us-east-1\n  - region: us-west-2\n").unwrap();
     let mut census = c.census(Duration::from_secs(3600));
-    let east = Scope::Ebs {
-        account: None,
-        region: "us-east-1".into(),
-    };
+    let east = crate::census::ebs::vocabulary::region(None, "us-east-1");
     census.record(&east, Ok(listing(-120, vec![])));
     census.record(&east, Ok(listing(-60, vec![])));
     let operator = StoreLookup {
@@ -418,7 +406,7 @@ fn scan_and_the_operator_locate_an_ebs_volume_by_the_zones_its_pv_requires() {
 
 #[test]
 fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_stably() {
-    use crate::decide::census::{disk_leftover_name, recorded_scope};
+    use crate::decide::census::disk_leftover_name;
     use crate::decide::lookup::disk_found;
     use crate::model::crd::VolumeSourceInfo;
     use crate::run::controller::{StoreLookup, View};
@@ -427,10 +415,7 @@ fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_
     )
     .unwrap();
     let mut census = c.census(Duration::from_secs(3600));
-    let rg = Scope::Azure {
-        subscription: "sub-1".into(),
-        resource_group: "mc_prod_aks_westeurope".into(),
-    };
+    let rg = crate::census::azure::vocabulary::resource_group("sub-1", "mc_prod_aks_westeurope");
     assert_eq!(rg.to_string(), "azure:sub-1/mc_prod_aks_westeurope");
     census.record(&rg, Ok(listing(-120, vec![("pvc-a", disk(Some("prod")))])));
     census.record(&rg, Ok(listing(-60, vec![("pvc-a", disk(Some("prod")))])));
@@ -503,7 +488,7 @@ fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_
         Some("mc_prod_aks_westeurope")
     );
     assert_eq!(
-        recorded_scope(&f.status),
+        census.recorded_scope(&f.status),
         Some(rg.clone()),
         "the published finding names its scope back"
     );

@@ -9,10 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{now, now_plus};
 use crate::census::ceph::rbd::Category;
+use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
-use crate::decide::census::{
-    DiskFacts, PoolKey, Scope, ScopeListing, Seen, disk_ref, leftover_name,
-};
+use crate::decide::census::{DiskFacts, PoolKey, Scope, ScopeListing, Seen, disk_ref};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };

@@ -33,16 +33,11 @@ fn state() -> CensusState {
 }
 
 fn ebs_snapshots() -> Scope {
-    Scope::EbsSnapshots {
-        account: None,
-        region: "eu-west-1".into(),
-    }
+    crate::census::ebs::vocabulary::snapshots(None, "eu-west-1")
 }
 
 fn gce_snapshots() -> Scope {
-    Scope::GceSnapshots {
-        project: "proj".into(),
-    }
+    crate::census::gce::vocabulary::snapshots("proj")
 }
 
 /// A snapshot `age` seconds old, cut for `default/<snapshot>` by content `<content>`, naming
@@ -126,10 +121,7 @@ fn a_snapshot_no_content_names_is_a_finding_with_what_the_driver_recorded() {
         f.message
     );
     // Its name is not the name of a volume of that id in the volume scope.
-    let volumes = Scope::Ebs {
-        account: None,
-        region: "eu-west-1".into(),
-    };
+    let volumes = crate::census::ebs::vocabulary::region(None, "eu-west-1");
     assert_ne!(name, disk_leftover_name(&volumes, "snap-0aa"));
 }
 
@@ -227,17 +219,15 @@ fn a_volume_scope_is_not_a_snapshot_scope() {
     // there when its section asks for it.
     let s = state();
     assert!(s.census.pools.contains_key(&ebs_snapshots()));
-    assert!(!s.census.pools.contains_key(&Scope::EbsSnapshots {
-        account: None,
-        region: "us-east-1".into()
-    }));
     assert!(
-        !Scope::Ebs {
-            account: None,
-            region: "eu-west-1".into()
-        }
-        .holds_snapshots()
+        !s.census
+            .pools
+            .contains_key(&crate::census::ebs::vocabulary::snapshots(
+                None,
+                "us-east-1"
+            ))
     );
+    assert!(!crate::census::ebs::vocabulary::region(None, "eu-west-1").holds_snapshots());
 }
 
 #[test]
@@ -370,10 +360,7 @@ fn a_content_tombstones_backend_snapshot_is_looked_up_as_a_disk_is() {
     assert_eq!(snapshot_handle_ref("0001-0009-rbd-csi-snap-1"), None);
 
     // EBS, two regions listed.
-    let east = Scope::EbsSnapshots {
-        account: None,
-        region: "us-east-1".into(),
-    };
+    let east = crate::census::ebs::vocabulary::snapshots(None, "us-east-1");
     let mut c = Census::new(
         [ebs_snapshots(), east.clone()],
         Some("prod"),

@@ -8,6 +8,7 @@ use super::fixtures::*;
 use crate::decide::cost::{estimate, money, next_step};
 use crate::decide::lookup::ClassFacts;
 use crate::decide::plan::{Action, desired, next_change, plan};
+use crate::model::backend::Backend;
 use crate::model::crd::{CostEstimate, ImageInfo, Reason, Subject, VolumeLeftoverStatus};
 use crate::model::finding::Verdict;
 use crate::model::price::{PriceKey, PriceTable, Priced};
@@ -35,6 +36,9 @@ volumes:
   - driver: ebs.csi.aws.com
     type: gp3
     perGiBMonth: "0.08"
+  - driver: disk.csi.azure.com
+    type: Premium_LRS
+    perGiBMonth: "0.15"
 snapshots:
   - driver: pd.csi.storage.gke.io
     perGiBMonth: "0.05"
@@ -318,6 +322,17 @@ fn a_tombstone_costs_since_its_delete_and_a_disk_since_its_last_detach() {
     // Never detached: since its creation (90 days: 0.80 × 2160 / 730 = 2.367… → 2.37).
     disk.image.as_mut().unwrap().last_detached = None;
     assert_eq!(cost(&disk).unwrap().accrued_minor_units, 237);
+
+    // An Azure managed disk no PV names: its finding records the in-tree `azureDisk` source,
+    // priced as the driver it migrates to, by its SKU.
+    disk.source = crate::census::azure::vocabulary::AZURE.source(
+        &crate::census::azure::vocabulary::resource_group("s", "g"),
+        "pvc-1",
+    );
+    disk.image.as_mut().unwrap().disk_type = Some("Premium_LRS".into());
+    let c = cost(&disk).expect("an Azure disk is priced by its SKU row");
+    assert_eq!(c.priced_by, "driver disk.csi.azure.com type Premium_LRS");
+    assert_eq!(c.monthly_minor_units, 150);
 }
 
 #[test]

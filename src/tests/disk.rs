@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::fixtures::{PvBuilder, now_plus, pv};
+use crate::census::ceph::vocabulary::leftover_name;
 use crate::decide::census::{
     Census, DiskRef, PoolKey, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
-    leftover_name,
 };
 use crate::decide::classify::volume_disk;
 use crate::model::image::ImageFound;
@@ -239,17 +239,11 @@ fn only_cloud_disks_keep_their_zones() {
 }
 
 fn gce_scope(project: &str, location: &str) -> Scope {
-    Scope::Gce {
-        project: project.into(),
-        location: location.into(),
-    }
+    crate::census::gce::vocabulary::location(project, location)
 }
 
 fn ebs_scope(account: Option<&str>, region: &str) -> Scope {
-    Scope::Ebs {
-        account: account.map(str::to_string),
-        region: region.into(),
-    }
+    crate::census::ebs::vocabulary::region(account, region)
 }
 
 #[test]
@@ -260,7 +254,7 @@ fn a_cloud_disk_is_censused_only_by_the_one_scope_that_can_hold_it() {
             gce_scope("p1", "us-central1"),
             gce_scope("p2", "us-central1-a"),
             ebs_scope(None, "us-east-1"),
-            Scope::Ceph(PoolKey::new("fsid", "us-east-1", None)),
+            Scope::from(PoolKey::new("fsid", "us-east-1", None)),
         ],
         None,
         Duration::ZERO,
@@ -355,9 +349,9 @@ fn a_cloud_disk_missing_from_two_listings_is_missing() {
 fn scopes_are_labelled_by_backend_and_ceph_keeps_its_labels() {
     let pool = PoolKey::new("fsid", "k8s-rbd", None);
     let cases = [
-        (Scope::Ceph(pool.clone()), "fsid/k8s-rbd", "ceph"),
+        (Scope::from(pool.clone()), "fsid/k8s-rbd", "ceph"),
         (
-            Scope::Ceph(PoolKey::new("fsid", "shared", Some("team-a"))),
+            Scope::from(PoolKey::new("fsid", "shared", Some("team-a"))),
             "fsid/shared/team-a",
             "ceph",
         ),
@@ -375,7 +369,7 @@ fn scopes_are_labelled_by_backend_and_ceph_keeps_its_labels() {
     ];
     for (scope, label, backend) in cases {
         assert_eq!(scope.to_string(), label);
-        assert_eq!(scope.backend(), backend);
+        assert_eq!(scope.backend().name(), backend);
     }
 }
 
@@ -383,7 +377,7 @@ fn scopes_are_labelled_by_backend_and_ceph_keeps_its_labels() {
 fn cloud_leftover_names_follow_the_rbd_scheme_and_never_collide() {
     let pool = PoolKey::new("fsid", "k8s-rbd", None);
     assert_eq!(
-        disk_leftover_name(&Scope::Ceph(pool.clone()), "csi-vol-1"),
+        disk_leftover_name(&Scope::from(pool.clone()), "csi-vol-1"),
         leftover_name(&pool, "csi-vol-1")
     );
     // Pinned: the name must never change between versions.
@@ -546,7 +540,6 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
 /// in `clusterID`, its zone or region in `pool`) is still read so.
 #[test]
 fn an_image_blocks_location_reads_back_as_its_scope_old_objects_too() {
-    use crate::decide::census::{image_location, recorded_scope};
     use crate::model::crd::{ImageInfo, Reason, VolumeLeftoverStatus, VolumeSourceInfo};
     let status =
         |reason: Reason, kind: &str, driver: Option<&str>, image: ImageInfo| VolumeLeftoverStatus {
@@ -561,92 +554,70 @@ fn an_image_blocks_location_reads_back_as_its_scope_old_objects_too() {
         };
     let scopes = [
         (
-            Scope::Ceph(PoolKey::new("fsid", "k8s-rbd", Some("ns1"))),
+            Scope::from(PoolKey::new("fsid", "k8s-rbd", Some("ns1"))),
             Reason::DiskWithoutVolume,
             "rbd",
             None,
         ),
         (
-            Scope::Gce {
-                project: "p1".into(),
-                location: "europe-west1-b".into(),
-            },
+            crate::census::gce::vocabulary::location("p1", "europe-west1-b"),
             Reason::DiskWithoutVolume,
             "gcePersistentDisk",
             None,
         ),
         (
-            Scope::Gce {
-                project: "p1".into(),
-                location: "europe-west1".into(),
-            },
+            crate::census::gce::vocabulary::location("p1", "europe-west1"),
             Reason::DiskWithoutVolume,
             "gcePersistentDisk",
             None,
         ),
         (
-            Scope::Ebs {
-                account: Some("123456789012".into()),
-                region: "eu-west-1".into(),
-            },
+            crate::census::ebs::vocabulary::region(Some("123456789012"), "eu-west-1"),
             Reason::DiskWithoutVolume,
             "awsElasticBlockStore",
             None,
         ),
         (
-            Scope::Ebs {
-                account: None,
-                region: "eu-west-1".into(),
-            },
+            crate::census::ebs::vocabulary::region(None, "eu-west-1"),
             Reason::DiskWithoutVolume,
             "awsElasticBlockStore",
             None,
         ),
         (
-            Scope::GceSnapshots {
-                project: "p1".into(),
-            },
+            crate::census::gce::vocabulary::snapshots("p1"),
             Reason::SnapshotWithoutContent,
             "csi",
             Some("pd.csi.storage.gke.io"),
         ),
         (
-            Scope::EbsSnapshots {
-                account: Some("123456789012".into()),
-                region: "eu-west-1".into(),
-            },
+            crate::census::ebs::vocabulary::snapshots(Some("123456789012"), "eu-west-1"),
             Reason::SnapshotWithoutContent,
             "csi",
             Some("ebs.csi.aws.com"),
         ),
     ];
+    // Read back by the census of those scopes (a backend it does not census names none).
+    let census = Census::new(scopes.iter().map(|s| s.0.clone()), None, Duration::ZERO);
     for (scope, reason, kind, driver) in scopes {
-        let new = image_location(&scope);
+        let new = scope.backend().location(&scope);
         assert_eq!(
-            recorded_scope(&status(reason, kind, driver, new.clone())),
+            census.recorded_scope(&status(reason, kind, driver, new.clone())),
             Some(scope.clone()),
             "{new:?}"
         );
-        if matches!(scope, Scope::Ceph(_)) {
+        if scope.backend().name() == "ceph" {
             continue;
         }
-        // As written before `backend`: `clusterID` = project or account, `pool` = location.
-        let (cluster_id, pool) = match &scope {
-            Scope::Gce { project, location } => (project.clone(), location.clone()),
-            Scope::GceSnapshots { project } => (project.clone(), String::new()),
-            Scope::Ebs { account, region } | Scope::EbsSnapshots { account, region } => {
-                (account.clone().unwrap_or_default(), region.clone())
-            }
-            _ => unreachable!(),
-        };
+        // As written before `backend`: `clusterID` = project or account, `pool` = location
+        // (the scopes' first and second parts).
         let old = ImageInfo {
-            cluster_id: Some(cluster_id),
-            pool: Some(pool),
+            cluster_id: Some(scope.part(0).to_string()),
+            pool: Some(scope.part(1).to_string()),
             name: "d".into(),
             ..ImageInfo::default()
         };
         assert_eq!(
-            recorded_scope(&status(reason, kind, driver, old.clone())),
+            census.recorded_scope(&status(reason, kind, driver, old.clone())),
             Some(scope),
             "{old:?}"
         );

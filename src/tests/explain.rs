@@ -382,7 +382,7 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
             let image = image(backend).expect("a censused backend");
             let (scope, source) = match backend {
                 Backend::Rbd | Backend::CephCsi => (
-                    crate::model::image::Scope::Ceph(crate::model::image::PoolKey::new(
+                    crate::model::backend::Scope::from(crate::model::image::PoolKey::new(
                         CEPH_CLUSTER,
                         "kube",
                         None,
@@ -396,10 +396,7 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
                     },
                 ),
                 Backend::Gce | Backend::GceCsi => (
-                    crate::model::image::Scope::Gce {
-                        project: "acme-prod".into(),
-                        location: "europe-west1-c".into(),
-                    },
+                    crate::census::gce::vocabulary::location("acme-prod", "europe-west1-c"),
                     VolumeSourceInfo {
                         kind: "gcePersistentDisk".into(),
                         disk_name: Some(image.name.clone()),
@@ -407,10 +404,7 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
                     },
                 ),
                 Backend::Azure | Backend::AzureCsi => (
-                    crate::model::image::Scope::Azure {
-                        subscription: AZURE_SUB.into(),
-                        resource_group: AZURE_RG.into(),
-                    },
+                    crate::census::azure::vocabulary::resource_group(AZURE_SUB, AZURE_RG),
                     VolumeSourceInfo {
                         kind: "azureDisk".into(),
                         disk_name: Some(image.name.clone()),
@@ -419,10 +413,7 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
                     },
                 ),
                 Backend::Ebs | Backend::EbsCsi | Backend::Other => (
-                    crate::model::image::Scope::Ebs {
-                        account: Some("123456789012".into()),
-                        region: "eu-west-1".into(),
-                    },
+                    crate::census::ebs::vocabulary::region(Some("123456789012"), "eu-west-1"),
                     VolumeSourceInfo {
                         kind: "awsElasticBlockStore".into(),
                         disk_name: Some(image.name.clone()),
@@ -456,13 +447,10 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
             let id = snapshot_handle(backend);
             let short = id.rsplit('/').next().unwrap_or(&id).to_string();
             let scope = match backend {
-                Backend::GceCsi | Backend::Gce => crate::model::image::Scope::GceSnapshots {
-                    project: "acme-prod".into(),
-                },
-                _ => crate::model::image::Scope::EbsSnapshots {
-                    account: Some("123456789012".into()),
-                    region: "eu-west-1".into(),
-                },
+                Backend::GceCsi | Backend::Gce => {
+                    crate::census::gce::vocabulary::snapshots("acme-prod")
+                }
+                _ => crate::census::ebs::vocabulary::snapshots(Some("123456789012"), "eu-west-1"),
             };
             name = crate::decide::census::disk_leftover_name(&scope, &short);
             volume = String::new();

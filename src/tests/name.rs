@@ -13,7 +13,8 @@ use super::fixtures::{
     FakeLookup, PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus,
     pv,
 };
-use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, ScopeListing, Seen, leftover_name};
+use crate::census::ceph::vocabulary::leftover_name;
+use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, ScopeListing, Seen};
 use crate::decide::classify::{classify, tombstone};
 use crate::decide::name::{
     Decision, Echo, FOREIGN, Held, HeldChange, Images, Inputs, Log, Memo, Outcome, Rules, Stores,
@@ -684,10 +685,7 @@ fn warnings_are_logged_once_per_change() {
 const SNAP_HANDLE: &str = "snap-0a1b2c3d4e5f60718";
 
 fn ebs_snapshots() -> Scope {
-    Scope::EbsSnapshots {
-        account: None,
-        region: "us-east-1".into(),
-    }
+    crate::census::ebs::vocabulary::snapshots(None, "us-east-1")
 }
 
 impl World {

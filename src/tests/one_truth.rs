@@ -45,7 +45,6 @@ use crate::census::config::CensusConfig;
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, ScopeListing, Seen,
-    recorded_scope,
 };
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts};
 use crate::decide::plan::{Action, Graces};
@@ -104,19 +103,15 @@ const PLACES: [Place; 5] = [
 
 impl Place {
     fn scope(self) -> Scope {
-        let gce = |project: &str, location: &str| Scope::Gce {
-            project: project.into(),
-            location: location.into(),
+        let gce = |project: &str, location: &str| {
+            crate::census::gce::vocabulary::location(project, location)
         };
         match self {
             Place::Ceph => PoolKey::new(FSID, POOL, None).into(),
             Place::GceZone => gce("p", "europe-west1-b"),
             Place::GceRegion => gce("p", "europe-west1"),
             Place::GceOpen => gce("q", "europe-west1-c"),
-            Place::Ebs => Scope::Ebs {
-                account: Some(ACCOUNT.into()),
-                region: "us-east-1".into(),
-            },
+            Place::Ebs => crate::census::ebs::vocabulary::region(Some(ACCOUNT), "us-east-1"),
         }
     }
 
@@ -446,9 +441,7 @@ gce:
                 if *place == Place::GceOpen {
                     // An aggregated listing: the project's own scope, and the zone once a
                     // listing has named it (a failure fails every scope known).
-                    let project = Scope::GceProject {
-                        project: "q".into(),
-                    };
+                    let project = crate::census::gce::vocabulary::project("q");
                     let own = result
                         .as_ref()
                         .map(|_| empty(&started))
@@ -658,9 +651,9 @@ fn scan(w: &WorldSpec) -> (Vec<Finding>, Vec<Scope>) {
     let mut ceph_failed = Vec::new();
     let (first, second) = w.reports();
     for r in first.into_iter().chain(second) {
-        match &r.key {
+        match r.key.backend().name() {
             // `census_once`: recorded as it comes.
-            Scope::Ceph(_) => {
+            "ceph" => {
                 if r.result.is_err() {
                     ceph_failed.push(r.key.clone());
                 }
@@ -887,7 +880,7 @@ fn one_truth(ws: &WorldSpec) -> Result<(), TestCaseError> {
             None => {
                 // Kept from an earlier listing while the scope's last one failed: scan, which
                 // has only its own two, says nothing about the scope and reports it failed.
-                let scope = recorded_scope(status);
+                let scope = ws.config().census(IMAGE_GRACE).recorded_scope(status);
                 prop_assert!(
                     status.reason == Reason::DiskWithoutVolume
                         && scope.as_ref().is_some_and(|k| unknown.contains(k)),

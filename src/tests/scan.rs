@@ -611,17 +611,11 @@ mod cloud {
     use crate::scan::{Facts, Format, Outcome, ScanResult, findings, write_report_with};
 
     fn zone() -> Scope {
-        Scope::Gce {
-            project: "p1".into(),
-            location: "europe-west1-b".into(),
-        }
+        crate::census::gce::vocabulary::location("p1", "europe-west1-b")
     }
 
     fn region() -> Scope {
-        Scope::Ebs {
-            account: Some("123456789012".into()),
-            region: "eu-west-1".into(),
-        }
+        crate::census::ebs::vocabulary::region(Some("123456789012"), "eu-west-1")
     }
 
     /// A disk created two hours before the fixtures' now.
@@ -696,10 +690,10 @@ mod cloud {
             .collect()
     }
 
-    fn json(found: &[Finding]) -> String {
+    fn json(found: &[Finding], census: &Census) -> String {
         let disks: HashMap<String, DiskKeys> = found
             .iter()
-            .filter_map(|f| Some((f.name().to_string(), disk_keys(f)?)))
+            .filter_map(|f| Some((f.name().to_string(), disk_keys(f, census)?)))
             .collect();
         let mut out = Vec::new();
         write_report_with(&mut out, found, &disks, Format::Jsonl).expect("write");
@@ -749,7 +743,7 @@ mod cloud {
                 ("pv-gce".to_string(), Reason::VolumeWithoutDisk),
             ]
         );
-        let lines = json(&found);
+        let lines = json(&found, &c);
         let mut lines = lines.lines();
         let ebs = lines.next().expect("the EBS PV's line");
         assert!(
@@ -769,10 +763,7 @@ mod cloud {
     /// in-tree GCE disks that were gone were not reported.
     #[test]
     fn scan_locates_a_disk_by_the_zones_its_pv_requires_as_the_operator_does() {
-        let regional = Scope::Gce {
-            project: "p1".into(),
-            location: "europe-west1".into(),
-        };
+        let regional = crate::census::gce::vocabulary::location("p1", "europe-west1");
         let mut c = Census::new(
             [zone(), regional.clone(), region()],
             Some("prod"),
@@ -883,7 +874,7 @@ mod cloud {
             ],
             "another cluster's disk is not reported"
         );
-        let lines = json(&found);
+        let lines = json(&found, &c);
         let lines: Vec<&str> = lines.lines().collect();
         assert!(
             lines[0].contains(r#""reason": "DiskWithoutVolume""#)
@@ -953,11 +944,8 @@ mod cloud {
     #[test]
     fn scopes_an_aggregated_listing_names_join_the_census() {
         let mut c = Census::new(Vec::<Scope>::new(), Some("prod"), Duration::from_secs(3600));
-        c.open_project("p1", None);
-        let regional = Scope::Gce {
-            project: "p1".into(),
-            location: "europe-west1".into(),
-        };
+        c.open_whole(crate::census::gce::vocabulary::project("p1"), None);
+        let regional = crate::census::gce::vocabulary::location("p1", "europe-west1");
         let mut failed = Failures::new();
         for at in [0, 60] {
             let disks = vec![("regional", disk(None, &[], None))];
@@ -965,7 +953,7 @@ mod cloud {
         }
         let found = c.orphans(&regional, &Default::default(), &now_plus(120));
         assert_eq!(found.len(), 1);
-        let line = json(&found);
+        let line = json(&found, &c);
         assert!(
             line.contains(r#""project": "p1", "zone": null, "region": "europe-west1""#),
             "{line}"
@@ -996,14 +984,10 @@ ebs:
         )
         .expect("config parses");
         let mut c = config.census(Duration::from_secs(3600));
-        let gce = |project: &str, location: &str| Scope::Gce {
-            project: project.into(),
-            location: location.into(),
+        let gce = |project: &str, location: &str| {
+            crate::census::gce::vocabulary::location(project, location)
         };
-        let ebs = Scope::Ebs {
-            account: None,
-            region: "eu-west-1".into(),
-        };
+        let ebs = crate::census::ebs::vocabulary::region(None, "eu-west-1");
         let scopes = [
             (gce("fixed", "europe-west1-b"), "gke-prod"),
             (gce("open", "europe-west1-c"), "gke-open"),

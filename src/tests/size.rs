@@ -55,10 +55,7 @@ fn sizes_compare_at_the_backend_s_granularity() {
 fn census_with(size: u64) -> Facts {
     let c = CensusConfig::parse("ebs:\n  - region: eu-west-1\n").unwrap();
     let mut census = c.census(Duration::from_secs(3600));
-    let key = Scope::Ebs {
-        account: None,
-        region: "eu-west-1".into(),
-    };
+    let key = crate::census::ebs::vocabulary::region(None, "eu-west-1");
     let listing = |at: i64| ScopeListing {
         started: now_plus(at),
         scope_id: None,

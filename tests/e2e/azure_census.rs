@@ -109,10 +109,7 @@ fn state(tomb_disk: bool) -> Value {
 }
 
 fn scope(rg: &str) -> Scope {
-    Scope::Azure {
-        subscription: SUB.into(),
-        resource_group: rg.to_ascii_lowercase(),
-    }
+    volume_leftovers::census::azure::vocabulary::resource_group(SUB, rg)
 }
 
 /// The operator binary with the census configuration `config`, short intervals, its log in

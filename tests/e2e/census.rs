@@ -19,8 +19,9 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, ResourceExt};
 use volume_leftovers::census::CensusSettings;
 use volume_leftovers::census::ceph::rbd;
+use volume_leftovers::census::ceph::vocabulary::leftover_name;
 use volume_leftovers::census::config::CensusConfig;
-use volume_leftovers::decide::census::{PoolKey, leftover_name};
+use volume_leftovers::decide::census::PoolKey;
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 
 use crate::ceph::{Ceph, Frozen, Watch, uuid};

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use volume_leftovers::decide::census::{Scope, disk_leftover_name};
+use volume_leftovers::decide::census::disk_leftover_name;
 use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover};
 
 use crate::support::*;
@@ -223,14 +223,8 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
     let log = dir.join("operator.log");
     let mut operator = start_operator(cp, &config, port, &log);
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    let east_scope = Scope::Ebs {
-        account: None,
-        region: east.into(),
-    };
-    let west_scope = Scope::Ebs {
-        account: None,
-        region: west.into(),
-    };
+    let east_scope = volume_leftovers::census::ebs::vocabulary::region(None, east);
+    let west_scope = volume_leftovers::census::ebs::vocabulary::region(None, west);
 
     // The volume nobody references, older than the grace: a finding with its facts.
     let found = wait_leftover(
@@ -420,10 +414,7 @@ async fn an_old_named_finding_is_renamed_in_place_keeping_its_acknowledgement() 
     let cluster = unique("e2e-rename");
     let ours = format!("kubernetes.io/cluster/{cluster}");
     let attached = create_volume(&ec2, "us-east-1a", &[(ours.as_str(), "owned")]).await;
-    let scope = Scope::Ebs {
-        account: None,
-        region: region.into(),
-    };
+    let scope = volume_leftovers::census::ebs::vocabulary::region(None, region);
     let name = disk_leftover_name(&scope, &attached);
 
     let dir = cp.dir.join(unique("ebs-rename"));
@@ -630,10 +621,7 @@ async fn the_ebs_snapshot_census_reports_the_snapshots_no_content_names() {
     let log = dir.join("operator.log");
     let _operator = start_operator(&cp, &config, port, &log);
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    let scope = Scope::EbsSnapshots {
-        account: None,
-        region: region.into(),
-    };
+    let scope = volume_leftovers::census::ebs::vocabulary::snapshots(None, region);
     let name = disk_leftover_name(&scope, &orphan);
     let found = wait_leftover(&leftovers, &name, "SnapshotWithoutContent", |o| {
         reason(o) == Some(Reason::SnapshotWithoutContent)

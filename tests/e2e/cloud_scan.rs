@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{CSIPersistentVolumeSource, PersistentVolume};
 use kube::Api;
 use serde_json::{Value, json};
-use volume_leftovers::decide::census::{Scope, disk_leftover_name};
+use volume_leftovers::decide::census::disk_leftover_name;
 use volume_leftovers::model::crd::VolumeLeftover;
 
 use crate::support::*;
@@ -243,10 +243,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
             server.dir.join("keys/key.json").display()
         )
     };
-    let zone = Scope::Gce {
-        project: project.into(),
-        location: "europe-west1-b".into(),
-    };
+    let zone = volume_leftovers::census::gce::vocabulary::location(project, "europe-west1-b");
 
     // Two listings of each configured location, then the PVs; a size that differs is reported
     // at once (the expansion grace 0s: by default it is held back, as below).
@@ -281,10 +278,7 @@ async fn scan_reports_gce_disks_and_pvs_that_lost_each_other_and_exits_4_naming_
     let regional = line(
         &stdout,
         &disk_leftover_name(
-            &Scope::Gce {
-                project: project.into(),
-                location: "europe-west1".into(),
-            },
+            &volume_leftovers::census::gce::vocabulary::location(project, "europe-west1"),
             "regional",
         ),
     )
@@ -400,10 +394,7 @@ async fn a_pv_deleted_while_scan_lists_still_names_its_disk() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    let zone = Scope::Gce {
-        project: project.into(),
-        location: "europe-west1-b".into(),
-    };
+    let zone = volume_leftovers::census::gce::vocabulary::location(project, "europe-west1-b");
     assert!(
         line(&stdout, &disk_leftover_name(&zone, &disk)).is_none(),
         "the disk of a PV deleted during the listings is no leftover:\n{stdout}\n{stderr}"
@@ -563,10 +554,8 @@ async fn scan_reports_ebs_volumes_and_pvs_that_lost_each_other_and_exits_4_namin
             ],
         )
     };
-    let scope = Scope::Ebs {
-        account: Some("123456789012".into()),
-        region: "us-east-1".into(),
-    };
+    let scope =
+        volume_leftovers::census::ebs::vocabulary::region(Some("123456789012"), "us-east-1");
 
     let out = as_user(admin_keys);
     let (stdout, stderr) = (

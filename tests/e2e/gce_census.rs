@@ -43,7 +43,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::ObjectMeta;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-use volume_leftovers::decide::census::{Scope, disk_leftover_name};
+use volume_leftovers::decide::census::disk_leftover_name;
 use volume_leftovers::decide::classify::NOTE_FOUND;
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
 
@@ -174,10 +174,7 @@ async fn the_gce_census_admits_aggregated_scopes_and_keeps_unknown_ones_unknown(
     let log = dir.join("operator.log");
     let mut operator = start_operator(cp, &config, port, &log);
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
-    let region = Scope::Gce {
-        project: "p-agg".into(),
-        location: "europe-west1".into(),
-    };
+    let region = volume_leftovers::census::gce::vocabulary::location("p-agg", "europe-west1");
 
     // The seed's disk: a regional PD of this cluster nothing names.
     let seed = wait_leftover(
@@ -536,10 +533,7 @@ impl Gke {
 
     /// The name a finding about the seed's disk without a volume would have.
     fn disk_finding(&self) -> String {
-        let region = Scope::Gce {
-            project: GKE_PROJECT.into(),
-            location: GKE_REGION.into(),
-        };
+        let region = volume_leftovers::census::gce::vocabulary::location(GKE_PROJECT, GKE_REGION);
         disk_leftover_name(&region, &self.pv)
     }
 
@@ -698,10 +692,7 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
 
     // a. The hanging project's disks while it answers: unattributed → OwnerUnknown, attached →
     // DiskInUse. The Bound regional PV whose disk the census finds: nothing about either.
-    let hang_scope = Scope::Gce {
-        project: HANG_PROJECT.into(),
-        location: HANG_REGION.into(),
-    };
+    let hang_scope = volume_leftovers::census::gce::vocabulary::location(HANG_PROJECT, HANG_REGION);
     let mut published = Vec::new();
     for (disk, hint) in [("loose", Hint::OwnerUnknown), ("mounted", Hint::DiskInUse)] {
         let name = disk_leftover_name(&hang_scope, disk);
@@ -828,9 +819,7 @@ async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
         ),
     )
     .unwrap();
-    let scope = Scope::GceSnapshots {
-        project: project.into(),
-    };
+    let scope = volume_leftovers::census::gce::vocabulary::snapshots(project);
     let orphan = disk_leftover_name(&scope, "snapshot-orphan");
     let handle = |name: &str| format!("projects/{project}/global/snapshots/{name}");
 
@@ -906,9 +895,7 @@ async fn the_gce_snapshot_census_reports_the_snapshots_no_content_names() {
         );
     }
     let hidden = disk_leftover_name(
-        &Scope::GceSnapshots {
-            project: "p-denied".into(),
-        },
+        &volume_leftovers::census::gce::vocabulary::snapshots("p-denied"),
         "snapshot-hidden",
     );
     assert!(leftovers.get_opt(&hidden).await.unwrap().is_none());

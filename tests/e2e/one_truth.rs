@@ -784,26 +784,12 @@ snapshots:
 
     // ---- converged: two more listings of every scope, decided and written ----
     let scopes = [
-        Scope::Ceph(PoolKey::new(&fsid, &pool, None)),
-        Scope::Gce {
-            project: PROJECT.into(),
-            location: "europe-west1-b".into(),
-        },
-        Scope::Gce {
-            project: PROJECT.into(),
-            location: "europe-west1".into(),
-        },
-        Scope::GceSnapshots {
-            project: PROJECT.into(),
-        },
-        Scope::Ebs {
-            account: Some(ACCOUNT.into()),
-            region: REGION.into(),
-        },
-        Scope::EbsSnapshots {
-            account: Some(ACCOUNT.into()),
-            region: REGION.into(),
-        },
+        Scope::from(PoolKey::new(&fsid, &pool, None)),
+        volume_leftovers::census::gce::vocabulary::location(PROJECT, "europe-west1-b"),
+        volume_leftovers::census::gce::vocabulary::location(PROJECT, "europe-west1"),
+        volume_leftovers::census::gce::vocabulary::snapshots(PROJECT),
+        volume_leftovers::census::ebs::vocabulary::region(Some(ACCOUNT), REGION),
+        volume_leftovers::census::ebs::vocabulary::snapshots(Some(ACCOUNT), REGION),
     ];
     let labels: Vec<String> = scopes.iter().map(census_labels).collect();
     wait_listings_settled(port, &labels).await;
@@ -851,14 +837,8 @@ snapshots:
             }
         }
     }
-    let ebs = Scope::Ebs {
-        account: Some(ACCOUNT.into()),
-        region: REGION.into(),
-    };
-    let zone = Scope::Gce {
-        project: PROJECT.into(),
-        location: "europe-west1-b".into(),
-    };
+    let ebs = volume_leftovers::census::ebs::vocabulary::region(Some(ACCOUNT), REGION);
+    let zone = volume_leftovers::census::gce::vocabulary::location(PROJECT, "europe-west1-b");
     let disk = volume_leftovers::decide::census::disk_leftover_name;
     let expected = [
         ("ceph-released".to_string(), Reason::ClaimDeleted),

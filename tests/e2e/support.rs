@@ -1207,15 +1207,12 @@ pub async fn wait_census_settled(port: u16, backend: &str, scope: &str) {
 /// The labels of a census scope's series, as the operator's metrics write them: `pool` for a
 /// Ceph pool, `backend` and `scope` for a cloud scope.
 pub fn census_labels(scope: &volume_leftovers::decide::census::Scope) -> String {
-    use volume_leftovers::decide::census::Scope;
-    match scope {
-        Scope::Ceph(k) => format!(r#"pool="{k}""#),
-        other => {
-            let full = other.to_string();
-            let (backend, name) = full.split_once(':').expect("backend:scope");
-            format!(r#"backend="{backend}",scope="{name}""#)
-        }
+    if scope.backend().labelled_as_pool() {
+        return format!(r#"pool="{scope}""#);
     }
+    let full = scope.to_string();
+    let (backend, name) = full.split_once(':').expect("backend:scope");
+    format!(r#"backend="{backend}",scope="{name}""#)
 }
 
 /// [`wait_census_settled`] for several scopes at once, each by its labels

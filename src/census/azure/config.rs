@@ -81,18 +81,13 @@ pub(crate) struct AzureSection {
 impl AzureSection {
     /// The scope of the disks of its resource group `rg`.
     pub(crate) fn scope_of(&self, rg: &str) -> Scope {
-        Scope::Azure {
-            subscription: self.subscription.to_ascii_lowercase(),
-            resource_group: rg.to_ascii_lowercase(),
-        }
+        super::vocabulary::resource_group(&self.subscription, rg)
     }
 
     /// The scope of the snapshots of its resource group `rg`, when they are censused.
     pub(crate) fn snapshot_scope_of(&self, rg: &str) -> Option<Scope> {
-        self.snapshots.then(|| Scope::AzureSnapshots {
-            subscription: self.subscription.to_ascii_lowercase(),
-            resource_group: rg.to_ascii_lowercase(),
-        })
+        self.snapshots
+            .then(|| super::vocabulary::snapshots(&self.subscription, rg))
     }
 
     /// Its disk scopes, one per resource group.

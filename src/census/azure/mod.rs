@@ -8,12 +8,13 @@
 //! writes nothing.** A custom role with those two actions, assigned on the resource groups, is
 //! all it needs (the built-in Reader grants every read in the scope).
 //!
-//! Each resource group is a scope ([`Scope::Azure`](crate::decide::census::Scope::Azure)):
+//! Each resource group is a scope ([`vocabulary::resource_group`]):
 //! its listing is complete (every page) or failed with its category, never partial. A disk
 //! keyed by its lower-cased name, its facts from the answer itself ([`facts`]); a snapshot
 //! only when the driver's tag says it cut it.
 //!
-//! Folder: [`config`] (the section, compiled in every build), [`arm`] (the client), [`facts`]
+//! Folder: [`config`] (the section) and [`vocabulary`] (its words for the decisions), both
+//! compiled in every build; [`arm`] (the client), [`facts`]
 //! (what an answer says, pure), [`census`] (the [`Lister`](crate::census::backend::Lister)).
 
 #[cfg(feature = "azure")]
@@ -23,3 +24,4 @@ pub mod census;
 pub mod config;
 #[cfg(feature = "azure")]
 pub mod facts;
+pub mod vocabulary;

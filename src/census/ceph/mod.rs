@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod rbd;
+pub mod vocabulary;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -200,11 +201,7 @@ impl CephLister {
             Reading::Names => (Some(HashSet::new()), None),
             Reading::Sizes => (Some(HashSet::new()), Some(HashSet::new())),
             Reading::Details(d) => (
-                Some(
-                    d.get(&Scope::Ceph(key.clone()))
-                        .cloned()
-                        .unwrap_or_default(),
-                ),
+                Some(d.get(&vocabulary::pool(key)).cloned().unwrap_or_default()),
                 Some(HashSet::new()),
             ),
         };

@@ -42,18 +42,12 @@ impl From<ErrorCategory> for FailureKind {
 
 /// The neutral scope of a configured region.
 pub(crate) fn scope_of(config: &EbsConfig) -> Scope {
-    Scope::Ebs {
-        account: config.account.clone(),
-        region: config.region.clone(),
-    }
+    super::vocabulary::region(config.account.as_deref(), &config.region)
 }
 
 /// The neutral scope of a configured region's snapshots.
 pub(crate) fn snapshot_scope_of(config: &EbsConfig) -> Scope {
-    Scope::EbsSnapshots {
-        account: config.account.clone(),
-        region: config.region.clone(),
-    }
+    super::vocabulary::snapshots(config.account.as_deref(), &config.region)
 }
 
 /// Of the clusters the tags name (sorted), `ours` when it is one of them (the disk is this
@@ -554,10 +548,7 @@ mod tests {
         let r = snapshots_report_of(Ok(ok), &config, None, None, started.clone(), Duration::ZERO);
         assert_eq!(
             r.key,
-            Scope::EbsSnapshots {
-                account: Some("123456789012".into()),
-                region: "eu-west-1".into()
-            }
+            crate::census::ebs::vocabulary::snapshots(Some("123456789012"), "eu-west-1")
         );
         assert_eq!(r.requests, 2);
         let census = r.result.unwrap();

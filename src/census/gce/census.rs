@@ -21,16 +21,14 @@ use crate::census::{CensusFailure, CensusReport, CensusSettings};
 use crate::decide::census::{CreatedFor, DiskFacts, Scope, ScopeListing, Seen};
 use crate::engine::clock::wall_clock;
 
+use super::vocabulary;
+
 /// The neutral scope of a listed zone or region, or of the project for [`Location::All`] (the
 /// answer of an aggregated listing that failed as a whole).
 pub(crate) fn scope_of(s: &GceScope) -> Scope {
-    let project = s.project.clone();
     match &s.location {
-        Location::Zone(l) | Location::Region(l) => Scope::Gce {
-            project,
-            location: l.clone(),
-        },
-        Location::All => Scope::GceProject { project },
+        Location::Zone(l) | Location::Region(l) => vocabulary::location(&s.project, l),
+        Location::All => vocabulary::project(&s.project),
     }
 }
 
@@ -125,9 +123,7 @@ pub fn snapshots_report_of(
         })
         .map_err(failure);
     CensusReport {
-        key: Scope::GceSnapshots {
-            project: project.to_string(),
-        },
+        key: vocabulary::snapshots(project),
         result,
         requests: listing.pages,
         elapsed,
@@ -166,7 +162,7 @@ pub(crate) fn failure(e: ListError) -> CensusFailure {
 }
 
 /// The reports of one listing, one per scope. An aggregated listing that failed as a whole
-/// fails every scope in `known` (the project's own, [`Scope::GceProject`], and the zones and
+/// fails every scope in `known` (the project's own, [`vocabulary::project`], and the zones and
 /// regions it listed before); the scopes of `known` a successful aggregated listing does not
 /// name (no disks left, or the project's own) are complete and empty. `known` gains the scopes
 /// this listing names.
@@ -191,10 +187,9 @@ pub fn reports_of(
         out.insert(scope_of(&s.scope), r);
     }
     for scope in known.iter() {
-        let (Scope::Gce { project: p, .. } | Scope::GceProject { project: p }) = scope else {
-            continue;
-        };
-        if p != project || out.contains_key(scope) {
+        // The project's own scope and its zones' and regions': the same first part, of
+        // every kind but its snapshots.
+        if scope.holds_snapshots() || scope.part(0) != project || out.contains_key(scope) {
             continue;
         }
         let r = match &whole_failure {
@@ -265,9 +260,8 @@ impl Lister for GceProjectLister {
 
 impl GceProjectLister {
     fn snapshot_scope(&self) -> Option<Scope> {
-        self.snapshots.then(|| Scope::GceSnapshots {
-            project: self.config.project.clone(),
-        })
+        self.snapshots
+            .then(|| vocabulary::snapshots(&self.config.project))
     }
 
     async fn turn(&mut self) -> Vec<CensusReport> {
@@ -373,10 +367,7 @@ mod tests {
     }
 
     fn neutral(location: &str) -> Scope {
-        Scope::Gce {
-            project: "p".into(),
-            location: location.into(),
-        }
+        crate::census::gce::vocabulary::location("p", location)
     }
 
     #[test]
@@ -429,9 +420,7 @@ mod tests {
             ],
             pages: 2,
         };
-        let project = Scope::GceProject {
-            project: "p".into(),
-        };
+        let project = crate::census::gce::vocabulary::project("p");
         let mut known = BTreeSet::from([project.clone(), neutral("europe-west1-c")]);
         let reports = reports_of(listing, "p", &mut known, started.clone(), Duration::ZERO);
         let keys: Vec<String> = reports.iter().map(|r| r.key.to_string()).collect();
@@ -513,12 +502,7 @@ mod tests {
             pages: 3,
         };
         let r = snapshots_report_of(ok, "p", started.clone(), Duration::ZERO);
-        assert_eq!(
-            r.key,
-            Scope::GceSnapshots {
-                project: "p".into()
-            }
-        );
+        assert_eq!(r.key, crate::census::gce::vocabulary::snapshots("p"));
         assert_eq!(r.requests, 3);
         let census = r.result.unwrap();
         let seen = &census.images["snapshot-1"];

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::decide::census_result::CensusLog;
 use crate::decide::name::{Held, Published};
+use crate::model::backend::Scope;
 use crate::model::crd::Reason;
-use crate::model::image::Scope;
 use crate::telemetry::{Kind, StoreState};
 use crate::watch::category::Category;
 

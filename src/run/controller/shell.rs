@@ -16,7 +16,6 @@ use super::{Effects, Ended, Event, Gauge, Log, Loop, StoreLog, Tick, Told, Watch
 use crate::decide::census_result::CensusLog;
 use crate::decide::name::{FOREIGN, Held};
 use crate::engine::clock::wall_clock;
-use crate::model::image::Scope;
 use crate::publish::events::Events;
 use crate::publish::report::{Applied, ReportWriter};
 use crate::publish::writer::{WriteError, Writer, Written};
@@ -306,9 +305,9 @@ fn emit(line: Log) {
         Log::Watch(line) => emit_watch(line),
         Log::Skipped { pv, why } => tracing::warn!(target: DECISION, %pv, "{why}"),
         Log::Foreign { pv } => tracing::warn!(target: DECISION, %pv, "{}", FOREIGN),
-        Log::Census { scope, line } => match &scope {
-            Scope::Ceph(_) => emit_census(&scope.to_string(), line),
-            _ => emit_cloud_census(scope.backend(), &scope.to_string(), line),
+        Log::Census { scope, line } => match scope.backend() {
+            b if b.labelled_as_pool() => emit_census(&scope.to_string(), line),
+            b => emit_cloud_census(b.name(), &scope.to_string(), line),
         },
     }
 }

@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::common::registered;
-use crate::model::image::Scope;
+use crate::model::backend::Scope;
 
 /// The labels of a censused scope's series: `{pool}` for a Ceph pool (`cluster/pool[/namespace]`,
 /// as the alerts and the dashboard read them), `{backend, scope}` for a cloud scope (`gce`,
@@ -34,24 +34,19 @@ impl From<&str> for CensusLabels {
 
 impl From<&Scope> for CensusLabels {
     fn from(scope: &Scope) -> CensusLabels {
-        match scope {
-            Scope::Ceph(k) => CensusLabels::from(k.to_string().as_str()),
-            Scope::Gce { .. }
-            | Scope::GceProject { .. }
-            | Scope::GceSnapshots { .. }
-            | Scope::Ebs { .. }
-            | Scope::EbsSnapshots { .. }
-            | Scope::Azure { .. }
-            | Scope::AzureSnapshots { .. } => {
-                let backend = scope.backend();
-                let full = scope.to_string();
-                let name = full
-                    .strip_prefix(backend)
-                    .and_then(|s| s.strip_prefix(':'))
-                    .unwrap_or(&full);
-                CensusLabels(vec![("backend", backend.into()), ("scope", name.into())])
-            }
+        let backend = scope.backend();
+        let full = scope.to_string();
+        if backend.labelled_as_pool() {
+            return CensusLabels::from(full.as_str());
         }
+        let name = full
+            .strip_prefix(backend.name())
+            .and_then(|s| s.strip_prefix(':'))
+            .unwrap_or(&full);
+        CensusLabels(vec![
+            ("backend", backend.name().into()),
+            ("scope", name.into()),
+        ])
     }
 }
 

@@ -174,7 +174,7 @@ impl Metrics {
     }
 
     /// Records a completed census of a scope: a Ceph pool by its label
-    /// (`cluster/pool[/namespace]`), or any [`Scope`](crate::model::image::Scope).
+    /// (`cluster/pool[/namespace]`), or any [`Scope`](crate::model::backend::Scope).
     pub fn census_done(
         &self,
         scope: impl Into<CensusLabels>,

@@ -1,0 +1,163 @@
+//! Azure's words for the decisions ([`Backend`]): a scope is the managed disks of one resource
+//! group of a subscription (AKS keeps a cluster's disks in its node resource group), or its
+//! snapshots that the Azure Disk CSI driver cut. Both parts are case-insensitive in Azure and
+//! kept lower-cased, so that a volume handle naming them in any case finds its scope. Pure;
+//! compiled in every build, with or without the `azure` feature.
+
+use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
+use crate::model::csi::{AZURE_DISK_CSI_DRIVER, SnapshotHandleRef};
+use crate::model::image::DiskRef;
+use crate::model::listing::ScopeListing;
+
+/// Azure managed disks and their snapshots.
+pub struct Azure;
+
+/// Azure's words.
+pub static AZURE: Azure = Azure;
+
+/// The managed disks of one resource group.
+pub fn resource_group(subscription: &str, resource_group: &str) -> Scope {
+    Scope::new(
+        &AZURE,
+        ScopeKind::Disks,
+        [
+            subscription.to_ascii_lowercase(),
+            resource_group.to_ascii_lowercase(),
+        ],
+    )
+}
+
+/// The snapshots of one resource group that the Azure Disk CSI driver cut.
+pub fn snapshots(subscription: &str, resource_group: &str) -> Scope {
+    Scope::new(
+        &AZURE,
+        ScopeKind::Snapshots,
+        [
+            subscription.to_ascii_lowercase(),
+            resource_group.to_ascii_lowercase(),
+        ],
+    )
+}
+
+/// An Azure resource id, as the Azure Disk CSI driver's handles carry it (lower-cased: the
+/// census keys every part so).
+pub(crate) fn resource_id(
+    subscription: &str,
+    resource_group: &str,
+    kind: &str,
+    name: &str,
+) -> String {
+    format!(
+        "/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/{kind}/{name}"
+    )
+}
+
+impl Backend for Azure {
+    fn name(&self) -> &'static str {
+        "azure"
+    }
+
+    fn title(&self) -> &'static str {
+        "Azure"
+    }
+
+    fn disk_backend(&self) -> DiskBackend {
+        DiskBackend::Azure
+    }
+
+    fn location(&self, scope: &Scope) -> ImageInfo {
+        ImageInfo {
+            backend: Some(DiskBackend::Azure),
+            account: Some(scope.part(0).to_string()),
+            resource_group: Some(scope.part(1).to_string()),
+            ..ImageInfo::default()
+        }
+    }
+
+    /// The in-tree source's `diskURI` is what names the disk (and where it is).
+    fn source(&self, scope: &Scope, name: &str) -> VolumeSourceInfo {
+        VolumeSourceInfo {
+            kind: "azureDisk".into(),
+            disk_name: Some(name.to_string()),
+            disk_uri: Some(resource_id(scope.part(0), scope.part(1), "disks", name)),
+            ..VolumeSourceInfo::default()
+        }
+    }
+
+    fn describe(&self, scope: &Scope, name: &str) -> String {
+        let what = match scope.kind() {
+            ScopeKind::Snapshots => "Azure snapshot",
+            ScopeKind::Disks | ScopeKind::Whole => "Azure managed disk",
+        };
+        format!(
+            "{what} {name} (subscription {}, resource group {})",
+            scope.part(0),
+            scope.part(1)
+        )
+    }
+
+    fn csi_driver(&self) -> &'static str {
+        AZURE_DISK_CSI_DRIVER
+    }
+
+    fn recorder(&self) -> Recorder {
+        Recorder {
+            who: "Azure Disk CSI driver",
+            subject: "The Azure Disk CSI driver",
+            shared: "resource group",
+        }
+    }
+
+    fn snapshot_handle(&self, scope: &Scope, name: &str) -> String {
+        resource_id(scope.part(0), scope.part(1), "snapshots", name)
+    }
+
+    fn recorded_scope(&self, i: &ImageInfo, _legacy: bool, snapshot: bool) -> Scope {
+        let subscription = i.account.as_deref().unwrap_or_default();
+        let group = i.resource_group.as_deref().unwrap_or_default();
+        if snapshot {
+            snapshots(subscription, group)
+        } else {
+            resource_group(subscription, group)
+        }
+    }
+
+    fn names_source(&self, kind: &str, driver: &str) -> bool {
+        kind == "azureDisk" || (kind == "csi" && driver == AZURE_DISK_CSI_DRIVER)
+    }
+
+    /// A disk's resource id names its subscription and resource group.
+    fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
+        Some(match r {
+            DiskRef::Azure {
+                subscription,
+                resource_group,
+                ..
+            } if scope.kind() == ScopeKind::Disks => {
+                subscription == scope.part(0) && resource_group == scope.part(1)
+            }
+            _ => false,
+        })
+    }
+
+    fn snapshot_name_in<'a>(&self, scope: &Scope, r: &'a SnapshotHandleRef) -> Option<&'a str> {
+        match r {
+            SnapshotHandleRef::Azure {
+                subscription,
+                resource_group,
+                name,
+            } if scope.kind() == ScopeKind::Snapshots
+                && subscription == scope.part(0)
+                && resource_group == scope.part(1) =>
+            {
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+
+    fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {
+        Some((None, Some(scope.part(0).to_string())))
+    }
+}

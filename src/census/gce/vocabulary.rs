@@ -1,0 +1,170 @@
+//! GCE's words for the decisions ([`Backend`]): a scope is a zone or a region of a project (a
+//! disk's name is unique within its zone or region), a project listed as a whole (an
+//! aggregated listing, whose zones and regions join as it names them), or a project's
+//! snapshots (global). Pure; compiled in every build, with or without the `gce` feature.
+
+use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
+use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation, SnapshotHandleRef};
+use crate::model::image::DiskRef;
+use crate::model::listing::ScopeListing;
+
+/// GCE persistent disks and their snapshots.
+pub struct Gce;
+
+/// GCE's words.
+pub static GCE: Gce = Gce;
+
+/// The disks of one zone (`us-central1-a`) or region (`us-central1`) of a project.
+pub fn location(project: &str, location: &str) -> Scope {
+    Scope::new(&GCE, ScopeKind::Disks, [project, location])
+}
+
+/// A project listed as a whole.
+pub fn project(project: &str) -> Scope {
+    Scope::new(&GCE, ScopeKind::Whole, [project])
+}
+
+/// The snapshots of a project that the PD CSI driver cut.
+pub fn snapshots(project: &str) -> Scope {
+    Scope::new(&GCE, ScopeKind::Snapshots, [project])
+}
+
+impl Backend for Gce {
+    fn name(&self) -> &'static str {
+        "gce"
+    }
+
+    fn title(&self) -> &'static str {
+        "GCE"
+    }
+
+    fn disk_backend(&self) -> DiskBackend {
+        DiskBackend::Gce
+    }
+
+    fn location(&self, scope: &Scope) -> ImageInfo {
+        let project = Some(scope.part(0).to_string());
+        if scope.kind() != ScopeKind::Disks {
+            return ImageInfo {
+                backend: Some(DiskBackend::Gce),
+                account: project,
+                ..ImageInfo::default()
+            };
+        }
+        let location = scope.part(1);
+        let (zone, region) = GceLocation::parse(location)
+            .map(|l| l.zone_and_region())
+            .unwrap_or((None, Some(location.to_string())));
+        ImageInfo {
+            backend: Some(DiskBackend::Gce),
+            account: project,
+            zone,
+            region,
+            ..ImageInfo::default()
+        }
+    }
+
+    fn source(&self, _scope: &Scope, name: &str) -> VolumeSourceInfo {
+        VolumeSourceInfo {
+            kind: "gcePersistentDisk".into(),
+            disk_name: Some(name.to_string()),
+            ..VolumeSourceInfo::default()
+        }
+    }
+
+    fn describe(&self, scope: &Scope, name: &str) -> String {
+        let project = scope.part(0);
+        match scope.kind() {
+            ScopeKind::Disks => format!(
+                "GCE persistent disk {name} (project {project}, {})",
+                scope.part(1)
+            ),
+            ScopeKind::Whole => format!("GCE persistent disk {name} (project {project})"),
+            ScopeKind::Snapshots => format!("GCE snapshot {name} (project {project})"),
+        }
+    }
+
+    fn csi_driver(&self) -> &'static str {
+        GCE_PD_CSI_DRIVER
+    }
+
+    fn recorder(&self) -> Recorder {
+        Recorder {
+            who: "GCE PD CSI driver",
+            subject: "The GCE PD CSI driver",
+            shared: "project",
+        }
+    }
+
+    fn snapshot_handle(&self, scope: &Scope, name: &str) -> String {
+        format!("projects/{}/global/snapshots/{name}", scope.part(0))
+    }
+
+    fn recorded_scope(&self, i: &ImageInfo, legacy: bool, snapshot: bool) -> Scope {
+        // Before `backend`: the project in `clusterID`, the zone or region in `pool`.
+        let or_legacy = |new: Option<&String>, old: Option<&String>| {
+            new.or(old.filter(|_| legacy))
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_default()
+        };
+        let project = or_legacy(i.account.as_ref(), i.cluster_id.as_ref());
+        if snapshot {
+            return snapshots(&project);
+        }
+        let place = or_legacy(i.zone.as_ref().or(i.region.as_ref()), i.pool.as_ref());
+        location(&project, &place)
+    }
+
+    fn names_source(&self, kind: &str, driver: &str) -> bool {
+        kind == "gcePersistentDisk" || (kind == "csi" && driver == GCE_PD_CSI_DRIVER)
+    }
+
+    /// A disk is in the zone or region its volume names, of the project it names (an in-tree
+    /// volume names none: any project's).
+    fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
+        Some(match r {
+            DiskRef::Gce {
+                project,
+                location: Some(l),
+                ..
+            } if scope.kind() == ScopeKind::Disks => {
+                l == scope.part(1) && project.as_deref().is_none_or(|p| p == scope.part(0))
+            }
+            _ => false,
+        })
+    }
+
+    fn unlisted_scope(&self, whole: &Scope, r: &DiskRef) -> Option<Scope> {
+        match r {
+            DiskRef::Gce {
+                project,
+                location: Some(l),
+                ..
+            } if project.as_deref().is_none_or(|p| p == whole.part(0)) => {
+                Some(location(whole.part(0), l))
+            }
+            _ => None,
+        }
+    }
+
+    fn whole_of(&self, scope: &Scope) -> Option<Scope> {
+        (scope.kind() == ScopeKind::Disks).then(|| project(scope.part(0)))
+    }
+
+    fn snapshot_name_in<'a>(&self, scope: &Scope, r: &'a SnapshotHandleRef) -> Option<&'a str> {
+        match r {
+            SnapshotHandleRef::Gce { project, name }
+                if scope.kind() == ScopeKind::Snapshots && project == scope.part(0) =>
+            {
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+
+    fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {
+        Some((Some(scope.part(0).to_string()), None))
+    }
+}
