@@ -31,7 +31,7 @@ use volume_leftovers::census::azure::arm::{ArmClient, ArmConfig, Credential, Kin
 use volume_leftovers::census::azure::census::disks_report_of;
 use volume_leftovers::census::azure::facts::Attribution;
 use volume_leftovers::census::config::CensusConfig;
-use volume_leftovers::decide::census::disk_ref;
+use volume_leftovers::census::disk_ref;
 use volume_leftovers::decide::census_result::{CensusState, Naming, census_result};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;

@@ -49,15 +49,17 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 use volume_leftovers::census::CensusReport;
+use volume_leftovers::census::disk_ref;
 use volume_leftovers::census::ebs::census::report_of;
 use volume_leftovers::census::ebs::{self, Ebs, EbsConfig};
 use volume_leftovers::census::gce::census::reports_of;
 use volume_leftovers::census::gce::{CredentialSource, GceConfig, GceLister, Locations};
-use volume_leftovers::decide::census::{Census, Scope, disk_ref};
+use volume_leftovers::decide::census::{Census, Scope};
 use volume_leftovers::decide::census_result::{CensusState, Naming, census_result};
 use volume_leftovers::engine::clock::wall_clock;
+use volume_leftovers::model::backend::DiskRef;
 use volume_leftovers::model::crd::VolumeSourceInfo;
-use volume_leftovers::model::image::{DiskRef, ImageFound};
+use volume_leftovers::model::image::ImageFound;
 
 /// The CSI drivers' names, as their PVs give them.
 const GCE_PD_CSI_DRIVER: &str = "pd.csi.storage.gke.io";

@@ -14,26 +14,59 @@ use std::time::Duration;
 use crate::census::backend::Lister;
 use crate::census::config::CensusConfig;
 use crate::decide::census::{FailureKind, Scope, ScopeListing};
+use crate::model::backend::{Backend, DiskRef, SnapshotHandleRef};
+use crate::model::crd::VolumeSourceInfo;
+use crate::model::volume::VolumeSpec;
 
-/// What a backend registers: the function that makes its listers from the census settings
-/// (none when the configuration has no section of it).
-type MakeListers = fn(&CensusSettings) -> Vec<Box<dyn Lister>>;
+/// The function that makes a backend's listers from the census settings (none when the
+/// configuration has no section of it, or when this build lacks the backend's cargo feature).
+pub type MakeListers = fn(&CensusSettings) -> Vec<Box<dyn Lister>>;
 
-/// Every backend, by the function that makes its listers: a backend is one folder under
-/// `src/census/` and one line here.
-const BACKENDS: &[MakeListers] = &[
-    ceph::listers,
-    #[cfg(feature = "gce")]
-    gce::census::listers,
-    #[cfg(feature = "ebs")]
-    ebs::census::listers,
-    #[cfg(feature = "azure")]
-    azure::census::listers,
+/// What a backend registers: its words for the decisions, and how its listers are made. Each
+/// backend's folder defines its own (`REGISTRATION` in its `mod.rs`).
+pub struct Registration {
+    /// Its words (its `vocabulary.rs`), compiled in every build.
+    pub words: &'static dyn Backend,
+    /// Its listers.
+    pub listers: MakeListers,
+}
+
+/// Every backend: a backend is one folder under `src/census/` and one line here.
+const BACKENDS: &[Registration] = &[
+    ceph::REGISTRATION,
+    gce::REGISTRATION,
+    ebs::REGISTRATION,
+    azure::REGISTRATION,
 ];
 
 /// The listers of every configured scope this build can list.
 pub fn listers(settings: &CensusSettings) -> Vec<Box<dyn Lister>> {
-    BACKENDS.iter().flat_map(|make| make(settings)).collect()
+    BACKENDS
+        .iter()
+        .flat_map(|b| (b.listers)(settings))
+        .collect()
+}
+
+/// Every backend's words.
+pub fn vocabularies() -> Vec<&'static dyn Backend> {
+    BACKENDS.iter().map(|b| b.words).collect()
+}
+
+/// The disk a volume's source names, for any backend (whether it is censused or not: what is
+/// read before the census knows its scopes, `scan`'s first look at the PVs).
+pub fn disk_ref(source: &VolumeSourceInfo) -> Option<DiskRef> {
+    BACKENDS.iter().find_map(|b| b.words.disk_ref(source))
+}
+
+/// The disk a volume's spec names ([`disk_ref`] of its source, zones included): the operator's
+/// store, `scan`'s lists and the tombstones agree.
+pub fn volume_disk(spec: &VolumeSpec) -> Option<DiskRef> {
+    disk_ref(&crate::decide::classify::volume_source(spec))
+}
+
+/// The backend snapshot a VolumeSnapshotContent's handle names, for any backend.
+pub fn snapshot_ref(handle: &str) -> Option<SnapshotHandleRef> {
+    BACKENDS.iter().find_map(|b| b.words.snapshot_ref(handle))
 }
 
 /// A report for each configured scope no lister of `listers` covers (its backend's cargo

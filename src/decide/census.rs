@@ -18,7 +18,7 @@
 //! [`ScopeListing::unread`]: nothing is concluded about it either way.
 //!
 //! **Every backend** (Ceph RBD, GCE persistent disks, EBS volumes, Azure managed disks) produces
-//! [`ScopeListing`]s for its own [`Scope`]s, and [`disk_ref`] names its disks; the answers, the
+//! [`ScopeListing`]s for its own [`Scope`]s, and [`Census::disk_ref`] names its disks; the answers, the
 //! confirmation rule and the findings are the same for every backend. What differs (which scope
 //! holds a disk, a finding's words, where its `image` block places it) is asked of the scope's
 //! [`Backend`], implemented in the backend's folder: nothing here names one.
@@ -37,11 +37,9 @@ pub use crate::model::image::ImageFound;
 
 pub use crate::model::backend::Backend;
 use crate::model::backend::Recorder;
-pub use crate::model::backend::Scope;
-pub use crate::model::csi::{
-    RBD_CSI_DRIVER, SnapshotHandleRef, disk_ref, image_ref, snapshot_handle_ref,
-};
-pub use crate::model::image::{DiskRef, ImageRef, PoolKey};
+pub use crate::model::backend::{DiskRef, Scope, SnapshotHandleRef};
+pub use crate::model::csi::{RBD_CSI_DRIVER, image_ref};
+pub use crate::model::image::{ImageRef, PoolKey};
 // What the GCE and EBS listers build (unused by a build without them).
 #[cfg_attr(not(any(feature = "gce", feature = "ebs")), allow(unused_imports))]
 pub(crate) use crate::model::listing::CreatedFor;
@@ -203,12 +201,29 @@ impl Census {
         self.pools.contains_key(scope) || self.whole_of(scope).is_some()
     }
 
-    /// The backends of the censused scopes.
-    fn backends(&self) -> impl Iterator<Item = &'static dyn Backend> + '_ {
-        self.pools
-            .keys()
-            .chain(self.open.keys())
-            .map(Scope::backend)
+    /// The backends of the censused scopes, each once.
+    fn backends(&self) -> Vec<&'static dyn Backend> {
+        let mut all: Vec<&'static dyn Backend> = Vec::new();
+        for scope in self.pools.keys().chain(self.open.keys()) {
+            if !all.iter().any(|b| *b == scope.backend()) {
+                all.push(scope.backend());
+            }
+        }
+        all
+    }
+
+    /// The disk a volume's source names, when it is a disk of a censused backend (a disk of
+    /// another backend is not censused, whatever it is).
+    pub fn disk_ref(&self, source: &VolumeSourceInfo) -> Option<DiskRef> {
+        self.backends().into_iter().find_map(|b| b.disk_ref(source))
+    }
+
+    /// The backend snapshot a VolumeSnapshotContent's handle names, when it is one of a
+    /// censused backend's.
+    pub fn snapshot_ref(&self, handle: &str) -> Option<SnapshotHandleRef> {
+        self.backends()
+            .into_iter()
+            .find_map(|b| b.snapshot_ref(handle))
     }
 
     /// The scope a published finding's `image` block names, when its backend is censused: the
@@ -221,7 +236,7 @@ impl Census {
     pub(crate) fn recorded_scope(&self, s: &VolumeLeftoverStatus) -> Option<Scope> {
         let i = s.image.as_ref()?;
         let snapshot = s.reason == Reason::SnapshotWithoutContent;
-        let mut backends = self.backends();
+        let mut backends = self.backends().into_iter();
         let backend = match i.backend {
             Some(b) => backends.find(|x| x.disk_backend() == b)?,
             None => {
@@ -635,7 +650,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 /// name (the `image` block of a `VolumeWithoutDisk` finding, which says where it was not found).
 /// `None` for a disk no censused scope covers.
 pub(crate) fn looked_in(census: &Census, source: &VolumeSourceInfo) -> Option<ImageInfo> {
-    let r = disk_ref(source)?;
+    let r = census.disk_ref(source)?;
     match census.resolve(&r) {
         Resolved::In(key) => Some(ImageInfo {
             name: r.name().to_string(),

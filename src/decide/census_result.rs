@@ -9,7 +9,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::decide::census::{
     Census, DiskRef, FailureKind, Resolved, Scope, ScopeListing, ScopeState, disk_leftover_name,
-    disk_ref, snapshot_handle_ref,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
 use crate::model::finding::Finding;
@@ -80,7 +79,7 @@ pub const NAMED_LATELY: std::time::Duration = std::time::Duration::from_secs(360
 /// What names images now, as the loop's stores say: read only when the census may conclude.
 #[derive(Clone, Debug, Default)]
 pub struct Naming {
-    /// Each volume: its name and the disk it names ([`disk_ref`] of its source and zones).
+    /// Each volume: its name and the disk it names ([`crate::census::volume_disk`]).
     pub volumes: Vec<(String, Option<DiskRef>)>,
     /// Each managed VolumeLeftover: its name, its reason, and (for a tombstone) the source its
     /// record names.
@@ -196,7 +195,7 @@ where
             .filter(|(_, at)| since_started(at))
             .map(|(h, _)| h);
         let handles: Vec<&String> = handles.iter().chain(lately).collect();
-        snapshot_references(key, &handles, naming, &mut out.mark)
+        snapshot_references(&state.census, key, &handles, naming, &mut out.mark)
     } else {
         let lately: Vec<&DiskRef> = state
             .disks_named_lately
@@ -268,7 +267,7 @@ fn references(
     let in_scope = |r: &DiskRef| {
         matches!(census.resolve(r), Resolved::In(k) if k == key).then(|| r.name().to_string())
     };
-    let in_pool = |source: &VolumeSourceInfo| in_scope(&disk_ref(source)?);
+    let in_pool = |source: &VolumeSourceInfo| in_scope(&census.disk_ref(source)?);
     for (name, disk) in &naming.volumes {
         if let Some(img) = disk.as_ref().and_then(in_scope) {
             let now_missing = cur.is_some_and(|c| !c.images.contains_key(&img));
@@ -305,6 +304,7 @@ fn references(
 /// `ContentDeleted` tombstone (the listing may be the second without its snapshot, which ends
 /// it; they are few, and which scope holds an EBS id is known only by looking).
 fn snapshot_references(
+    census: &Census,
     key: &Scope,
     handles: &[&String],
     naming: &Naming,
@@ -320,7 +320,7 @@ fn snapshot_references(
     }
     handles
         .iter()
-        .filter_map(|h| Some(snapshot_handle_ref(h)?.name_in(key)?.to_string()))
+        .filter_map(|h| Some(census.snapshot_ref(h)?.name_in(key)?.to_string()))
         .collect()
 }
 

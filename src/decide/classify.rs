@@ -1037,12 +1037,6 @@ fn claim_ref_oddity(claim: Option<&ObservedClaim>) -> String {
     }
 }
 
-/// The disk a volume's spec names ([`crate::decide::census::disk_ref`] of its source), for
-/// every driver of the census: the operator's store, `scan`'s lists and the tombstones agree.
-pub(crate) fn volume_disk(spec: &VolumeSpec) -> Option<crate::model::image::DiskRef> {
-    crate::decide::census::disk_ref(&volume_source(spec))
-}
-
 /// Where a volume's data lives, from its spec. Exhaustive over the sources the API knows, so a
 /// new one is a choice.
 pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {

@@ -18,6 +18,8 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::model::backend::Backend;
+
 use crate::model::crd::{
     DiskBackend, Hint, Reason, Tristate, VolumeLeftover, VolumeLeftoverStatus,
 };
@@ -318,6 +320,8 @@ struct Cx<'a> {
     /// `spec.acknowledgement`, when someone wrote one.
     acknowledgement: Option<&'a crate::model::crd::Acknowledgement>,
     disk: Disk,
+    /// Every backend's words: which disk or snapshot a source or handle names.
+    backends: &'a [&'static dyn Backend],
     missing: RefCell<BTreeSet<&'static str>>,
 }
 
@@ -374,7 +378,11 @@ impl Cx<'_> {
 }
 
 /// What a person can do about the finding `o`, which came from `origin`.
-pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
+pub(crate) fn explain(
+    o: &VolumeLeftover,
+    origin: Origin,
+    backends: &[&'static dyn Backend],
+) -> Explanation {
     let name = o.metadata.name.as_deref().unwrap_or_default();
     let Some(s) = o.status.as_ref() else {
         return Explanation {
@@ -392,7 +400,8 @@ pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
         pv: Some(o.spec.volume_name.as_str()).filter(|v| !v.is_empty()),
         origin,
         acknowledgement: o.spec.acknowledgement.as_ref(),
-        disk: disk_of(s),
+        disk: disk_of(s, backends),
+        backends,
         missing: RefCell::new(BTreeSet::new()),
     };
     let head = head(&cx);
@@ -431,7 +440,7 @@ pub(crate) fn explain(o: &VolumeLeftover, origin: Origin) -> Explanation {
 
 /// The disk the finding names: from its source (the PV's, or the one a disk finding records),
 /// with what the census recorded of where it is (`status.image`) taking precedence.
-fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
+fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk {
     let src = &s.source;
     let driver = src.driver.as_deref().unwrap_or_default();
     // Where the census recorded the disk: a disk's image block, not a backend snapshot's.
@@ -462,7 +471,9 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
             "csi" if driver == EBS_CSI_DRIVER => Some(DiskBackend::Ebs),
             _ => None,
         });
-    let named = crate::decide::census::disk_ref(src);
+    // The disk the source names, its parts in its backend's order (read below per backend: the
+    // runbooks are still written here, not with each backend's words).
+    let named = backends.iter().find_map(|b| b.disk_ref(src));
     match backend {
         Some(DiskBackend::Ceph) => {
             let handle = src
@@ -470,10 +481,7 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
                 .as_deref()
                 .and_then(|h| parse_volume_handle(h).ok());
             let key = image;
-            let image = match &named {
-                Some(crate::model::image::DiskRef::Ceph(r)) => Some(r.name.clone()),
-                _ => None,
-            };
+            let image = named.as_ref().map(|r| r.name().to_string());
             let pool = nonempty(src.pool.as_deref())
                 .or_else(|| key.and_then(|k| nonempty(k.pool.as_deref())));
             Disk::Rbd {
@@ -491,13 +499,14 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
             }
         }
         Some(DiskBackend::Gce) => {
-            let (mut project, mut location, mut name) = match named {
-                Some(crate::model::image::DiskRef::Gce {
-                    project,
-                    location,
-                    name,
-                }) => (project, location, Some(name)),
-                _ => (None, None, None),
+            // GCE's parts: the project, the zone or region.
+            let (mut project, mut location, mut name) = match &named {
+                Some(r) => (
+                    r.part(0).map(str::to_string),
+                    r.part(1).map(str::to_string),
+                    Some(r.name().to_string()),
+                ),
+                None => (None, None, None),
             };
             if let Some(i) = image {
                 project = recorded(i.account.as_ref(), i.cluster_id.as_ref()).or(project);
@@ -526,11 +535,10 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
             }
         }
         Some(DiskBackend::Ebs) => {
-            let (id, region) = match named {
-                Some(crate::model::image::DiskRef::Ebs { volume_id, region }) => {
-                    (Some(volume_id), region)
-                }
-                _ => (None, None),
+            // EBS's part: the region.
+            let (id, region) = match &named {
+                Some(r) => (Some(r.name().to_string()), r.part(0).map(str::to_string)),
+                None => (None, None),
             };
             let in_id_zone = src
                 .disk_name
@@ -557,13 +565,14 @@ fn disk_of(s: &VolumeLeftoverStatus) -> Disk {
             }
         }
         Some(DiskBackend::Azure) => {
-            let (mut sub, mut rg, mut name) = match named {
-                Some(crate::model::image::DiskRef::Azure {
-                    subscription,
-                    resource_group,
-                    name,
-                }) => (Some(subscription), Some(resource_group), Some(name)),
-                _ => (None, None, None),
+            // Azure's parts: the subscription, the resource group.
+            let (mut sub, mut rg, mut name) = match &named {
+                Some(r) => (
+                    r.part(0).map(str::to_string),
+                    r.part(1).map(str::to_string),
+                    Some(r.name().to_string()),
+                ),
+                None => (None, None, None),
             };
             let image = s.image.as_ref();
             if let Some(i) = image {
@@ -2029,22 +2038,26 @@ enum BackendSnapshot {
 }
 
 fn backend_snapshot_of(cx: &Cx) -> BackendSnapshot {
-    use crate::decide::census::{SnapshotHandleRef, snapshot_handle_ref};
     let handle = cx.snapshot().and_then(|sn| sn.snapshot_handle.as_deref());
     let image = cx.s.image.as_ref();
     let region = image.and_then(|i| nonempty(i.region.as_deref()));
-    match handle.and_then(snapshot_handle_ref) {
-        Some(SnapshotHandleRef::Gce { project, name }) => BackendSnapshot::Gce {
-            project: Some(project),
-            name: Some(name),
+    let named = handle.and_then(|h| cx.backends.iter().find_map(|b| b.snapshot_ref(h)));
+    match named {
+        // GCE's part: the project.
+        Some(r) if r.backend().csi_driver() == GCE_PD_CSI_DRIVER => BackendSnapshot::Gce {
+            project: r.part(0).map(str::to_string),
+            name: Some(r.name().to_string()),
         },
-        Some(SnapshotHandleRef::Ebs(id)) => BackendSnapshot::Ebs {
-            id: Some(id),
+        Some(r) if r.backend().csi_driver() == EBS_CSI_DRIVER => BackendSnapshot::Ebs {
+            id: Some(r.name().to_string()),
             region,
         },
-        Some(SnapshotHandleRef::Azure { .. }) => BackendSnapshot::Azure {
-            id: handle.map(str::to_string),
-        },
+        Some(r) if r.backend().csi_driver() == crate::model::csi::AZURE_DISK_CSI_DRIVER => {
+            BackendSnapshot::Azure {
+                id: handle.map(str::to_string),
+            }
+        }
+        Some(_) => BackendSnapshot::Other,
         None => match cx.s.source.driver.as_deref() {
             Some(GCE_PD_CSI_DRIVER) => BackendSnapshot::Gce {
                 project: image.and_then(|i| nonempty(i.account.as_deref())),

@@ -77,9 +77,12 @@ pub(crate) fn disk_found(
     source: &crate::model::crd::VolumeSourceInfo,
     created: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 ) -> ImageFound {
-    match (lookup.census(), crate::decide::census::disk_ref(source)) {
-        (Some(c), Some(r)) => c.image(&r, created),
-        _ => ImageFound::NotCensused,
+    let Some(c) = lookup.census() else {
+        return ImageFound::NotCensused;
+    };
+    match c.disk_ref(source) {
+        Some(r) => c.image(&r, created),
+        None => ImageFound::NotCensused,
     }
 }
 
@@ -89,8 +92,9 @@ pub(crate) fn disk_size(
     lookup: &impl Lookup,
     source: &crate::model::crd::VolumeSourceInfo,
 ) -> Option<crate::model::size::DiskSize> {
-    let r = crate::decide::census::disk_ref(source)?;
-    let bytes = lookup.census()?.disk_size(&r)?;
+    let census = lookup.census()?;
+    let r = census.disk_ref(source)?;
+    let bytes = census.disk_size(&r)?;
     Some(crate::model::size::DiskSize::of(&r, bytes))
 }
 

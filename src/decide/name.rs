@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::{Census, Scope, disk_ref, snapshot_handle_ref};
+use crate::decide::census::{Census, Scope};
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::lookup::{Lookup, disk_found};
 use crate::decide::plan::{self, Action, Gated, Graces, Observed};
@@ -812,7 +812,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
                 .snapshot
                 .as_ref()
                 .and_then(|s| s.snapshot_handle.as_deref())
-                .and_then(snapshot_handle_ref)
+                .and_then(|h| cs.census.snapshot_ref(h))
             {
                 Some(r) => cs.census.backend_snapshot(&r),
                 None => ImageFound::NotCensused,
@@ -820,7 +820,7 @@ impl<S: Stores, L: Lookup> Inputs<'_, S, L> {
         }
         // A tombstone keeps its source with its zones (one written before they were recorded
         // has none: its in-tree GCE disk is not located, and not censused).
-        let Some(r) = disk_ref(&status.source) else {
+        let Some(r) = cs.census.disk_ref(&status.source) else {
             return ImageFound::NotCensused;
         };
         // The volume existed before any census of this process.

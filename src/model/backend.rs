@@ -16,8 +16,6 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::SnapshotHandleRef;
-use crate::model::image::DiskRef;
 use crate::model::listing::ScopeListing;
 
 /// What a scope holds.
@@ -149,6 +147,21 @@ pub trait Backend: Send + Sync + 'static {
     /// `driver` names one of its disks: how an object written before `image.backend` is read.
     fn names_source(&self, kind: &str, driver: &str) -> bool;
 
+    /// The disk a volume's source names, when it is one of this backend's (its CSI driver's
+    /// handle, or its in-tree source). A handle that does not parse names nothing: the volume is
+    /// not censused.
+    fn disk_ref(&self, source: &VolumeSourceInfo) -> Option<DiskRef>;
+
+    /// The backend snapshot a VolumeSnapshotContent's handle names, when it is one of this
+    /// backend's snapshot handles.
+    fn snapshot_ref(&self, _handle: &str) -> Option<SnapshotHandleRef> {
+        None
+    }
+
+    /// Its allocation unit: a disk's size is rounded up to a whole number of these (GCE, EBS
+    /// and Azure: 1 GiB; ceph-csi: 1 MiB).
+    fn granularity(&self) -> u64;
+
     /// Whether `scope` (one of its own) holds the disk `r`; `None` when that cannot be told
     /// before the scope's first listing (`listing` is its last, if any).
     fn holds(&self, scope: &Scope, listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool>;
@@ -170,6 +183,77 @@ pub trait Backend: Send + Sync + 'static {
     /// The project and the account a `scan` line names for a disk of `scope`; `None` for a
     /// backend whose lines have neither (Ceph's).
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)>;
+}
+
+/// A disk (or image, or backend snapshot) as a volume's source or a content's handle names it,
+/// for any backend: its name in its scope and the parts of where it is that the source says, in
+/// the backend's order (`None` where the source does not say; the census then finds its scope
+/// only when exactly one censused scope can hold it). Made only by its backend
+/// ([`Backend::disk_ref`], [`Backend::snapshot_ref`]).
+#[derive(Clone)]
+pub struct DiskRef {
+    backend: &'static dyn Backend,
+    name: String,
+    parts: Box<[Option<String>]>,
+}
+
+/// A backend snapshot, as a VolumeSnapshotContent's handle names it.
+pub type SnapshotHandleRef = DiskRef;
+
+impl DiskRef {
+    /// A disk of `backend`.
+    pub fn new(
+        backend: &'static dyn Backend,
+        name: impl Into<String>,
+        parts: impl IntoIterator<Item = Option<String>>,
+    ) -> DiskRef {
+        DiskRef {
+            backend,
+            name: name.into(),
+            parts: parts.into_iter().collect(),
+        }
+    }
+
+    /// Its backend's words.
+    pub fn backend(&self) -> &'static dyn Backend {
+        self.backend
+    }
+
+    /// The name the census lists it by: the image's name, the disk's name, the volume id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Part `i` of where it is, when the source says it.
+    pub fn part(&self, i: usize) -> Option<&str> {
+        self.parts.get(i).and_then(|p| p.as_deref())
+    }
+
+    /// Whether it is one of `backend`'s.
+    pub fn is_of(&self, backend: &dyn Backend) -> bool {
+        self.backend.name() == backend.name()
+    }
+}
+
+impl PartialEq for DiskRef {
+    fn eq(&self, other: &DiskRef) -> bool {
+        (self.backend.name(), &self.name, &self.parts)
+            == (other.backend.name(), &other.name, &other.parts)
+    }
+}
+
+impl Eq for DiskRef {}
+
+impl fmt::Debug for DiskRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DiskRef({}:{} at {:?})",
+            self.backend.name(),
+            self.name,
+            self.parts
+        )
+    }
 }
 
 /// Backends are told apart by name.

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::model::crd::VolumeSourceInfo;
-use crate::model::image::{DiskRef, ImageRef};
+use crate::model::image::ImageRef;
 
 /// The image name prefix ceph-csi uses unless a StorageClass sets `volumeNamePrefix`.
 pub const CSI_VOLUME_PREFIX: &str = "csi-vol-";
@@ -428,115 +428,4 @@ pub fn image_ref(s: &VolumeSourceInfo) -> Option<ImageRef> {
         }),
         _ => None,
     }
-}
-
-/// The disk a volume names, for any backend: [`image_ref`]'s RBD image, a GCE persistent disk
-/// (`pd.csi.storage.gke.io`'s handle, or the in-tree `gcePersistentDisk` located by the source's
-/// `zones`) or an EBS volume (`ebs.csi.aws.com`'s handle or the in-tree `awsElasticBlockStore`,
-/// its region from the zone in its volume id or in `zones`). `zones` are the zones the PV's node
-/// affinity requires, recorded in the source (a tombstone keeps them; one written before they
-/// were recorded has none, and its in-tree GCE disk is not located). A handle that does not
-/// parse names nothing: the volume is not censused.
-pub fn disk_ref(s: &VolumeSourceInfo) -> Option<DiskRef> {
-    let zones: Vec<&str> = s.zones.iter().map(String::as_str).collect();
-    let zones = &zones[..];
-    let driver = s.driver.as_deref().unwrap_or_default();
-    let one_region = |zone: Option<&str>| {
-        let mut regions: Vec<Option<String>> = match zone {
-            Some(z) => vec![aws_region_of(z)],
-            None => zones.iter().map(|z| aws_region_of(z)).collect(),
-        };
-        regions.dedup();
-        match regions[..] {
-            [Some(ref r)] => Some(r.clone()),
-            _ => None,
-        }
-    };
-    match s.kind.as_str() {
-        "csi" if driver == GCE_PD_CSI_DRIVER => {
-            let h = parse_gce_handle(s.volume_handle.as_deref()?)?;
-            Some(DiskRef::Gce {
-                project: h.project,
-                location: Some(h.location),
-                name: h.name,
-            })
-        }
-        "csi" if driver == EBS_CSI_DRIVER => {
-            let id = s.volume_handle.as_deref()?;
-            is_ebs_volume_id(id).then(|| DiskRef::Ebs {
-                volume_id: id.to_string(),
-                region: one_region(None),
-            })
-        }
-        "gcePersistentDisk" => Some(DiskRef::Gce {
-            project: None,
-            location: gce_location(zones),
-            name: s
-                .disk_name
-                .clone()
-                .filter(|n| !n.is_empty() && !n.contains('/'))?,
-        }),
-        "csi" if driver == AZURE_DISK_CSI_DRIVER => azure_disk(s.volume_handle.as_deref()?),
-        "azureDisk" => azure_disk(s.disk_uri.as_deref()?),
-        "awsElasticBlockStore" => {
-            let (volume_id, zone) = parse_ebs_volume_id(s.disk_name.as_deref()?)?;
-            Some(DiskRef::Ebs {
-                volume_id,
-                region: one_region(zone.as_deref()),
-            })
-        }
-        _ => image_ref(s).map(DiskRef::Ceph),
-    }
-}
-
-/// The Azure managed disk a resource id names.
-fn azure_disk(id: &str) -> Option<DiskRef> {
-    let (subscription, resource_group, name) = parse_azure_id(id, "disks")?;
-    Some(DiskRef::Azure {
-        subscription,
-        resource_group,
-        name,
-    })
-}
-
-/// The backend snapshot a VolumeSnapshotContent's handle names, as the census keys it: the
-/// snapshot scope's kind and the snapshot's name in it (GCE
-/// `projects/<project>/global/snapshots/<name>`: the project and the name; EBS `snap-...`: the
-/// id, in whichever region). `None` for any other handle (an RBD snapshot, a GCE image).
-pub fn snapshot_handle_ref(handle: &str) -> Option<SnapshotHandleRef> {
-    if let Some((subscription, resource_group, name)) = parse_azure_id(handle, "snapshots") {
-        return Some(SnapshotHandleRef::Azure {
-            subscription,
-            resource_group,
-            name,
-        });
-    }
-    if let Some(rest) = handle.strip_prefix("projects/") {
-        let (project, name) = rest.split_once("/global/snapshots/")?;
-        return (!project.is_empty() && !name.is_empty() && !name.contains('/')).then(|| {
-            SnapshotHandleRef::Gce {
-                project: project.to_string(),
-                name: name.to_string(),
-            }
-        });
-    }
-    let hex = handle.strip_prefix("snap-")?;
-    (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| SnapshotHandleRef::Ebs(handle.to_string()))
-}
-
-/// A backend snapshot named by a handle ([`snapshot_handle_ref`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SnapshotHandleRef {
-    /// A GCE snapshot: global in its project.
-    Gce { project: String, name: String },
-    /// An EBS snapshot id: unique across regions and accounts, so it names a snapshot of
-    /// whichever region holds it.
-    Ebs(String),
-    /// An Azure snapshot, by its resource id's parts (lower-cased).
-    Azure {
-        subscription: String,
-        resource_group: String,
-        name: String,
-    },
 }

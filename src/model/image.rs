@@ -1,5 +1,9 @@
-//! What the census can say about the image (or disk) a volume names, and the disk a volume
-//! names ([`DiskRef`]). The key of a listing, [`Scope`], is in [`crate::model::backend`].
+//! What the census can say about the image (or disk) a volume names, and ceph-csi's words for
+//! an RBD image ([`PoolKey`], [`ImageRef`]). The disk a volume names, [`DiskRef`], and the key
+//! of a listing, [`Scope`], are in [`crate::model::backend`].
+//!
+//! [`DiskRef`]: crate::model::backend::DiskRef
+//! [`Scope`]: crate::model::backend::Scope
 
 use std::fmt;
 
@@ -68,58 +72,4 @@ pub struct ImageRef {
     pub(crate) namespace: String,
     /// The image's name.
     pub name: String,
-}
-
-/// The disk (or image) a volume names, for any backend. What the volume does not say is `None`:
-/// the census then finds its scope only when exactly one censused scope can hold it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DiskRef {
-    /// A Ceph RBD image.
-    Ceph(ImageRef),
-    /// A GCE persistent disk.
-    Gce {
-        /// The project (`None`: an in-tree volume, or a migrated one whose handle says
-        /// `UNSPECIFIED`).
-        project: Option<String>,
-        /// Its zone (a zonal disk) or region (a regional disk); `None` when the volume does not
-        /// tell it (an in-tree volume without zone labels in its node affinity).
-        location: Option<String>,
-        /// The disk's name.
-        name: String,
-    },
-    /// An AWS EBS volume.
-    Ebs {
-        /// `vol-…`.
-        volume_id: String,
-        /// Its region, when the volume tells its zone.
-        region: Option<String>,
-    },
-    /// An Azure managed disk: its resource id says everything, in any case (all three are
-    /// lower-cased here, as the census keys them).
-    Azure {
-        /// The subscription id.
-        subscription: String,
-        /// The resource group.
-        resource_group: String,
-        /// The disk's name.
-        name: String,
-    },
-}
-
-impl DiskRef {
-    /// The name the census lists it by: the image's name, the disk's name, the volume id.
-    pub(crate) fn name(&self) -> &str {
-        match self {
-            DiskRef::Ceph(r) => &r.name,
-            DiskRef::Gce { name, .. } => name,
-            DiskRef::Ebs { volume_id, .. } => volume_id,
-            DiskRef::Azure { name, .. } => name,
-        }
-    }
-}
-
-impl From<ImageRef> for DiskRef {
-    fn from(r: ImageRef) -> DiskRef {
-        DiskRef::Ceph(r)
-    }
 }

@@ -6,10 +6,10 @@
 //! volume or GCE disk, which bill by the GiB), and the PV may record either the request or the
 //! allocated size.
 
-use crate::model::image::DiskRef;
+use crate::model::backend::DiskRef;
 
-const GIB: u64 = 1 << 30;
-const MIB: u64 = 1 << 20;
+pub(crate) const GIB: u64 = 1 << 30;
+pub(crate) const MIB: u64 = 1 << 20;
 
 /// The size of a disk as its backend allocates it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,11 +24,10 @@ pub struct DiskSize {
 impl DiskSize {
     /// The size of the disk `r` names, `bytes` long.
     pub fn of(r: &DiskRef, bytes: u64) -> DiskSize {
-        let granularity = match r {
-            DiskRef::Gce { .. } | DiskRef::Ebs { .. } | DiskRef::Azure { .. } => GIB,
-            DiskRef::Ceph(_) => MIB,
-        };
-        DiskSize { bytes, granularity }
+        DiskSize {
+            bytes,
+            granularity: r.backend().granularity(),
+        }
     }
 
     /// How the disk compares with a PV capacity of `capacity` bytes (a capacity that is not a

@@ -94,7 +94,11 @@ pub async fn run(
             (o, Origin::Scan)
         }
     };
-    write!(out, "{}", explain(&leftover, origin))?;
+    write!(
+        out,
+        "{}",
+        explain(&leftover, origin, &crate::census::vocabularies())
+    )?;
     out.flush()?;
     Ok(())
 }

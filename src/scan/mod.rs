@@ -24,8 +24,9 @@ use serde::Serialize;
 
 use crate::census::CensusSettings;
 use crate::census::backend::{Lister, Reading};
-use crate::decide::census::{Census, DiskRef, Scope, disk_ref};
-use crate::decide::classify::{classify, volume_disk};
+use crate::census::volume_disk;
+use crate::decide::census::{Census, DiskRef, Scope};
+use crate::decide::classify::classify;
 use crate::decide::lookup::{
     ClaimFacts, ClaimObject, ClassFacts, Found, Lookup, claim_facts, class_facts,
 };
@@ -453,7 +454,7 @@ impl Reader {
                             let handle =
                                 s.snapshot.as_ref().and_then(|i| i.snapshot_handle.clone());
                             note_snapshots(census, handle, referenced);
-                        } else if let Some(r) = disk_ref(&s.source) {
+                        } else if let Some(r) = census.disk_ref(&s.source) {
                             note_reference(census, r, referenced);
                         }
                     }
@@ -560,10 +561,7 @@ pub(crate) fn note_snapshots(
     handles: impl IntoIterator<Item = String>,
     referenced: &mut Referenced,
 ) {
-    for r in handles
-        .into_iter()
-        .filter_map(|h| crate::decide::census::snapshot_handle_ref(&h))
-    {
+    for r in handles.into_iter().filter_map(|h| census.snapshot_ref(&h)) {
         for scope in census.pools.keys() {
             if let Some(name) = r.name_in(scope) {
                 referenced

@@ -344,19 +344,19 @@ fn before_any_census_and_after_a_failure_every_answer_is_unknown() {
     let mut c = census();
     let old = Some(now_plus(-86400));
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
+        c.image(&DiskRef::from(rbd_ref("x").clone()), old.as_ref()),
         ImageFound::Unknown
     );
     c.record(&key(), Ok(snapshot(now_plus(-20), vec![], &[])));
     c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
+        c.image(&DiskRef::from(rbd_ref("x").clone()), old.as_ref()),
         ImageFound::Missing { in_trash: false }
     );
     // Ceph goes down: nothing is concluded, not even what was concluded before.
     c.record(&key(), Err("Ceph is unavailable".into()));
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("x").clone()), old.as_ref()),
+        c.image(&DiskRef::from(rbd_ref("x").clone()), old.as_ref()),
         ImageFound::Unknown
     );
     assert!(!c.is_trusted(&key()));
@@ -371,27 +371,27 @@ fn an_image_is_missing_only_after_two_listings_without_it_and_a_volume_older_tha
         Ok(snapshot(now_plus(-20), vec![("img", listed())], &[])),
     );
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
+        c.image(&DiskRef::from(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Present { watchers: 0 }
     );
     c.record(&key(), Ok(snapshot(now_plus(-10), vec![], &[])));
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
+        c.image(&DiskRef::from(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Unknown,
         "one listing without it: maybe a race"
     );
     c.record(&key(), Ok(snapshot(now(), vec![], &["img"])));
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&old)),
+        c.image(&DiskRef::from(rbd_ref("img").clone()), Some(&old)),
         ImageFound::Missing { in_trash: true }
     );
     // A volume created after the first listing without it: its image may be on its way.
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), Some(&now_plus(-5))),
+        c.image(&DiskRef::from(rbd_ref("img").clone()), Some(&now_plus(-5))),
         ImageFound::Unknown
     );
     assert_eq!(
-        c.image(&DiskRef::Ceph(rbd_ref("img").clone()), None),
+        c.image(&DiskRef::from(rbd_ref("img").clone()), None),
         ImageFound::Unknown
     );
 }
@@ -402,20 +402,20 @@ fn pools_not_censused_and_ambiguous_in_tree_volumes_are_not_censused() {
     let mut r = rbd_ref("img");
     r.pool = Some("elsewhere".into());
     assert_eq!(
-        c.image(&DiskRef::Ceph(r.clone()), None),
+        c.image(&DiskRef::from(r.clone()), None),
         ImageFound::NotCensused
     );
     let mut other = rbd_ref("img");
     other.cluster_id = Some("another-cluster".into());
     assert_eq!(
-        c.image(&DiskRef::Ceph(other.clone()), None),
+        c.image(&DiskRef::from(other.clone()), None),
         ImageFound::NotCensused
     );
     // In-tree: no cluster id; one configured cluster has the pool, so it resolves.
     let mut in_tree = rbd_ref("img");
     in_tree.cluster_id = None;
     assert_eq!(
-        c.resolve(&DiskRef::Ceph(in_tree.clone())),
+        c.resolve(&DiskRef::from(in_tree.clone())),
         Resolved::In(&key())
     );
     // Two clusters with a pool of that name: it does not say which.
@@ -425,11 +425,11 @@ fn pools_not_censused_and_ambiguous_in_tree_volumes_are_not_censused() {
     .expect("config");
     let c2 = two.census(Duration::ZERO);
     assert_eq!(
-        c2.resolve(&DiskRef::Ceph(in_tree.clone())),
+        c2.resolve(&DiskRef::from(in_tree.clone())),
         Resolved::NotCensused
     );
     assert_eq!(
-        c2.image(&DiskRef::Ceph(in_tree.clone()), None),
+        c2.image(&DiskRef::from(in_tree.clone()), None),
         ImageFound::NotCensused
     );
 }
@@ -441,18 +441,18 @@ fn a_handle_with_only_a_pool_id_resolves_once_the_pool_was_listed() {
     r.pool = None;
     r.pool_id = Some(2);
     assert_eq!(
-        c.image(&DiskRef::Ceph(r.clone()), None),
+        c.image(&DiskRef::from(r.clone()), None),
         ImageFound::Unknown,
         "the pool's id is not known yet"
     );
     c.record(&key(), Ok(snapshot(now(), vec![("img", listed())], &[])));
     assert_eq!(
-        c.image(&DiskRef::Ceph(r.clone()), None),
+        c.image(&DiskRef::from(r.clone()), None),
         ImageFound::Present { watchers: 0 }
     );
     r.pool_id = Some(99);
     assert_eq!(
-        c.image(&DiskRef::Ceph(r.clone()), None),
+        c.image(&DiskRef::from(r.clone()), None),
         ImageFound::NotCensused
     );
 }

@@ -44,11 +44,7 @@ fn ebs() -> Scope {
 }
 
 fn gce_disk(project: Option<&str>, location: &str, name: &str) -> DiskRef {
-    DiskRef::Gce {
-        project: project.map(str::to_string),
-        location: Some(location.into()),
-        name: name.into(),
-    }
+    crate::census::gce::vocabulary::disk(project, Some(location), name)
 }
 
 /// A disk two hours old, unattached, labelled with `cluster`.

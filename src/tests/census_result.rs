@@ -11,7 +11,8 @@ use super::fixtures::{now, now_plus};
 use crate::census::ceph::rbd::Category;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
-use crate::decide::census::{DiskFacts, PoolKey, Scope, ScopeListing, Seen, disk_ref};
+use crate::census::disk_ref;
+use crate::decide::census::{DiskFacts, PoolKey, Scope, ScopeListing, Seen};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };

@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use super::fixtures::{now, now_plus};
 use crate::census::config::CensusConfig;
-use crate::decide::census::{
-    CreatedFor, DiskFacts, Scope, ScopeListing, Seen, SnapshotHandleRef, disk_leftover_name,
-    snapshot_handle_ref,
-};
+use crate::census::snapshot_ref as snapshot_handle_ref;
+use crate::decide::census::{CreatedFor, DiskFacts, Scope, ScopeListing, Seen, disk_leftover_name};
 use crate::decide::census_result::{CensusLog, CensusOutcome, CensusState, Naming, census_result};
 use crate::model::crd::{Hint, Reason, Subject};
 
@@ -234,14 +232,19 @@ fn a_volume_scope_is_not_a_snapshot_scope() {
 fn handles_are_parsed_by_their_shape() {
     assert_eq!(
         snapshot_handle_ref("snap-0123abcd"),
-        Some(SnapshotHandleRef::Ebs("snap-0123abcd".into()))
+        Some(crate::model::backend::DiskRef::new(
+            &crate::census::ebs::vocabulary::EBS,
+            "snap-0123abcd",
+            []
+        ))
     );
     assert_eq!(
         snapshot_handle_ref("projects/p/global/snapshots/snapshot-1"),
-        Some(SnapshotHandleRef::Gce {
-            project: "p".into(),
-            name: "snapshot-1".into()
-        })
+        Some(crate::model::backend::DiskRef::new(
+            &crate::census::gce::vocabulary::GCE,
+            "snapshot-1",
+            [Some("p".to_string())]
+        ))
     );
     for other in [
         "projects/p/global/images/image-1",

@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{
 
 use super::fixtures::{PvBuilder, now_plus, pv};
 use crate::census::ceph::vocabulary::leftover_name;
+use crate::census::volume_disk;
 use crate::decide::census::{
     Census, DiskRef, PoolKey, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
 };
-use crate::decide::classify::volume_disk;
 use crate::model::image::ImageFound;
 use crate::model::volume::Volume;
 
@@ -52,18 +52,13 @@ fn disk_of(p: PersistentVolume) -> Option<DiskRef> {
 }
 
 fn gce(project: Option<&str>, location: Option<&str>, name: &str) -> Option<DiskRef> {
-    Some(DiskRef::Gce {
-        project: project.map(str::to_string),
-        location: location.map(str::to_string),
-        name: name.into(),
-    })
+    Some(crate::census::gce::vocabulary::disk(
+        project, location, name,
+    ))
 }
 
 fn ebs(volume_id: &str, region: Option<&str>) -> Option<DiskRef> {
-    Some(DiskRef::Ebs {
-        volume_id: volume_id.into(),
-        region: region.map(str::to_string),
-    })
+    Some(crate::census::ebs::vocabulary::volume(volume_id, region))
 }
 
 const GCE: &str = "pd.csi.storage.gke.io";

@@ -746,7 +746,11 @@ fn words(command: &str) -> Vec<String> {
 }
 
 fn explained(reason: Reason, backend: Backend, origin: Origin) -> Explanation {
-    explain(&finding(reason, backend), origin)
+    explain(
+        &finding(reason, backend),
+        origin,
+        &crate::census::vocabularies(),
+    )
 }
 
 #[test]
@@ -1041,7 +1045,7 @@ fn a_claim_that_still_exists_or_a_volume_being_deleted_says_so_before_anything()
         .unwrap()
         .hints
         .push(Hint::VolumeTerminating);
-    let e = explain(&o, Origin::Operator);
+    let e = explain(&o, Origin::Operator, &crate::census::vocabularies());
     assert!(
         e.warnings().iter().any(|w| w.contains("being deleted")),
         "{e}"
@@ -1053,7 +1057,7 @@ fn a_claim_that_still_exists_or_a_volume_being_deleted_says_so_before_anything()
 
     let mut o = finding(Reason::BoundClaimMissing, Backend::GceCsi);
     o.status.as_mut().unwrap().reclaim_policy = "Delete".into();
-    let e = explain(&o, Origin::Scan);
+    let e = explain(&o, Origin::Scan, &crate::census::vocabularies());
     let w = e.warnings().join(" ");
     assert!(
         w.contains("reclaim policy is Delete") && w.contains("The PV is Bound"),
@@ -1070,7 +1074,7 @@ fn a_claim_that_still_exists_or_a_volume_being_deleted_says_so_before_anything()
 fn a_disk_in_use_or_maybe_another_clusters_is_said_with_the_command_that_shows_it() {
     let mut o = finding(Reason::DiskWithoutVolume, Backend::Ebs);
     o.status.as_mut().unwrap().hints = vec![Hint::DiskInUse, Hint::OwnerUnknown];
-    let e = explain(&o, Origin::Operator);
+    let e = explain(&o, Origin::Operator, &crate::census::vocabularies());
     let w = e.warnings().join(" ");
     assert!(
         w.contains("another cluster's") && w.contains("in use right now"),
@@ -1113,7 +1117,7 @@ fn a_disk_without_a_volume_gets_a_static_pv_for_its_driver_pre_bound_to_the_clai
 fn a_missing_zone_is_a_placeholder_never_a_guess() {
     let mut o = finding(Reason::ClaimDeleted, Backend::Gce);
     o.status.as_mut().unwrap().source.zones.clear();
-    let e = explain(&o, Origin::Operator);
+    let e = explain(&o, Origin::Operator, &crate::census::vocabularies());
     assert!(e.missing.contains("zone"), "{:?}", e.missing);
     assert!(
         e.commands(Choice::Abandon).iter().any(|c| c.starts_with(
@@ -1134,7 +1138,7 @@ fn quoting_keeps_every_word_one_word() {
     // A name the API would never accept is still quoted, never run.
     let mut o = finding(Reason::ClaimDeleted, Backend::Other);
     o.spec.volume_name = "pv; rm -rf /".into();
-    let e = explain(&o, Origin::Scan);
+    let e = explain(&o, Origin::Scan, &crate::census::vocabularies());
     assert!(
         e.commands(Choice::Abandon)
             .contains(&"kubectl delete pv 'pv; rm -rf /'"),
@@ -1152,7 +1156,7 @@ fn an_acknowledged_finding_says_by_whom_and_until_when() {
         until: Some(crate::tests::fixtures::time("2027-03-01T00:00:00Z")),
     });
     o.status.as_mut().unwrap().state = State::Acknowledged;
-    let text = explain(&o, Origin::Operator).to_string();
+    let text = explain(&o, Origin::Operator, &crate::census::vocabularies()).to_string();
     assert!(
         text.starts_with(&format!("{PV}: VolumeDeleted (Acknowledged)")),
         "{text}"
@@ -1167,7 +1171,7 @@ fn an_acknowledged_finding_says_by_whom_and_until_when() {
 fn a_finding_without_status_says_to_look_again() {
     let mut o = finding(Reason::ClaimDeleted, Backend::CephCsi);
     o.status = None;
-    let e = explain(&o, Origin::Operator);
+    let e = explain(&o, Origin::Operator, &crate::census::vocabularies());
     assert!(e.blocks.is_empty());
     assert!(e.to_string().contains("no status yet"), "{e}");
 }

@@ -11,7 +11,6 @@ use crate::census::config::CensusConfig;
 use crate::decide::census::{DiskFacts, Scope, ScopeListing, Seen};
 use crate::model::crd::{Hint, Reason, SizeBasis};
 use crate::model::finding::{Finding, Verdict};
-use crate::model::image::DiskRef;
 use crate::model::size::{DiskSize, SizeDrift};
 use crate::scan::Facts;
 
@@ -19,10 +18,7 @@ const GIB: u64 = 1 << 30;
 
 #[test]
 fn sizes_compare_at_the_backend_s_granularity() {
-    let ebs = DiskRef::Ebs {
-        volume_id: "vol-1".into(),
-        region: None,
-    };
+    let ebs = crate::census::ebs::vocabulary::volume("vol-1", None);
     let gib = |n: u64| DiskSize::of(&ebs, n * GIB);
     // A 10G (decimal) request provisioned as a 10 GiB volume: the same size.
     assert_eq!(gib(10).against(10_000_000_000), None);
@@ -40,7 +36,7 @@ fn sizes_compare_at_the_backend_s_granularity() {
     // A capacity that is no positive size is not compared.
     assert_eq!(gib(10).against(0), None);
     assert_eq!(gib(10).against(-1), None);
-    let ceph = DiskRef::Ceph(crate::model::image::ImageRef {
+    let ceph = crate::model::backend::DiskRef::from(crate::model::image::ImageRef {
         cluster_id: None,
         pool: Some("p".into()),
         pool_id: None,

@@ -25,3 +25,12 @@ pub mod config;
 #[cfg(feature = "azure")]
 pub mod facts;
 pub mod vocabulary;
+
+/// Azure's registration ([`crate::census::Registration`]).
+pub const REGISTRATION: crate::census::Registration = crate::census::Registration {
+    words: &vocabulary::AZURE,
+    #[cfg(feature = "azure")]
+    listers: census::listers,
+    #[cfg(not(feature = "azure"))]
+    listers: |_| Vec::new(),
+};

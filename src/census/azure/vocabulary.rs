@@ -4,11 +4,11 @@
 //! kept lower-cased, so that a volume handle naming them in any case finds its scope. Pure;
 //! compiled in every build, with or without the `azure` feature.
 
-use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{AZURE_DISK_CSI_DRIVER, SnapshotHandleRef};
-use crate::model::image::DiskRef;
+use crate::model::csi::{AZURE_DISK_CSI_DRIVER, parse_azure_id};
 use crate::model::listing::ScopeListing;
+use crate::model::size::GIB;
 
 /// Azure managed disks and their snapshots.
 pub struct Azure;
@@ -40,6 +40,18 @@ pub fn snapshots(subscription: &str, resource_group: &str) -> Scope {
     )
 }
 
+/// The managed disk `name` of a resource group (every part lower-cased, as the census keys them).
+pub fn disk(subscription: &str, resource_group: &str, name: &str) -> DiskRef {
+    DiskRef::new(
+        &AZURE,
+        name.to_ascii_lowercase(),
+        [
+            Some(subscription.to_ascii_lowercase()),
+            Some(resource_group.to_ascii_lowercase()),
+        ],
+    )
+}
+
 /// An Azure resource id, as the Azure Disk CSI driver's handles carry it (lower-cased: the
 /// census keys every part so).
 pub(crate) fn resource_id(
@@ -51,6 +63,11 @@ pub(crate) fn resource_id(
     format!(
         "/subscriptions/{subscription}/resourceGroups/{resource_group}/providers/Microsoft.Compute/{kind}/{name}"
     )
+}
+
+/// Whether `r` names `scope`'s subscription and resource group.
+fn in_group(scope: &Scope, r: &DiskRef) -> bool {
+    r.part(0) == Some(scope.part(0)) && r.part(1) == Some(scope.part(1))
 }
 
 impl Backend for Azure {
@@ -127,34 +144,43 @@ impl Backend for Azure {
         kind == "azureDisk" || (kind == "csi" && driver == AZURE_DISK_CSI_DRIVER)
     }
 
+    /// The Azure Disk CSI driver's handle or the in-tree `azureDisk`'s `diskURI`: the disk's
+    /// resource id, in any case. Parts: the subscription and the resource group, lower-cased
+    /// (the name too).
+    fn disk_ref(&self, s: &VolumeSourceInfo) -> Option<DiskRef> {
+        let id = match s.kind.as_str() {
+            "csi" if s.driver.as_deref() == Some(AZURE_DISK_CSI_DRIVER) => {
+                s.volume_handle.as_deref()
+            }
+            "azureDisk" => s.disk_uri.as_deref(),
+            _ => None,
+        }?;
+        let (subscription, group, name) = parse_azure_id(id, "disks")?;
+        Some(disk(&subscription, &group, &name))
+    }
+
+    /// A snapshot's resource id.
+    fn snapshot_ref(&self, handle: &str) -> Option<SnapshotHandleRef> {
+        let (subscription, group, name) = parse_azure_id(handle, "snapshots")?;
+        Some(DiskRef::new(
+            &AZURE,
+            name,
+            [Some(subscription), Some(group)],
+        ))
+    }
+
+    fn granularity(&self) -> u64 {
+        GIB
+    }
+
     /// A disk's resource id names its subscription and resource group.
     fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
-        Some(match r {
-            DiskRef::Azure {
-                subscription,
-                resource_group,
-                ..
-            } if scope.kind() == ScopeKind::Disks => {
-                subscription == scope.part(0) && resource_group == scope.part(1)
-            }
-            _ => false,
-        })
+        Some(r.is_of(self) && scope.kind() == ScopeKind::Disks && in_group(scope, r))
     }
 
     fn snapshot_name_in<'a>(&self, scope: &Scope, r: &'a SnapshotHandleRef) -> Option<&'a str> {
-        match r {
-            SnapshotHandleRef::Azure {
-                subscription,
-                resource_group,
-                name,
-            } if scope.kind() == ScopeKind::Snapshots
-                && subscription == scope.part(0)
-                && resource_group == scope.part(1) =>
-            {
-                Some(name)
-            }
-            _ => None,
-        }
+        (r.is_of(self) && scope.kind() == ScopeKind::Snapshots && in_group(scope, r))
+            .then(|| r.name())
     }
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {

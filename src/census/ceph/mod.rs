@@ -11,6 +11,12 @@ pub mod config;
 pub mod rbd;
 pub mod vocabulary;
 
+/// Ceph's registration ([`crate::census::Registration`]).
+pub const REGISTRATION: crate::census::Registration = crate::census::Registration {
+    words: &vocabulary::CEPH,
+    listers,
+};
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

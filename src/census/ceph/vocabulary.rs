@@ -2,11 +2,12 @@
 //! of it) of one Ceph cluster, its parts ceph-csi's cluster id, the pool and the namespace.
 //! Pure; compiled in every build.
 
-use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{RBD_CSI_DRIVER, SnapshotHandleRef};
-use crate::model::image::{DiskRef, PoolKey};
+use crate::model::csi::{RBD_CSI_DRIVER, image_ref};
+use crate::model::image::{ImageRef, PoolKey};
 use crate::model::listing::ScopeListing;
+use crate::model::size::MIB;
 
 /// Ceph RBD.
 pub struct Ceph;
@@ -30,6 +31,23 @@ pub fn pool_key(scope: &Scope) -> Option<PoolKey> {
         pool: scope.part(1).to_string(),
         namespace: scope.part(2).to_string(),
     })
+}
+
+/// The disk an [`ImageRef`] names: its parts are the cluster id, the pool, the RADOS namespace
+/// and the pool's id (a ceph-csi handle names the pool by id alone).
+impl From<ImageRef> for DiskRef {
+    fn from(r: ImageRef) -> DiskRef {
+        DiskRef::new(
+            &CEPH,
+            r.name,
+            [
+                r.cluster_id,
+                r.pool,
+                Some(r.namespace),
+                r.pool_id.map(|id| id.to_string()),
+            ],
+        )
+    }
 }
 
 impl From<PoolKey> for Scope {
@@ -137,19 +155,28 @@ impl Backend for Ceph {
         kind == "rbd" || (kind == "csi" && driver.ends_with(RBD_CSI_DRIVER))
     }
 
+    /// The RBD image a ceph-csi volume (its attributes, else its handle) or an in-tree `rbd`
+    /// volume names.
+    fn disk_ref(&self, source: &VolumeSourceInfo) -> Option<DiskRef> {
+        image_ref(source).map(DiskRef::from)
+    }
+
+    fn granularity(&self) -> u64 {
+        MIB
+    }
+
     /// A volume that names the pool by name is in it; one that names it by id (a ceph-csi
     /// handle) is in the pool whose listing has that id, which cannot be told before the pool
     /// is listed. Pool ids are unique within a cluster.
     fn holds(&self, scope: &Scope, listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
-        let DiskRef::Ceph(r) = r else {
-            return Some(false);
-        };
-        if r.cluster_id.as_deref().is_some_and(|c| c != scope.part(0))
-            || r.namespace != scope.part(2)
+        if !r.is_of(self)
+            || r.part(0).is_some_and(|c| c != scope.part(0))
+            || r.part(2).unwrap_or_default() != scope.part(2)
         {
             return Some(false);
         }
-        match (&r.pool, r.pool_id) {
+        let pool_id = r.part(3).and_then(|id| id.parse::<i64>().ok());
+        match (r.part(1), pool_id) {
             (Some(p), _) => Some(p == scope.part(1)),
             (None, Some(id)) => listing.map(|l| l.scope_id == Some(id)),
             (None, None) => Some(false),

@@ -29,3 +29,12 @@ pub mod vocabulary;
 
 #[cfg(feature = "ebs")]
 pub use client::*;
+
+/// EBS's registration ([`crate::census::Registration`]).
+pub const REGISTRATION: crate::census::Registration = crate::census::Registration {
+    words: &vocabulary::EBS,
+    #[cfg(feature = "ebs")]
+    listers: census::listers,
+    #[cfg(not(feature = "ebs"))]
+    listers: |_| Vec::new(),
+};

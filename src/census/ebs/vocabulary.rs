@@ -2,11 +2,11 @@
 //! one account, when the configuration names several), or its snapshots that the EBS CSI
 //! driver cut. Pure; compiled in every build, with or without the `ebs` feature.
 
-use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{EBS_CSI_DRIVER, SnapshotHandleRef};
-use crate::model::image::DiskRef;
+use crate::model::csi::{EBS_CSI_DRIVER, aws_region_of, is_ebs_volume_id, parse_ebs_volume_id};
 use crate::model::listing::ScopeListing;
+use crate::model::size::GIB;
 
 /// AWS EBS volumes and their snapshots.
 pub struct Ebs;
@@ -34,6 +34,11 @@ pub fn snapshots(account: Option<&str>, region: &str) -> Scope {
 
 fn account(scope: &Scope) -> Option<String> {
     Some(scope.part(0).to_string()).filter(|a| !a.is_empty())
+}
+
+/// The EBS volume `id` (`vol-…`), in `region` when the volume tells it.
+pub fn volume(id: &str, region: Option<&str>) -> DiskRef {
+    DiskRef::new(&EBS, id, [region.map(str::to_string)])
 }
 
 impl Backend for Ebs {
@@ -106,24 +111,58 @@ impl Backend for Ebs {
         kind == "awsElasticBlockStore" || (kind == "csi" && driver == EBS_CSI_DRIVER)
     }
 
+    /// The EBS CSI driver's handle (the volume id) or the in-tree `awsElasticBlockStore`'s
+    /// volume id (`aws://ZONE/vol-…`). Its one part is its region, when the zone in its id or
+    /// the zones its PV's node affinity requires name a single one.
+    fn disk_ref(&self, s: &VolumeSourceInfo) -> Option<DiskRef> {
+        let one_region = |zone: Option<&str>| {
+            let mut regions: Vec<Option<String>> = match zone {
+                Some(z) => vec![aws_region_of(z)],
+                None => s.zones.iter().map(|z| aws_region_of(z)).collect(),
+            };
+            regions.dedup();
+            match regions[..] {
+                [Some(ref r)] => Some(r.clone()),
+                _ => None,
+            }
+        };
+        match s.kind.as_str() {
+            "csi" if s.driver.as_deref() == Some(EBS_CSI_DRIVER) => {
+                let id = s.volume_handle.as_deref()?;
+                is_ebs_volume_id(id).then(|| volume(id, one_region(None).as_deref()))
+            }
+            "awsElasticBlockStore" => {
+                let (id, zone) = parse_ebs_volume_id(s.disk_name.as_deref()?)?;
+                Some(volume(&id, one_region(zone.as_deref()).as_deref()))
+            }
+            _ => None,
+        }
+    }
+
+    /// `snap-…`: unique across regions and accounts, so it names a snapshot of whichever
+    /// region holds it.
+    fn snapshot_ref(&self, handle: &str) -> Option<SnapshotHandleRef> {
+        let hex = handle.strip_prefix("snap-")?;
+        (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| DiskRef::new(&EBS, handle, []))
+    }
+
+    fn granularity(&self) -> u64 {
+        GIB
+    }
+
     /// A volume is in the region its volume names; one that names none (no zone in its id or
     /// its node affinity) could be in any.
     fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
-        Some(match r {
-            DiskRef::Ebs { region, .. } if scope.kind() == ScopeKind::Disks => {
-                region.as_deref().is_none_or(|r| r == scope.part(1))
-            }
-            _ => false,
-        })
+        Some(
+            r.is_of(self)
+                && scope.kind() == ScopeKind::Disks
+                && r.part(0).is_none_or(|region| region == scope.part(1)),
+        )
     }
 
-    /// A snapshot id is unique across regions and accounts: it names a snapshot of whichever
-    /// region holds it.
     fn snapshot_name_in<'a>(&self, scope: &Scope, r: &'a SnapshotHandleRef) -> Option<&'a str> {
-        match r {
-            SnapshotHandleRef::Ebs(id) if scope.kind() == ScopeKind::Snapshots => Some(id),
-            _ => None,
-        }
+        (r.is_of(self) && scope.kind() == ScopeKind::Snapshots).then(|| r.name())
     }
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {

@@ -41,3 +41,12 @@ pub mod vocabulary;
 
 #[cfg(feature = "gce")]
 pub use client::*;
+
+/// GCE's registration ([`crate::census::Registration`]).
+pub const REGISTRATION: crate::census::Registration = crate::census::Registration {
+    words: &vocabulary::GCE,
+    #[cfg(feature = "gce")]
+    listers: census::listers,
+    #[cfg(not(feature = "gce"))]
+    listers: |_| Vec::new(),
+};

@@ -3,11 +3,11 @@
 //! aggregated listing, whose zones and regions join as it names them), or a project's
 //! snapshots (global). Pure; compiled in every build, with or without the `gce` feature.
 
-use crate::model::backend::{Backend, Recorder, Scope, ScopeKind};
+use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation, SnapshotHandleRef};
-use crate::model::image::DiskRef;
+use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation, gce_location, parse_gce_handle};
 use crate::model::listing::ScopeListing;
+use crate::model::size::GIB;
 
 /// GCE persistent disks and their snapshots.
 pub struct Gce;
@@ -28,6 +28,17 @@ pub fn project(project: &str) -> Scope {
 /// The snapshots of a project that the PD CSI driver cut.
 pub fn snapshots(project: &str) -> Scope {
     Scope::new(&GCE, ScopeKind::Snapshots, [project])
+}
+
+/// The persistent disk `name` in `location` (a zone or region) of `project`, as far as a volume
+/// tells them (`project`: `None` for an in-tree volume, or a migrated one whose handle says
+/// `UNSPECIFIED`; `location`: `None` when not told).
+pub fn disk(project: Option<&str>, location: Option<&str>, name: &str) -> DiskRef {
+    DiskRef::new(
+        &GCE,
+        name,
+        [project.map(str::to_string), location.map(str::to_string)],
+    )
 }
 
 impl Backend for Gce {
@@ -121,32 +132,57 @@ impl Backend for Gce {
         kind == "gcePersistentDisk" || (kind == "csi" && driver == GCE_PD_CSI_DRIVER)
     }
 
-    /// A disk is in the zone or region its volume names, of the project it names (an in-tree
-    /// volume names none: any project's).
-    fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
-        Some(match r {
-            DiskRef::Gce {
-                project,
-                location: Some(l),
-                ..
-            } if scope.kind() == ScopeKind::Disks => {
-                l == scope.part(1) && project.as_deref().is_none_or(|p| p == scope.part(0))
+    /// The PD CSI driver's handle (`projects/P/zones/Z/disks/D`, or `regions/R`), or the
+    /// in-tree `gcePersistentDisk` located by the zones its PV's node affinity requires
+    /// (recorded in the source; a tombstone written before they were recorded has none, and its
+    /// disk is not located). Parts: the project (`None`: an in-tree volume, or a migrated one
+    /// whose handle says `UNSPECIFIED`), the zone or region (`None`: not told).
+    fn disk_ref(&self, s: &VolumeSourceInfo) -> Option<DiskRef> {
+        match s.kind.as_str() {
+            "csi" if s.driver.as_deref() == Some(GCE_PD_CSI_DRIVER) => {
+                let h = parse_gce_handle(s.volume_handle.as_deref()?)?;
+                Some(disk(h.project.as_deref(), Some(&h.location), &h.name))
             }
-            _ => false,
-        })
-    }
-
-    fn unlisted_scope(&self, whole: &Scope, r: &DiskRef) -> Option<Scope> {
-        match r {
-            DiskRef::Gce {
-                project,
-                location: Some(l),
-                ..
-            } if project.as_deref().is_none_or(|p| p == whole.part(0)) => {
-                Some(location(whole.part(0), l))
+            "gcePersistentDisk" => {
+                let name = s
+                    .disk_name
+                    .clone()
+                    .filter(|n| !n.is_empty() && !n.contains('/'))?;
+                let zones: Vec<&str> = s.zones.iter().map(String::as_str).collect();
+                Some(disk(None, gce_location(&zones).as_deref(), &name))
             }
             _ => None,
         }
+    }
+
+    /// `projects/<project>/global/snapshots/<name>`: global in its project.
+    fn snapshot_ref(&self, handle: &str) -> Option<SnapshotHandleRef> {
+        let rest = handle.strip_prefix("projects/")?;
+        let (project, name) = rest.split_once("/global/snapshots/")?;
+        (!project.is_empty() && !name.is_empty() && !name.contains('/'))
+            .then(|| DiskRef::new(&GCE, name, [Some(project.to_string())]))
+    }
+
+    fn granularity(&self) -> u64 {
+        GIB
+    }
+
+    /// A disk is in the zone or region its volume names, of the project it names (an in-tree
+    /// volume names none: any project's).
+    fn holds(&self, scope: &Scope, _listing: Option<&ScopeListing>, r: &DiskRef) -> Option<bool> {
+        Some(
+            r.is_of(self)
+                && scope.kind() == ScopeKind::Disks
+                && r.part(1) == Some(scope.part(1))
+                && r.part(0).is_none_or(|p| p == scope.part(0)),
+        )
+    }
+
+    fn unlisted_scope(&self, whole: &Scope, r: &DiskRef) -> Option<Scope> {
+        let place = r.part(1).filter(|_| r.is_of(self))?;
+        r.part(0)
+            .is_none_or(|p| p == whole.part(0))
+            .then(|| location(whole.part(0), place))
     }
 
     fn whole_of(&self, scope: &Scope) -> Option<Scope> {
@@ -154,14 +190,8 @@ impl Backend for Gce {
     }
 
     fn snapshot_name_in<'a>(&self, scope: &Scope, r: &'a SnapshotHandleRef) -> Option<&'a str> {
-        match r {
-            SnapshotHandleRef::Gce { project, name }
-                if scope.kind() == ScopeKind::Snapshots && project == scope.part(0) =>
-            {
-                Some(name)
-            }
-            _ => None,
-        }
+        (r.is_of(self) && scope.kind() == ScopeKind::Snapshots && r.part(0) == Some(scope.part(0)))
+            .then(|| r.name())
     }
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {

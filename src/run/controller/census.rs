@@ -6,8 +6,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::Loop;
 use super::effects::Log;
 use crate::census::CensusReport;
+use crate::census::volume_disk;
 use crate::decide::census::Resolved;
-use crate::decide::classify::volume_disk;
 use crate::model::crd::Reason;
 use crate::model::volume::Volume;
 use crate::run::scheduling::Scheduler;
@@ -171,7 +171,7 @@ impl Loop {
         for r in status
             .into_iter()
             .chain(source)
-            .filter_map(crate::decide::census::snapshot_handle_ref)
+            .filter_map(|h| cs.census.snapshot_ref(h))
         {
             let names: Vec<String> = cs
                 .census
