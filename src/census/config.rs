@@ -2,15 +2,15 @@
 //! and pools, GCE projects, EBS regions, Azure resource groups) and how to reach them. Parsing and checking only: no
 //! client is made here.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::census::azure::config::AzureSection;
 use crate::census::ceph::config::ClusterConfig;
-use crate::census::{ebs::vocabulary as ebs, gce::vocabulary as gce};
+use crate::census::ebs::config::EbsSection;
+use crate::census::gce::config::GceSection;
+use crate::census::section::Section;
 use crate::decide::census::{Census, PoolKey, Scope};
 
 /// The census configuration file (`--census-config`), YAML. At least one backend is named;
@@ -67,121 +67,6 @@ pub struct CensusConfig {
     pub(crate) azure: Vec<AzureSection>,
 }
 
-/// One GCE project.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct GceSection {
-    /// The project id.
-    pub(crate) project: String,
-    /// The zones (`europe-west1-b`) and regions (`europe-west1`) to list, each on its own;
-    /// absent: every zone and region, in one aggregated listing (its scopes are known only
-    /// once it has answered).
-    #[serde(default)]
-    pub(crate) locations: Option<Vec<String>>,
-    /// This cluster's name in the disks' cluster label; absent: the top-level `clusterName`.
-    #[serde(default)]
-    pub(crate) cluster_name: Option<String>,
-    /// The label naming a disk's cluster; absent: `goog-k8s-cluster-name`.
-    #[serde(default)]
-    pub(crate) cluster_label: Option<String>,
-    /// A service-account key file (JSON); absent: Application Default Credentials.
-    #[serde(default)]
-    pub(crate) key_file: Option<PathBuf>,
-    /// Another Compute endpoint than Google's (the tests' server).
-    #[serde(default)]
-    pub(crate) endpoint: Option<String>,
-    /// Also census the project's snapshots that the PD CSI driver made, against the
-    /// VolumeSnapshotContents that name them (needs `compute.snapshots.list`). Off by default:
-    /// a role granted for the disks alone would fail it.
-    #[serde(default)]
-    pub(crate) snapshots: bool,
-}
-
-/// One EBS region (of one account).
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct EbsSection {
-    /// The region (`eu-west-1`).
-    pub(crate) region: String,
-    /// The account id, a label of the scope (the credentials decide which account is read).
-    #[serde(default)]
-    pub(crate) account: Option<String>,
-    /// This cluster's name in the volumes' tags; absent: the top-level `clusterName`.
-    #[serde(default)]
-    pub(crate) cluster_name: Option<String>,
-    /// An extra tag key whose value names a volume's cluster.
-    #[serde(default)]
-    pub(crate) cluster_tag: Option<String>,
-    /// Another EC2 endpoint than the region's (a VPC endpoint; the tests' moto).
-    #[serde(default)]
-    pub(crate) endpoint: Option<String>,
-    /// Also census the region's snapshots that the EBS CSI driver made (tag
-    /// `CSIVolumeSnapshotName`), against the VolumeSnapshotContents that name them (needs
-    /// `ec2:DescribeSnapshots`). Off by default: a policy granted for the volumes alone would
-    /// fail it.
-    #[serde(default)]
-    pub(crate) snapshots: bool,
-}
-
-pub(crate) use crate::model::csi::GceLocation;
-
-impl GceSection {
-    /// The locations, when they are given (checked by [`CensusConfig::parse`]).
-    pub(crate) fn locations(&self) -> Option<Vec<GceLocation>> {
-        self.locations
-            .as_ref()
-            .map(|l| l.iter().filter_map(|s| GceLocation::parse(s)).collect())
-    }
-
-    /// The scopes known before any listing: one per given location; for an aggregated listing,
-    /// the project's own ([`Scope::GceProject`]: its zones and regions join as they are listed).
-    pub(crate) fn scopes(&self) -> Vec<Scope> {
-        let Some(locations) = self.locations() else {
-            return vec![gce::project(&self.project)];
-        };
-        locations
-            .into_iter()
-            .map(|l| gce::location(&self.project, l.name()))
-            .collect()
-    }
-
-    /// The scope of its snapshots, when they are censused.
-    pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
-        self.snapshots.then(|| gce::snapshots(&self.project))
-    }
-}
-
-impl EbsSection {
-    /// Its scope.
-    pub(crate) fn scope(&self) -> Scope {
-        ebs::region(self.account.as_deref(), &self.region)
-    }
-
-    /// The scope of its snapshots, when they are censused.
-    pub(crate) fn snapshot_scope(&self) -> Option<Scope> {
-        self.snapshots
-            .then(|| ebs::snapshots(self.account.as_deref(), &self.region))
-    }
-}
-
-/// An endpoint must be an http(s) URL.
-fn check_endpoint(what: &str, e: &Option<String>) -> Result<(), String> {
-    match e {
-        Some(e) if !(e.starts_with("http://") || e.starts_with("https://")) => Err(format!(
-            "{what}: endpoint {e:?} is not an http:// or https:// URL"
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// A key given must not be empty.
-fn check_nonempty(what: &str, field: &str, v: &Option<String>) -> Result<(), String> {
-    match v {
-        Some(v) if v.is_empty() => Err(format!("{what}: {field} is empty")),
-        _ => Ok(()),
-    }
-}
-
 impl CensusConfig {
     /// Parses and checks the file's text.
     pub fn parse(text: &str) -> Result<CensusConfig, String> {
@@ -193,51 +78,8 @@ impl CensusConfig {
             );
         }
         crate::census::ceph::config::check(&c.clusters)?;
-        let mut projects = BTreeSet::new();
-        for g in &c.gce {
-            if g.project.is_empty() {
-                return Err("a gce section without project".into());
-            }
-            let what = format!("gce project {}", g.project);
-            if !projects.insert(&g.project) {
-                return Err(format!("{what} is listed twice"));
-            }
-            if let Some(locations) = &g.locations {
-                if locations.is_empty() {
-                    return Err(format!(
-                        "{what}: locations is empty (leave it out to list every location)"
-                    ));
-                }
-                let mut seen = BTreeSet::new();
-                for l in locations {
-                    if GceLocation::parse(l).is_none() {
-                        return Err(format!(
-                            "{what}: location {l:?} is neither a zone (europe-west1-b) nor a region (europe-west1)"
-                        ));
-                    }
-                    if !seen.insert(l) {
-                        return Err(format!("{what}: location {l} is listed twice"));
-                    }
-                }
-            }
-            check_nonempty(&what, "clusterName", &g.cluster_name)?;
-            check_nonempty(&what, "clusterLabel", &g.cluster_label)?;
-            check_endpoint(&what, &g.endpoint)?;
-        }
-        let mut scopes = BTreeSet::new();
-        for e in &c.ebs {
-            if e.region.is_empty() {
-                return Err("an ebs section without region".into());
-            }
-            let what = e.scope().to_string();
-            if !scopes.insert(e.scope()) {
-                return Err(format!("{what} is listed twice"));
-            }
-            check_nonempty(&what, "account", &e.account)?;
-            check_nonempty(&what, "clusterName", &e.cluster_name)?;
-            check_nonempty(&what, "clusterTag", &e.cluster_tag)?;
-            check_endpoint(&what, &e.endpoint)?;
-        }
+        crate::census::gce::config::check(&c.gce)?;
+        crate::census::ebs::config::check(&c.ebs)?;
         crate::census::azure::config::check(&c.azure, c.cluster_name.as_deref())?;
         Ok(c)
     }
@@ -250,35 +92,28 @@ impl CensusConfig {
         let mut c = Census::new(
             self.pools()
                 .map(Scope::from)
-                .chain(self.gce.iter().flat_map(GceSection::scopes))
-                .chain(self.gce.iter().filter_map(GceSection::snapshot_scope))
-                .chain(self.ebs.iter().map(EbsSection::scope))
-                .chain(self.ebs.iter().filter_map(EbsSection::snapshot_scope))
-                .chain(self.azure.iter().flat_map(AzureSection::scopes))
-                .chain(self.azure.iter().flat_map(AzureSection::snapshot_scopes)),
+                .chain(self.sections().flat_map(|s| s.scopes_up_front())),
             self.cluster_name.as_deref(),
             image_grace,
         );
-        for g in &self.gce {
-            let name = g.cluster_name.as_deref();
-            for s in g.scopes().into_iter().chain(g.snapshot_scope()) {
+        for section in self.sections() {
+            let name = section.cluster_name();
+            for s in section.scopes_up_front() {
                 c.name_cluster(&s, name);
             }
-            if g.locations.is_none() {
-                c.open_whole(gce::project(&g.project), name);
-            }
-        }
-        for e in &self.ebs {
-            for s in std::iter::once(e.scope()).chain(e.snapshot_scope()) {
-                c.name_cluster(&s, e.cluster_name.as_deref());
-            }
-        }
-        for a in &self.azure {
-            for s in a.scopes().into_iter().chain(a.snapshot_scopes()) {
-                c.name_cluster(&s, a.cluster_name.as_deref());
+            for whole in section.wholes() {
+                c.open_whole(whole, name);
             }
         }
         c
+    }
+
+    /// Every cloud backend's sections: one line per backend.
+    fn sections(&self) -> impl Iterator<Item = &dyn Section> + '_ {
+        let gce = self.gce.iter().map(|s| s as &dyn Section);
+        let ebs = self.ebs.iter().map(|s| s as &dyn Section);
+        let azure = self.azure.iter().map(|s| s as &dyn Section);
+        gce.chain(ebs).chain(azure)
     }
 
     /// Every Ceph pool, keyed.

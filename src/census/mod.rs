@@ -7,6 +7,7 @@ pub mod ceph;
 pub mod config;
 pub mod ebs;
 pub mod gce;
+pub mod section;
 
 use std::sync::Arc;
 use std::time::Duration;

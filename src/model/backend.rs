@@ -7,9 +7,9 @@
 //! [`Backend`] in its own folder under `src/census/` (`vocabulary.rs`) and makes its scopes
 //! there; nothing here or in `decide/` names a backend.
 //!
-//! (The disk a volume names, [`crate::model::image::DiskRef`], and a finding's runbook in
-//! `decide/explain.rs` are still written per backend; they are the next to move behind this
-//! contract.)
+//! A [`DiskRef`] is the disk (or backend snapshot) a volume's source or a content's handle
+//! names, made by its backend's words the same way. (A finding's runbook, in
+//! `decide/explain.rs`, is still written per backend: the next to move behind this contract.)
 
 use std::cmp::Ordering;
 use std::fmt;

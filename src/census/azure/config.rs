@@ -78,6 +78,18 @@ pub(crate) struct AzureSection {
     pub(crate) snapshots: bool,
 }
 
+impl crate::census::section::Section for AzureSection {
+    fn scopes_up_front(&self) -> Vec<Scope> {
+        let mut all = self.scopes();
+        all.extend(self.snapshot_scopes());
+        all
+    }
+
+    fn cluster_name(&self) -> Option<&str> {
+        self.cluster_name.as_deref()
+    }
+}
+
 impl AzureSection {
     /// The scope of the disks of its resource group `rg`.
     pub(crate) fn scope_of(&self, rg: &str) -> Scope {

@@ -14,7 +14,7 @@ use super::{
     Ebs, EbsConfig, EbsSnapshot, EbsVolume, ErrorCategory, ListError, Listing, SnapshotListing,
 };
 use crate::census::backend::{Lister, Reading};
-use crate::census::config::EbsSection;
+use crate::census::ebs::config::EbsSection;
 use crate::census::{CensusFailure, CensusReport, CensusSettings};
 use crate::decide::census::{
     CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
@@ -225,7 +225,7 @@ pub fn report_of(
     report(scope_of(config), result, elapsed)
 }
 
-/// The report of one listing of the snapshots ([`Scope::EbsSnapshots`]).
+/// The report of one listing of the snapshots ([`super::vocabulary::snapshots`]).
 pub fn snapshots_report_of(
     result: Result<SnapshotListing, ListError>,
     config: &EbsConfig,

@@ -15,14 +15,16 @@
 //! it with a [`ListError`] and no volumes, so that the caller answers Unknown for the scope and
 //! never "the disk is gone".
 //!
-//! Folder: [`vocabulary`] (its words for the decisions, compiled in every build), `client` (the
+//! Folder: [`config`] (its section of the configuration file) and [`vocabulary`] (its words
+//! for the decisions), both compiled in every build; `client` (the
 //! service's client), `facts` (what an answer says, pure), `census` (the
-//! [`Lister`](crate::census::backend::Lister)); all but the first need the `ebs` feature.
+//! [`Lister`](crate::census::backend::Lister)); the last three need the `ebs` feature.
 
 #[cfg(feature = "ebs")]
 pub mod census;
 #[cfg(feature = "ebs")]
 mod client;
+pub mod config;
 #[cfg(feature = "ebs")]
 pub mod facts;
 pub mod vocabulary;

@@ -16,7 +16,7 @@ use super::{
     Locations, ProjectListing, SnapshotListing,
 };
 use crate::census::backend::{Lister, Reading};
-use crate::census::config::{GceLocation, GceSection};
+use crate::census::gce::config::{GceLocation, GceSection};
 use crate::census::{CensusFailure, CensusReport, CensusSettings};
 use crate::decide::census::{CreatedFor, DiskFacts, Scope, ScopeListing, Seen};
 use crate::engine::clock::wall_clock;
@@ -91,7 +91,7 @@ pub(crate) fn snapshot_facts_of(s: &GceSnapshot) -> DiskFacts {
     }
 }
 
-/// The report of one listing of a project's snapshots ([`Scope::GceSnapshots`]): every
+/// The report of one listing of a project's snapshots ([`vocabulary::snapshots`]): every
 /// snapshot the driver cut, by name (what a VolumeSnapshotContent's handle names), its numeric
 /// id as the id.
 pub fn snapshots_report_of(

@@ -27,14 +27,16 @@
 //! `roles/compute.viewer` grants far more), and `compute.snapshots.list` for the snapshots
 //! (`snapshots.list`, global: one listing per project, complete or failed as a whole).
 //!
-//! Folder: [`vocabulary`] (its words for the decisions, compiled in every build), `client` (the
+//! Folder: [`config`] (its section of the configuration file) and [`vocabulary`] (its words
+//! for the decisions), both compiled in every build; `client` (the
 //! service's client), `facts` (what an answer says, pure), `census` (the
-//! [`Lister`](crate::census::backend::Lister)); all but the first need the `gce` feature.
+//! [`Lister`](crate::census::backend::Lister)); the last three need the `gce` feature.
 
 #[cfg(feature = "gce")]
 pub mod census;
 #[cfg(feature = "gce")]
 mod client;
+pub mod config;
 #[cfg(feature = "gce")]
 pub mod facts;
 pub mod vocabulary;
