@@ -191,7 +191,7 @@ pub(crate) fn innermost<'a>(
 pub struct CensusFailure {
     /// What kind of problem it is.
     pub kind: FailureKind,
-    /// What failed, in one line of at most [`LINE_BOUND`] characters.
+    /// What failed, in one line of at most [`LINE_BOUND`](crate::model::text::LINE_BOUND) characters.
     pub message: String,
     /// The error behind it, when there is one (a deadline the census itself set has none).
     pub(crate) source: Option<Arc<dyn std::error::Error + Send + Sync>>,

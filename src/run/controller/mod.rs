@@ -2,7 +2,7 @@
 //!
 //! One task owns all state. It reads four feeds (PVs, claim metadata, StorageClasses and its own
 //! VolumeLeftovers; see [`crate::watch::feed`]), keeps the reverse index and the health of each store,
-//! and hands PV names to the [`Scheduler`], which says when each may be decided and which writes
+//! and hands PV names to the [`Scheduler`](crate::engine::schedule::Scheduler), which says when each may be decided and which writes
 //! may start. Decisions are pure ([`crate::decide::classify`], [`crate::decide::plan`]); this module only gathers
 //! their inputs, keeps the books (metrics, logs once per change, both as effects) and runs the
 //! writes ([`crate::publish::writer`]).
