@@ -237,8 +237,8 @@ impl Census {
         let i = s.image.as_ref()?;
         let snapshot = s.reason == Reason::SnapshotWithoutContent;
         let mut backends = self.backends().into_iter();
-        let backend = match i.backend {
-            Some(b) => backends.find(|x| x.disk_backend() == b)?,
+        let backend = match &i.backend {
+            Some(b) => backends.find(|x| x.name() == b.as_str())?,
             None => {
                 let (kind, driver) = (&s.source.kind, s.source.driver.as_deref());
                 backends.find(|x| x.names_source(kind, driver.unwrap_or_default()))?

@@ -20,9 +20,7 @@ use std::fmt;
 
 use crate::model::backend::Backend;
 
-use crate::model::crd::{
-    DiskBackend, Hint, Reason, Tristate, VolumeLeftover, VolumeLeftoverStatus,
-};
+use crate::model::crd::{Hint, Reason, Tristate, VolumeLeftover, VolumeLeftoverStatus};
 use crate::model::csi::{
     EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, GceLocation, aws_region_of, parse_ebs_volume_id,
     parse_volume_handle,
@@ -454,28 +452,19 @@ fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk 
     let recorded = |new: Option<&String>, old: Option<&String>| {
         nonempty(new.or(old.filter(|_| legacy)).map(String::as_str))
     };
-    let backend = s
-        .image
-        .as_ref()
-        .and_then(|i| i.backend)
-        .or(match src.kind.as_str() {
-            "rbd" => Some(DiskBackend::Ceph),
-            "gcePersistentDisk" => Some(DiskBackend::Gce),
-            "awsElasticBlockStore" => Some(DiskBackend::Ebs),
-            "azureDisk" => Some(DiskBackend::Azure),
-            "csi" if driver == crate::model::csi::AZURE_DISK_CSI_DRIVER => Some(DiskBackend::Azure),
-            "csi" if driver.ends_with(crate::decide::census::RBD_CSI_DRIVER) => {
-                Some(DiskBackend::Ceph)
-            }
-            "csi" if driver == GCE_PD_CSI_DRIVER => Some(DiskBackend::Gce),
-            "csi" if driver == EBS_CSI_DRIVER => Some(DiskBackend::Ebs),
-            _ => None,
-        });
+    // The backend the census recorded, else the one whose source it is.
+    let backend = match s.image.as_ref().and_then(|i| i.backend.as_ref()) {
+        Some(b) => Some(b.as_str()),
+        None => backends
+            .iter()
+            .find(|b| b.names_source(&src.kind, driver))
+            .map(|b| b.name()),
+    };
     // The disk the source names, its parts in its backend's order (read below per backend: the
     // runbooks are still written here, not with each backend's words).
     let named = backends.iter().find_map(|b| b.disk_ref(src));
     match backend {
-        Some(DiskBackend::Ceph) => {
+        Some("ceph") => {
             let handle = src
                 .volume_handle
                 .as_deref()
@@ -498,7 +487,7 @@ fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk 
                 image: image.or_else(|| s.image.as_ref().and_then(|i| nonempty(Some(&i.name)))),
             }
         }
-        Some(DiskBackend::Gce) => {
+        Some("gce") => {
             // GCE's parts: the project, the zone or region.
             let (mut project, mut location, mut name) = match &named {
                 Some(r) => (
@@ -534,7 +523,7 @@ fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk 
                 name,
             }
         }
-        Some(DiskBackend::Ebs) => {
+        Some("ebs") => {
             // EBS's part: the region.
             let (id, region) = match &named {
                 Some(r) => (Some(r.name().to_string()), r.part(0).map(str::to_string)),
@@ -564,7 +553,7 @@ fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk 
                 region,
             }
         }
-        Some(DiskBackend::Azure) => {
+        Some("azure") => {
             // Azure's parts: the subscription, the resource group.
             let (mut sub, mut rg, mut name) = match &named {
                 Some(r) => (
@@ -603,7 +592,8 @@ fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk 
                 zone: image.and_then(|i| nonempty(i.zone.as_deref())),
             }
         }
-        None => Disk::Other,
+        // A backend whose runbook is not written here (or none).
+        _ => Disk::Other,
     }
 }
 

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
+use crate::model::crd::{ImageInfo, VolumeSourceInfo};
 use crate::model::listing::ScopeListing;
 
 /// What a scope holds.
@@ -53,9 +53,6 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Its name in a sentence: `Ceph`, `GCE`, `EBS`, `Azure`.
     fn title(&self) -> &'static str;
-
-    /// The backend as a finding's `image.backend` records it.
-    fn disk_backend(&self) -> DiskBackend;
 
     /// The scope's label: the `census_*` series' key, the logs' `pool` field, `scan`'s line. By
     /// default `<name>:<part>/<part>` (empty parts left out), `/snapshots` after a snapshot

@@ -449,32 +449,22 @@ impl SizeBasis {
     }
 }
 
-/// The storage backend that holds a disk.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-pub enum DiskBackend {
-    /// Ceph RBD.
-    #[serde(rename = "ceph")]
-    Ceph,
-    /// GCE persistent disks (and their snapshots).
-    #[serde(rename = "gce")]
-    Gce,
-    /// AWS EBS volumes (and their snapshots).
-    #[serde(rename = "ebs")]
-    Ebs,
-    /// Azure managed disks (and their snapshots).
-    #[serde(rename = "azure")]
-    Azure,
-}
+/// The storage backend that holds a disk, by its short name: `ceph`, `gce`, `ebs`, `azure` (each
+/// backend's own, [`crate::model::backend::Backend::name`]). Open: a backend added later writes
+/// its own name, and an object naming a backend this version does not know still reads.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(transparent)]
+pub struct DiskBackend(String);
 
 impl DiskBackend {
+    /// The backend named `name`.
+    pub fn named(name: &str) -> DiskBackend {
+        DiskBackend(name.to_string())
+    }
+
     /// The backend as written in the object and in `scan`'s lines.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiskBackend::Ceph => "ceph",
-            DiskBackend::Gce => "gce",
-            DiskBackend::Ebs => "ebs",
-            DiskBackend::Azure => "azure",
-        }
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 

@@ -493,7 +493,7 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     let image = ours.status.image.as_ref().expect("image");
     assert_eq!(
         (
-            image.backend,
+            image.backend.clone(),
             image.account.as_deref(),
             image.region.as_deref(),
             image.zone.as_deref(),
@@ -501,7 +501,7 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
             image.pool.as_deref()
         ),
         (
-            Some(crate::model::crd::DiskBackend::Gce),
+            Some(crate::model::crd::DiskBackend::named("gce")),
             Some("p1"),
             Some("us-central1"),
             None,

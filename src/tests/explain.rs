@@ -179,7 +179,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
     };
     Some(match backend {
         Backend::CephCsi => ImageInfo {
-            backend: Some(DiskBackend::Ceph),
+            backend: Some(DiskBackend::named("ceph")),
             cluster_id: Some(CEPH_CLUSTER.into()),
             pool: Some("replicapool".into()),
             rados_namespace: Some("team-a".into()),
@@ -187,7 +187,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
             ..ImageInfo::default()
         },
         Backend::Rbd => ImageInfo {
-            backend: Some(DiskBackend::Ceph),
+            backend: Some(DiskBackend::named("ceph")),
             cluster_id: Some(CEPH_CLUSTER.into()),
             pool: Some("kube".into()),
             name: RBD_IMAGE.into(),
@@ -196,7 +196,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
         Backend::GceCsi => ImageInfo {
             name: GCE_DISK.into(),
             ..at(
-                DiskBackend::Gce,
+                DiskBackend::named("gce"),
                 Some("acme-prod"),
                 "europe-west1",
                 Some("europe-west1-b"),
@@ -205,7 +205,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
         Backend::Gce => ImageInfo {
             name: GCE_LEGACY_DISK.into(),
             ..at(
-                DiskBackend::Gce,
+                DiskBackend::named("gce"),
                 Some("acme-prod"),
                 "europe-west1",
                 Some("europe-west1-c"),
@@ -214,7 +214,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
         Backend::EbsCsi => ImageInfo {
             name: EBS_VOLUME.into(),
             ..at(
-                DiskBackend::Ebs,
+                DiskBackend::named("ebs"),
                 Some("123456789012"),
                 "eu-west-1",
                 Some("eu-west-1a"),
@@ -223,7 +223,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
         Backend::Ebs => ImageInfo {
             name: EBS_LEGACY_VOLUME.into(),
             ..at(
-                DiskBackend::Ebs,
+                DiskBackend::named("ebs"),
                 Some("123456789012"),
                 "eu-west-1",
                 Some("eu-west-1b"),
@@ -233,7 +233,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
             name: AZURE_DISK.into(),
             resource_group: Some(AZURE_RG.into()),
             ..at(
-                DiskBackend::Azure,
+                DiskBackend::named("azure"),
                 Some(AZURE_SUB),
                 "westeurope",
                 Some("westeurope-1"),
@@ -243,7 +243,7 @@ fn image(backend: Backend) -> Option<ImageInfo> {
             name: AZURE_LEGACY_DISK.into(),
             resource_group: Some(AZURE_RG.into()),
             ..at(
-                DiskBackend::Azure,
+                DiskBackend::named("azure"),
                 Some(AZURE_SUB),
                 "westeurope",
                 Some("westeurope-2"),

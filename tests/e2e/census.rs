@@ -192,7 +192,7 @@ async fn the_census_reports_images_and_volumes_that_lost_each_other_and_keeps_ev
             info.pool.as_deref()
         ),
         (
-            Some(volume_leftovers::model::crd::DiskBackend::Ceph),
+            Some(volume_leftovers::model::crd::DiskBackend::named("ceph")),
             Some(fsid.as_str()),
             Some(pool.as_str())
         )

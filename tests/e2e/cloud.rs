@@ -256,7 +256,7 @@ async fn the_ebs_census_reports_volumes_and_pvs_that_lost_each_other_and_keeps_a
             info.cluster_id.as_deref()
         ),
         (
-            Some(volume_leftovers::model::crd::DiskBackend::Ebs),
+            Some(volume_leftovers::model::crd::DiskBackend::named("ebs")),
             Some(east),
             Some("us-east-1a"),
             None,

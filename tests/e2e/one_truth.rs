@@ -52,9 +52,7 @@ use serde_json::{Value, json};
 use volume_leftovers::census::ceph::rbd;
 use volume_leftovers::decide::census::{PoolKey, Scope};
 use volume_leftovers::decide::snapshot::{content_leftover_name, snapshot_leftover_name};
-use volume_leftovers::model::crd::{
-    DiskBackend, Reason, Subject, VolumeLeftover, VolumeLeftoverStatus,
-};
+use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover, VolumeLeftoverStatus};
 
 use crate::ceph::{Ceph, Watch, uuid};
 use crate::csi::{install_snapshots, jsonpath, pair, snapshot_controller, wait_until};
@@ -259,7 +257,7 @@ fn leftover_facts(o: &VolumeLeftover) -> (String, Facts) {
     let disk = s
         .image
         .as_ref()
-        .filter(|i| about_disk && i.backend.is_some_and(|b| b != DiskBackend::Ceph))
+        .filter(|i| about_disk && i.backend.as_ref().is_some_and(|b| b.as_str() != "ceph"))
         .map(|i| {
             json!({"backend": i.backend, "account": i.account, "region": i.region,
                    "zone": i.zone, "tags": i.tags})

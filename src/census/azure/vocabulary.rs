@@ -79,13 +79,9 @@ impl Backend for Azure {
         "Azure"
     }
 
-    fn disk_backend(&self) -> DiskBackend {
-        DiskBackend::Azure
-    }
-
     fn location(&self, scope: &Scope) -> ImageInfo {
         ImageInfo {
-            backend: Some(DiskBackend::Azure),
+            backend: Some(DiskBackend::named(self.name())),
             account: Some(scope.part(0).to_string()),
             resource_group: Some(scope.part(1).to_string()),
             ..ImageInfo::default()

@@ -69,10 +69,6 @@ impl Backend for Ceph {
         "Ceph"
     }
 
-    fn disk_backend(&self) -> DiskBackend {
-        DiskBackend::Ceph
-    }
-
     /// `cluster/pool[/namespace]`, as it always was (no backend prefix: no other backend's
     /// label lacks one).
     fn label(&self, scope: &Scope) -> String {
@@ -100,7 +96,7 @@ impl Backend for Ceph {
 
     fn location(&self, scope: &Scope) -> ImageInfo {
         ImageInfo {
-            backend: Some(DiskBackend::Ceph),
+            backend: Some(DiskBackend::named(self.name())),
             cluster_id: Some(scope.part(0).to_string()),
             pool: Some(scope.part(1).to_string()),
             rados_namespace: nonempty(scope.part(2)),

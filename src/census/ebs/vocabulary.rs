@@ -50,13 +50,9 @@ impl Backend for Ebs {
         "EBS"
     }
 
-    fn disk_backend(&self) -> DiskBackend {
-        DiskBackend::Ebs
-    }
-
     fn location(&self, scope: &Scope) -> ImageInfo {
         ImageInfo {
-            backend: Some(DiskBackend::Ebs),
+            backend: Some(DiskBackend::named(self.name())),
             account: account(scope),
             region: Some(scope.part(1).to_string()),
             ..ImageInfo::default()

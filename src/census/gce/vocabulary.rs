@@ -50,15 +50,11 @@ impl Backend for Gce {
         "GCE"
     }
 
-    fn disk_backend(&self) -> DiskBackend {
-        DiskBackend::Gce
-    }
-
     fn location(&self, scope: &Scope) -> ImageInfo {
         let project = Some(scope.part(0).to_string());
         if scope.kind() != ScopeKind::Disks {
             return ImageInfo {
-                backend: Some(DiskBackend::Gce),
+                backend: Some(DiskBackend::named(self.name())),
                 account: project,
                 ..ImageInfo::default()
             };
@@ -68,7 +64,7 @@ impl Backend for Gce {
             .map(|l| l.zone_and_region())
             .unwrap_or((None, Some(location.to_string())));
         ImageInfo {
-            backend: Some(DiskBackend::Gce),
+            backend: Some(DiskBackend::named(self.name())),
             account: project,
             zone,
             region,
