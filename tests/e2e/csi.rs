@@ -252,6 +252,11 @@ impl Resizer {
                 .arg("--leader-election=false")
                 .arg("--timeout=10s")
                 .arg("--handle-volume-inuse-error=false")
+                // A failed resize is retried with a backoff that doubles up to 5 minutes by
+                // default: the expansion test's refused growth, once lowered, would wait for
+                // the next retry. Capped at 10 s, the recovery is seen within seconds (a CI run
+                // on a loaded machine waited more than 60 s).
+                .arg("--retry-interval-max=10s")
                 // Its API client's defaults (5 requests/s, bursts of 10) make 100 expansions at
                 // once take a minute: a real resizer's throughput, set for the churn's burst.
                 .arg("--kube-api-qps=50")
