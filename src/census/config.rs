@@ -11,7 +11,8 @@ use crate::census::ceph::config::ClusterConfig;
 use crate::census::ebs::config::EbsSection;
 use crate::census::gce::config::GceSection;
 use crate::census::section::Section;
-use crate::decide::census::{Census, PoolKey, Scope};
+use crate::decide::census::{Census, Scope};
+use crate::model::image::PoolKey;
 
 /// The census configuration file (`--census-config`), YAML. At least one backend is named;
 /// each section is optional.

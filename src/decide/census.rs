@@ -38,8 +38,6 @@ pub use crate::model::image::ImageFound;
 pub use crate::model::backend::Backend;
 use crate::model::backend::Recorder;
 pub use crate::model::backend::{DiskRef, Scope, SnapshotHandleRef};
-pub use crate::model::csi::{RBD_CSI_DRIVER, image_ref};
-pub use crate::model::image::{ImageRef, PoolKey};
 // What the GCE and EBS listers build (unused by a build without them).
 #[cfg_attr(not(any(feature = "gce", feature = "ebs")), allow(unused_imports))]
 pub(crate) use crate::model::listing::CreatedFor;

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::decide::census::RBD_CSI_DRIVER;
 use crate::model::crd::{CostEstimate, Reason, SizeBasis, VolumeLeftoverStatus};
+use crate::model::csi::RBD_CSI_DRIVER;
 use crate::model::csi::{AZURE_DISK_CSI_DRIVER, EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
 use crate::model::price::{Applied, NANOS_PER_UNIT, PriceKey, PriceTable, Priced};
 

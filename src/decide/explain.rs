@@ -1613,7 +1613,7 @@ fn pv_manifest(cx: &Cx, pv: &str, claim: Option<(&str, &str)>) -> Vec<Line> {
         } => {
             let driver = match (src.kind.as_str(), &src.driver) {
                 ("csi", Some(d)) => d.clone(),
-                _ => crate::decide::census::RBD_CSI_DRIVER.to_string(),
+                _ => crate::model::csi::RBD_CSI_DRIVER.to_string(),
             };
             let mut attrs = vec![("clusterID", cx.or(cluster_id.as_deref(), "clusterID"))];
             attrs.push(("pool", cx.or(pool.as_deref(), "pool")));

@@ -12,11 +12,12 @@ use crate::census::ceph::rbd::Category;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
 use crate::census::disk_ref;
-use crate::decide::census::{DiskFacts, PoolKey, Scope, ScopeListing, Seen};
+use crate::decide::census::{DiskFacts, Scope, ScopeListing, Seen};
 use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
+use crate::model::image::PoolKey;
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 

@@ -12,9 +12,10 @@ use super::fixtures::{PvBuilder, now_plus, pv};
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::volume_disk;
 use crate::decide::census::{
-    Census, DiskRef, PoolKey, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
+    Census, DiskRef, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
 };
 use crate::model::image::ImageFound;
+use crate::model::image::PoolKey;
 use crate::model::volume::Volume;
 
 /// Requires the zones `(key, values)` in the PV's node affinity, each as its own expression.

@@ -14,7 +14,7 @@ use super::fixtures::{
     pv,
 };
 use crate::census::ceph::vocabulary::leftover_name;
-use crate::decide::census::{Census, DiskFacts, PoolKey, Scope, ScopeListing, Seen};
+use crate::decide::census::{Census, DiskFacts, Scope, ScopeListing, Seen};
 use crate::decide::classify::{classify, tombstone};
 use crate::decide::name::{
     Decision, Echo, FOREIGN, Held, HeldChange, Images, Inputs, Log, Memo, Outcome, Rules, Stores,
@@ -22,6 +22,7 @@ use crate::decide::name::{
 use crate::decide::plan::{Action, Graces, desired};
 use crate::model::crd::{ImageOwner, Reason};
 use crate::model::finding::{Change, Finding, Verdict};
+use crate::model::image::PoolKey;
 use crate::model::labels::MANAGED_BY;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;

@@ -44,12 +44,13 @@ use crate::census::CensusSettings;
 use crate::census::config::CensusConfig;
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
-    CreatedFor, DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, ScopeListing, Seen,
+    CreatedFor, DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen,
 };
 use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts};
 use crate::decide::plan::{Action, Graces};
 use crate::model::crd::{ImageOwner, Reason, VolumeLeftover};
 use crate::model::finding::Finding;
+use crate::model::image::PoolKey;
 use crate::model::price::PriceTable;
 use crate::model::volume::Volume;
 use crate::publish::writer::{Op, Outcome, Written};

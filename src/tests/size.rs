@@ -179,7 +179,7 @@ fn on_another_finding_a_differing_size_is_a_hint_and_the_cost_is_the_disk_s() {
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
 fn ceph_key() -> Scope {
-    crate::decide::census::PoolKey::new(FSID, "k8s-rbd", None).into()
+    crate::model::image::PoolKey::new(FSID, "k8s-rbd", None).into()
 }
 
 /// A Ceph listing at `at` seconds from now whose image `csi-vol-a` has the size `size`, or is

@@ -21,8 +21,8 @@ use volume_leftovers::census::CensusSettings;
 use volume_leftovers::census::ceph::rbd;
 use volume_leftovers::census::ceph::vocabulary::leftover_name;
 use volume_leftovers::census::config::CensusConfig;
-use volume_leftovers::decide::census::PoolKey;
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
+use volume_leftovers::model::image::PoolKey;
 
 use crate::ceph::{Ceph, Frozen, Watch, uuid};
 use crate::support::*;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::decide::census::PoolKey;
+use crate::model::image::PoolKey;
 
 /// One Ceph cluster.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]

@@ -27,12 +27,12 @@ use kube::runtime::reflector::Store;
 
 use crate::census::ceph::config::ClusterConfig;
 use crate::census::ceph::rbd::{Category, CephConfig, Cluster};
-use crate::decide::census::{
-    DiskFacts, FailureCategory, FailureKind, PoolKey, Scope, ScopeListing, Seen, image_ref,
-};
+use crate::decide::census::{DiskFacts, FailureCategory, FailureKind, Scope, ScopeListing, Seen};
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::ImageOwner;
+use crate::model::csi::image_ref;
+use crate::model::image::PoolKey;
 use crate::model::volume::Volume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
