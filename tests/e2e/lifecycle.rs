@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::ListParams;
 use kube::{Api, ResourceExt};
 
 use crate::support::*;
@@ -96,8 +97,31 @@ async fn a_recreated_claim_stays_pending_while_the_released_volume_names_the_old
     // Same name, class and size: only the stale claimRef can stop it from binding.
     let new = create(&claims, &pvc(&ns, "data", &class_name, "1Gi")).await;
     assert_ne!(new.uid(), old.uid(), "same name, new identity");
-    // The binder resyncs every 2 s here; give it several rounds.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // The binder has looked at the new claim and found nothing to bind it to, twice: each time
+    // it looks, it tries to provision instead and says it cannot (the class has no
+    // provisioner), counting the same Event up.
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(admin.clone(), &ns);
+    let uid = new.uid().unwrap();
+    let looked = wait_for(
+        "the binder to look at the new claim twice",
+        Duration::from_secs(60),
+        || async {
+            let lp = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
+            let list = events.list(&lp).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.count.unwrap_or(1) >= 2)
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        e.reason.unwrap_or_default(),
+                        e.message.unwrap_or_default()
+                    )
+                })
+        },
+    )
+    .await;
+    println!("lifecycle: the binder on the new claim: {looked}");
     let new = claims.get("data").await.unwrap();
     assert_eq!(
         new.status.as_ref().and_then(|s| s.phase.as_deref()),
