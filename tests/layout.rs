@@ -354,11 +354,11 @@ const NAMING_BACKENDS: &[(&str, &str)] = &[
     ),
     (
         "model/csi",
-        "the CSI drivers' names and handle formats, which the vocabularies parse (and the runbooks)",
+        "the CSI drivers' names and handle formats, which the vocabularies and runbooks parse",
     ),
     (
         "model/image",
-        "ceph-csi's pool and image keys, read by Ceph's vocabulary and census (and its runbook)",
+        "ceph-csi's pool and image keys, read by Ceph's vocabulary and census",
     ),
     (
         "model/volume",
@@ -371,10 +371,6 @@ const NAMING_BACKENDS: &[(&str, &str)] = &[
     (
         "decide/cost",
         "the CSI driver an in-tree source migrates to, whose price row prices it",
-    ),
-    (
-        "decide/explain",
-        "the runbooks, written per backend: the next to move behind census's Backend words",
     ),
     (
         "scan",

@@ -14,16 +14,17 @@
 //! the finding is shell-quoted (`quote`); a placeholder is quoted too, so that a command run
 //! without filling it in fails instead of redirecting to a file.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::model::backend::Backend;
-
-use crate::model::crd::{Hint, Reason, Tristate, VolumeLeftover, VolumeLeftoverStatus};
-use crate::model::csi::{
-    EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER, GceLocation, aws_region_of, parse_ebs_volume_id,
-    parse_volume_handle,
+use crate::model::backend::{Backend, DiskRecord, SnapshotRecord};
+use crate::model::crd::{
+    Hint, Reason, Tristate, VolumeLeftover, VolumeLeftoverStatus, VolumeSourceInfo,
+};
+pub(crate) use crate::model::runbook::Line;
+use crate::model::runbook::{
+    Blanks, DiskRunbook, PvSource, SnapshotAsk, ask, foreign_snapshot_delete, nonempty, quote, run,
+    say, warn, yaml,
 };
 
 /// Where the finding came from: what records which disk was whose once its PV is deleted.
@@ -66,17 +67,6 @@ impl Choice {
             Choice::Keep => "Keep",
         }
     }
-}
-
-/// One line of a block.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Line {
-    /// A sentence.
-    Say(String),
-    /// What makes a choice unsafe.
-    Warn(String),
-    /// A command, shell-quoted, to review and run (a here-document spans several lines).
-    Run(String),
 }
 
 /// A choice and its steps.
@@ -197,115 +187,6 @@ fn write_wrapped(f: &mut fmt::Formatter<'_>, text: &str, first: &str, rest: &str
     writeln!(f, "{line}")
 }
 
-/// One word for a POSIX shell: as it is when it holds only characters no shell treats
-/// specially, else in single quotes (a single quote inside as `'\''`).
-pub(crate) fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"@%+=:,./_-".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// A scalar for a YAML manifest: plain when it cannot be read as anything but that string, else
-/// a JSON string (which YAML reads as the same string).
-fn yaml(value: &str) -> String {
-    // A leading digit is plain only in a quantity (`250Mi`): anything else that starts with
-    // one may read as a number or a date.
-    let quantity = |v: &str| {
-        let letters = v.trim_start_matches(|c: char| c.is_ascii_digit());
-        letters.len() < v.len() && letters.bytes().all(|b| b.is_ascii_alphabetic())
-    };
-    let plain = !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"./_-".contains(&b))
-        && !value.starts_with(['-', '.'])
-        && (!value.starts_with(|c: char| c.is_ascii_digit()) || quantity(value))
-        && value.parse::<f64>().is_err()
-        && !matches!(
-            value.to_ascii_lowercase().as_str(),
-            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n"
-        );
-    if plain {
-        value.to_string()
-    } else {
-        serde_json::Value::String(value.to_string()).to_string()
-    }
-}
-
-/// `--flag=value`, the value quoted.
-fn flag(name: &str, value: &str) -> String {
-    format!("{name}={}", quote(value))
-}
-
-/// `--option value`, the value quoted (the AWS CLI's form).
-fn opt(name: &str, value: &str) -> String {
-    format!("{name} {}", quote(value))
-}
-
-/// A placeholder for something the person chooses or looks up (not a fact of the finding).
-fn ask(what: &str) -> String {
-    format!("<{what}>")
-}
-
-/// Where a disk lives, as far as the finding says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Disk {
-    /// A Ceph RBD image.
-    Rbd {
-        /// ceph-csi's cluster id.
-        cluster_id: Option<String>,
-        /// The pool's name.
-        pool: Option<String>,
-        /// The pool's id (a ceph-csi handle's), when its name is not known.
-        pool_id: Option<i64>,
-        /// The RADOS namespace, when not the default one.
-        namespace: Option<String>,
-        /// The image.
-        image: Option<String>,
-    },
-    /// A GCE persistent disk.
-    Gce {
-        /// The project.
-        project: Option<String>,
-        /// A zonal disk's zone.
-        zone: Option<String>,
-        /// A regional disk's region.
-        region: Option<String>,
-        /// A regional disk's two zones, where known.
-        replica_zones: Vec<String>,
-        /// The disk's name.
-        name: Option<String>,
-    },
-    /// An AWS EBS volume.
-    Ebs {
-        /// `vol-…`.
-        id: Option<String>,
-        /// Its availability zone.
-        zone: Option<String>,
-        /// Its region.
-        region: Option<String>,
-    },
-    /// An Azure managed disk.
-    Azure {
-        /// Its resource id, as the PV spells it (else built from the finding, lower-cased).
-        id: Option<String>,
-        /// Its name.
-        name: Option<String>,
-        /// Its resource group.
-        resource_group: Option<String>,
-        /// Its zone (`westeurope-1`), where recorded.
-        zone: Option<String>,
-    },
-    /// A backend volume-leftovers does not census: what the source says is all there is.
-    Other,
-}
-
 /// The finding and what is known about it, and the placeholders printed so far.
 struct Cx<'a> {
     /// The VolumeLeftover's name.
@@ -317,26 +198,17 @@ struct Cx<'a> {
     origin: Origin,
     /// `spec.acknowledgement`, when someone wrote one.
     acknowledgement: Option<&'a crate::model::crd::Acknowledgement>,
-    disk: Disk,
+    /// The commands for its disk: its backend's runbook.
+    disk: Box<dyn DiskRunbook>,
     /// Every backend's words: which disk or snapshot a source or handle names.
     backends: &'a [&'static dyn Backend],
-    missing: RefCell<BTreeSet<&'static str>>,
-}
-
-fn nonempty(v: Option<&str>) -> Option<String> {
-    v.filter(|v| !v.is_empty()).map(str::to_string)
+    blanks: Blanks,
 }
 
 impl Cx<'_> {
     /// `value`, or the placeholder `<what>`, noted as missing.
     fn or(&self, value: Option<&str>, what: &'static str) -> String {
-        match value.filter(|v| !v.is_empty()) {
-            Some(v) => v.to_string(),
-            None => {
-                self.missing.borrow_mut().insert(what);
-                format!("<{what}>")
-            }
-        }
+        self.blanks.or(value, what)
     }
 
     fn has(&self, h: Hint) -> bool {
@@ -400,7 +272,7 @@ pub(crate) fn explain(
         acknowledgement: o.spec.acknowledgement.as_ref(),
         disk: disk_of(s, backends),
         backends,
-        missing: RefCell::new(BTreeSet::new()),
+        blanks: Blanks::default(),
     };
     let head = head(&cx);
     let blocks = match s.reason {
@@ -430,212 +302,117 @@ pub(crate) fn explain(
     Explanation {
         head,
         blocks,
-        missing: cx.missing.into_inner(),
+        missing: cx.blanks.into_missing(),
     }
 }
 
 // --- where the disk is ------------------------------------------------------------------------
 
-/// The disk the finding names: from its source (the PV's, or the one a disk finding records),
-/// with what the census recorded of where it is (`status.image`) taking precedence.
-fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Disk {
+/// The runbook of the disk the finding names: the backend the census recorded, else the one
+/// whose source it is, reading what the finding records (the census's record of the disk first).
+fn disk_of(s: &VolumeLeftoverStatus, backends: &[&'static dyn Backend]) -> Box<dyn DiskRunbook> {
     let src = &s.source;
     let driver = src.driver.as_deref().unwrap_or_default();
-    // Where the census recorded the disk: a disk's image block, not a backend snapshot's.
-    let image = s
-        .image
-        .as_ref()
-        .filter(|_| s.reason != Reason::SnapshotWithoutContent);
-    // Before `image.backend` was recorded, a cloud disk's project or account was written in
-    // `clusterID`, its zone or region in `pool`.
-    let legacy = image.is_some_and(|i| i.backend.is_none());
-    let recorded = |new: Option<&String>, old: Option<&String>| {
-        nonempty(new.or(old.filter(|_| legacy)).map(String::as_str))
-    };
-    // The backend the census recorded, else the one whose source it is.
     let backend = match s.image.as_ref().and_then(|i| i.backend.as_ref()) {
-        Some(b) => Some(b.as_str()),
-        None => backends
-            .iter()
-            .find(|b| b.names_source(&src.kind, driver))
-            .map(|b| b.name()),
+        Some(b) => backends.iter().find(|k| k.name() == b.as_str()),
+        None => backends.iter().find(|b| b.names_source(&src.kind, driver)),
     };
-    // The disk the source names, its parts in its backend's order (read below per backend: the
-    // runbooks are still written here, not with each backend's words).
-    let named = backends.iter().find_map(|b| b.disk_ref(src));
     match backend {
-        Some("ceph") => {
-            let handle = src
-                .volume_handle
-                .as_deref()
-                .and_then(|h| parse_volume_handle(h).ok());
-            let key = image;
-            let image = named.as_ref().map(|r| r.name().to_string());
-            let pool = nonempty(src.pool.as_deref())
-                .or_else(|| key.and_then(|k| nonempty(k.pool.as_deref())));
-            Disk::Rbd {
-                cluster_id: nonempty(src.cluster_id.as_deref())
-                    .or_else(|| key.and_then(|k| nonempty(k.cluster_id.as_deref())))
-                    .or_else(|| handle.as_ref().map(|h| h.cluster_id.clone())),
-                pool_id: handle
-                    .as_ref()
-                    .map(|h| h.pool_id)
-                    .filter(|_| pool.is_none()),
-                pool,
-                namespace: nonempty(src.rados_namespace.as_deref())
-                    .or_else(|| key.and_then(|k| nonempty(k.rados_namespace.as_deref()))),
-                image: image.or_else(|| s.image.as_ref().and_then(|i| nonempty(Some(&i.name)))),
-            }
-        }
-        Some("gce") => {
-            // GCE's parts: the project, the zone or region.
-            let (mut project, mut location, mut name) = match &named {
-                Some(r) => (
-                    r.part(0).map(str::to_string),
-                    r.part(1).map(str::to_string),
-                    Some(r.name().to_string()),
-                ),
-                None => (None, None, None),
-            };
-            if let Some(i) = image {
-                project = recorded(i.account.as_ref(), i.cluster_id.as_ref()).or(project);
-                location =
-                    recorded(i.zone.as_ref().or(i.region.as_ref()), i.pool.as_ref()).or(location);
-            }
-            if let Some(i) = &s.image {
-                name = nonempty(Some(&i.name)).or(name);
-            }
-            let (zone, region) = match location.as_deref().and_then(GceLocation::parse) {
-                Some(GceLocation::Zone(z)) => (Some(z), None),
-                Some(GceLocation::Region(r)) => (None, Some(r)),
-                None => (None, None),
-            };
-            let replica_zones = match s.image.as_ref().map(|i| &i.replica_zones) {
-                Some(z) if !z.is_empty() => z.clone(),
-                _ if region.is_some() => src.zones.clone(),
-                _ => Vec::new(),
-            };
-            Disk::Gce {
-                project,
-                zone,
-                region,
-                replica_zones,
-                name,
-            }
-        }
-        Some("ebs") => {
-            // EBS's part: the region.
-            let (id, region) = match &named {
-                Some(r) => (Some(r.name().to_string()), r.part(0).map(str::to_string)),
-                None => (None, None),
-            };
-            let in_id_zone = src
-                .disk_name
-                .as_deref()
-                .and_then(parse_ebs_volume_id)
-                .and_then(|(_, z)| z);
-            let one_zone = match &src.zones[..] {
-                [z] => Some(z.clone()),
-                _ => None,
-            };
-            let image = s.image.as_ref();
-            let zone = image
-                .and_then(|i| nonempty(i.zone.as_deref()))
-                .or(in_id_zone)
-                .or(one_zone);
-            let region = image
-                .and_then(|i| nonempty(i.region.as_deref()))
-                .or(region)
-                .or_else(|| zone.as_deref().and_then(aws_region_of));
-            Disk::Ebs {
-                id: id.or_else(|| image.and_then(|i| nonempty(Some(&i.name)))),
-                zone,
-                region,
-            }
-        }
-        Some("azure") => {
-            // Azure's parts: the subscription, the resource group.
-            let (mut sub, mut rg, mut name) = match &named {
-                Some(r) => (
-                    r.part(0).map(str::to_string),
-                    r.part(1).map(str::to_string),
-                    Some(r.name().to_string()),
-                ),
-                None => (None, None, None),
-            };
-            let image = s.image.as_ref();
-            if let Some(i) = image {
-                sub =
-                    sub.or_else(|| nonempty(i.account.as_deref()).map(|s| s.to_ascii_lowercase()));
-                rg = rg.or_else(|| {
-                    nonempty(i.resource_group.as_deref()).map(|g| g.to_ascii_lowercase())
-                });
-            }
-            name = name.or_else(|| image.and_then(|i| nonempty(Some(&i.name))));
-            // The id as the PV spells it: what `az` and the portal print back.
-            let spelled = src
-                .volume_handle
-                .clone()
-                .filter(|_| src.kind == "csi")
-                .or_else(|| src.disk_uri.clone())
-                .filter(|h| crate::model::csi::parse_azure_id(h, "disks").is_some());
-            let built = match (&sub, &rg, &name) {
-                (Some(s), Some(g), Some(n)) => Some(format!(
-                    "/subscriptions/{s}/resourceGroups/{g}/providers/Microsoft.Compute/disks/{n}"
-                )),
-                _ => None,
-            };
-            Disk::Azure {
-                id: spelled.or(built),
-                name,
-                resource_group: rg,
-                zone: image.and_then(|i| nonempty(i.zone.as_deref())),
-            }
-        }
-        // A backend whose runbook is not written here (or none).
-        _ => Disk::Other,
+        Some(b) => b.disk_runbook(DiskRecord {
+            source: src,
+            named: b.disk_ref(src).as_ref(),
+            // A backend snapshot's finding records the snapshot there, not a disk.
+            image: s
+                .image
+                .as_ref()
+                .filter(|_| s.reason != Reason::SnapshotWithoutContent),
+        }),
+        None => Box::new(Foreign {
+            source: src.clone(),
+            known: backends
+                .iter()
+                .map(|b| b.title())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
     }
 }
 
-/// The RBD image spec `pool/[namespace/]image`.
-fn rbd_spec(cx: &Cx) -> String {
-    let Disk::Rbd {
-        pool,
-        namespace,
-        image,
-        ..
-    } = &cx.disk
-    else {
-        return String::new();
-    };
-    let pool = cx.or(pool.as_deref(), "pool");
-    let image = cx.or(image.as_deref(), "image");
-    match namespace {
-        Some(ns) => format!("{pool}/{ns}/{image}"),
-        None => format!("{pool}/{image}"),
-    }
+/// A disk of a backend volume-leftovers does not census: what the PV's source says is all there
+/// is, and the commands are that storage system's own, or its CSI driver's.
+struct Foreign {
+    source: VolumeSourceInfo,
+    /// The backends it knows, for the sentence.
+    known: String,
 }
 
-/// `--zone=Z` or `--region=R` (with `prefix`: `--source-disk-zone=Z`), and `--project=P`.
-fn gce_where(cx: &Cx, prefix: &str) -> String {
-    let Disk::Gce {
-        project,
-        zone,
-        region,
-        ..
-    } = &cx.disk
-    else {
-        return String::new();
-    };
-    let at = match (zone, region) {
-        (_, Some(r)) => flag(&format!("--{prefix}region"), r),
-        (Some(z), None) => flag(&format!("--{prefix}zone"), z),
-        (None, None) => flag(&format!("--{prefix}zone"), &cx.or(None, "zone")),
-    };
-    format!(
-        "{at} {}",
-        flag("--project", &cx.or(project.as_deref(), "project"))
-    )
+impl DiskRunbook for Foreign {
+    fn sentence(&self, via: &str) -> String {
+        let src = &self.source;
+        let mut what = format!("Disk: {via}");
+        if let Some(p) = &src.path {
+            what.push_str(&format!(", path {p}"));
+        }
+        if let Some(d) = &src.disk_name {
+            what.push_str(&format!(", disk {d}"));
+        }
+        what.push_str(&format!(
+            ". Not a backend volume-leftovers knows ({}): the commands for its disk are that \
+             storage system's own, or its CSI driver's.",
+            self.known
+        ));
+        what
+    }
+
+    fn look(&self, _: &Blanks) -> Vec<Line> {
+        Vec::new()
+    }
+
+    fn in_use(&self, _: &Blanks) -> Vec<Line> {
+        Vec::new()
+    }
+
+    fn snapshot(&self, _: &Blanks, _: SnapshotAsk<'_>) -> Vec<Line> {
+        vec![say(
+            "Snapshot it with the storage system's own tools, or its CSI driver's (a \
+             VolumeSnapshot of a claim bound to it, where the driver supports snapshots).",
+        )]
+    }
+
+    fn delete(&self, _: &Blanks) -> Vec<Line> {
+        vec![say(
+            "Delete the disk with the storage system's own tools: the finding records no more of \
+             it than the source above.",
+        )]
+    }
+
+    fn restore(&self, _: &Blanks, _: bool) -> Vec<Line> {
+        vec![say(
+            "Restore the disk from the storage system's backups, under what the PV names.",
+        )]
+    }
+
+    fn pv_source(&self, _: &Blanks) -> Option<PvSource> {
+        let src = &self.source;
+        match (src.kind.as_str(), &src.driver, &src.volume_handle) {
+            ("csi", Some(d), Some(h)) => Some(PvSource {
+                driver: d.clone(),
+                handle: h.clone(),
+                attributes: Vec::new(),
+                affinity: None,
+                node_stage_secret: false,
+                notes: vec![say(format!(
+                    "{d}'s volumeAttributes and secrets are not in the record: copy them from a \
+                     PV of the same class."
+                ))],
+            }),
+            _ => None,
+        }
+    }
+
+    fn driver_deletes(&self) -> bool {
+        true
+    }
 }
 
 /// One sentence on where the disk is.
@@ -648,93 +425,7 @@ fn disk_sentence(cx: &Cx) -> String {
         ),
         (kind, _) => format!("volume source {kind}"),
     };
-    match &cx.disk {
-        Disk::Rbd {
-            cluster_id,
-            pool,
-            pool_id,
-            namespace,
-            image,
-        } => {
-            let mut at = format!(
-                "the Ceph RBD image {} in pool {}",
-                image.as_deref().unwrap_or("(not recorded)"),
-                match (pool, pool_id) {
-                    (Some(p), _) => p.clone(),
-                    (None, Some(id)) => format!("with id {id} (its name is not recorded)"),
-                    (None, None) => "(not recorded)".into(),
-                }
-            );
-            if let Some(ns) = namespace {
-                at.push_str(&format!(", RADOS namespace {ns}"));
-            }
-            if let Some(c) = cluster_id {
-                at.push_str(&format!(", of the Ceph cluster ceph-csi calls {c}"));
-            }
-            format!("Disk: {at} ({via}).")
-        }
-        Disk::Gce {
-            project,
-            zone,
-            region,
-            replica_zones,
-            name,
-        } => {
-            let at = match (zone, region) {
-                (_, Some(r)) if !replica_zones.is_empty() => {
-                    format!(
-                        "regional, in region {r} (zones {})",
-                        replica_zones.join(", ")
-                    )
-                }
-                (_, Some(r)) => format!("regional, in region {r}"),
-                (Some(z), None) => format!("in zone {z}"),
-                (None, None) => "in a zone the finding does not record".into(),
-            };
-            format!(
-                "Disk: the GCE persistent disk {} {at}, project {} ({via}).",
-                name.as_deref().unwrap_or("(not recorded)"),
-                project.as_deref().unwrap_or("(not recorded)")
-            )
-        }
-        Disk::Ebs { id, zone, region } => format!(
-            "Disk: the EBS volume {} in {}{} ({via}).",
-            id.as_deref().unwrap_or("(not recorded)"),
-            region
-                .as_deref()
-                .map_or("a region the finding does not record".into(), |r| format!(
-                    "region {r}"
-                )),
-            zone.as_deref()
-                .map_or(String::new(), |z| format!(", availability zone {z}")),
-        ),
-        Disk::Azure {
-            name,
-            resource_group,
-            zone,
-            ..
-        } => format!(
-            "Disk: the Azure managed disk {} in resource group {}{} ({via}).",
-            name.as_deref().unwrap_or("(not recorded)"),
-            resource_group.as_deref().unwrap_or("(not recorded)"),
-            zone.as_deref()
-                .map_or(String::new(), |z| format!(", zone {z}")),
-        ),
-        Disk::Other => {
-            let mut what = format!("Disk: {via}");
-            if let Some(p) = &src.path {
-                what.push_str(&format!(", path {p}"));
-            }
-            if let Some(d) = &src.disk_name {
-                what.push_str(&format!(", disk {d}"));
-            }
-            what.push_str(
-                ". Not a backend volume-leftovers knows (Ceph RBD, GCE, EBS): the commands for \
-                 its disk are that storage system's own, or its CSI driver's.",
-            );
-            what
-        }
-    }
+    cx.disk.sentence(&via)
 }
 
 // --- the head -----------------------------------------------------------------------------------
@@ -855,18 +546,6 @@ fn block(choice: Choice, title: impl Into<String>, lines: Vec<Line>) -> Block {
         title: title.into(),
         lines,
     }
-}
-
-fn say(s: impl Into<String>) -> Line {
-    Line::Say(s.into())
-}
-
-fn warn(s: impl Into<String>) -> Line {
-    Line::Warn(s.into())
-}
-
-fn run(s: impl Into<String>) -> Line {
-    Line::Run(s.into())
 }
 
 /// `kubectl patch pv PV -p JSON` (a strategic merge patch: `null` removes a field).
@@ -1026,7 +705,7 @@ fn disk_then_pv(cx: &Cx) -> Line {
 
 /// Snapshot commands of the disk, for the data someone may still need.
 fn snapshot_disk(cx: &Cx) -> Vec<Line> {
-    let snap = snapshot_name(cx.name);
+    let name = snapshot_name(cx.name);
     let description = format!(
         "volume-leftovers: {} before abandoning it{}",
         cx.name,
@@ -1034,116 +713,26 @@ fn snapshot_disk(cx: &Cx) -> Vec<Line> {
             .as_ref()
             .map_or(String::new(), |c| format!(" (claim {})", c.reference))
     );
-    match &cx.disk {
-        Disk::Rbd { cluster_id, .. } => {
-            let mut lines = vec![say(format!(
-                "Snapshot the image{}, as a Ceph user allowed to write to the pool (the census's \
-                 user is read-only):",
-                cluster_id.as_deref().map_or(String::new(), |c| format!(
-                    " on the Ceph cluster ceph-csi calls {c}"
-                ))
-            ))];
-            lines.push(run(format!(
-                "rbd snap create {}",
-                quote(&format!("{}@{snap}", rbd_spec(cx)))
-            )));
-            lines.push(say(
-                "An RBD snapshot lives in its image: it survives the trash below, not a purge. \
-                 To keep the data past one, export it:",
-            ));
-            lines.push(run(format!(
-                "rbd export {} {}",
-                quote(&format!("{}@{snap}", rbd_spec(cx))),
-                quote(&format!("{}.img", cx.name))
-            )));
-            lines
-        }
-        Disk::Gce { .. } => vec![
-            say("Snapshot the disk:"),
-            run(format!(
-                "gcloud compute snapshots create {} {} {} {}",
-                quote(&snap),
-                flag("--source-disk", &gce_name(cx)),
-                gce_where(cx, "source-disk-"),
-                flag("--description", &description)
-            )),
-        ],
-        Disk::Ebs { id, region, .. } => vec![
-            say("Snapshot the volume, and wait until the snapshot is complete:"),
-            run(format!(
-                "aws ec2 create-snapshot {} {} {} --query SnapshotId --output text",
-                opt("--volume-id", &cx.or(id.as_deref(), "volume-id")),
-                opt("--region", &cx.or(region.as_deref(), "region")),
-                opt("--description", &description)
-            )),
-            run(format!(
-                "aws ec2 wait snapshot-completed {} {}",
-                opt("--snapshot-ids", &ask("snapshot id printed above")),
-                opt("--region", &cx.or(region.as_deref(), "region"))
-            )),
-        ],
-        Disk::Azure { resource_group, .. } => vec![
-            say("Snapshot the disk (an incremental snapshot, in the disk's resource group):"),
-            run(format!(
-                "az snapshot create {} {} {} --incremental true {}",
-                opt(
-                    "--resource-group",
-                    &cx.or(resource_group.as_deref(), "resource-group")
-                ),
-                opt("--name", &snap),
-                opt("--source", &azure_id(cx)),
-                opt("--tags", &format!("note={description}"))
-            )),
-        ],
-        Disk::Other => vec![say(
-            "Snapshot it with the storage system's own tools, or its CSI driver's (a \
-             VolumeSnapshot of a claim bound to it, where the driver supports snapshots).",
-        )],
-    }
+    cx.disk.snapshot(
+        &cx.blanks,
+        SnapshotAsk {
+            finding: cx.name,
+            name: &name,
+            description: &description,
+        },
+    )
 }
 
 /// The delete commands of the disk.
 fn delete_disk(cx: &Cx) -> Vec<Line> {
-    match &cx.disk {
-        Disk::Rbd { .. } => vec![
-            say(
-                "Move the image to the pool's trash (restorable with `rbd trash restore` until \
-                 purged):",
-            ),
-            run(format!("rbd trash mv {}", quote(&rbd_spec(cx)))),
-            say(
-                "Or remove it for good (an image with snapshots cannot be removed: purge them \
-                 first, the one above included):",
-            ),
-            run(format!("rbd snap purge {}", quote(&rbd_spec(cx)))),
-            run(format!("rbd rm {}", quote(&rbd_spec(cx)))),
-        ],
-        Disk::Gce { .. } => vec![run(format!(
-            "gcloud compute disks delete {} {}",
-            quote(&gce_name(cx)),
-            gce_where(cx, "")
-        ))],
-        Disk::Ebs { id, region, .. } => vec![run(format!(
-            "aws ec2 delete-volume {} {}",
-            opt("--volume-id", &cx.or(id.as_deref(), "volume-id")),
-            opt("--region", &cx.or(region.as_deref(), "region"))
-        ))],
-        Disk::Azure { .. } => vec![run(format!(
-            "az disk delete {}",
-            opt("--ids", &azure_id(cx))
-        ))],
-        Disk::Other => vec![say(
-            "Delete the disk with the storage system's own tools: the finding records no more of \
-             it than the source above.",
-        )],
-    }
+    cx.disk.delete(&cx.blanks)
 }
 
 /// For a disk of another backend under a Released CSI PV: the driver's own delete, instead of
 /// deleting the disk and the PV by hand.
 fn driver_delete(cx: &Cx) -> Vec<Line> {
     let csi = cx.s.source.kind == "csi";
-    if !(matches!(cx.disk, Disk::Other) && csi && cx.pv.is_some() && cx.s.phase == "Released") {
+    if !(cx.disk.driver_deletes() && csi && cx.pv.is_some() && cx.s.phase == "Released") {
         return Vec::new();
     }
     vec![
@@ -1163,42 +752,7 @@ fn driver_delete(cx: &Cx) -> Vec<Line> {
 
 /// What shows who uses a disk right now.
 fn in_use(cx: &Cx) -> Vec<Line> {
-    match &cx.disk {
-        Disk::Rbd { .. } => vec![run(format!("rbd status {}", quote(&rbd_spec(cx))))],
-        Disk::Gce { .. } => vec![run(format!(
-            "gcloud compute disks describe {} {} {}",
-            quote(&gce_name(cx)),
-            gce_where(cx, ""),
-            flag("--format", "value(users)")
-        ))],
-        Disk::Ebs { id, region, .. } => vec![run(format!(
-            "aws ec2 describe-volumes {} {} {}",
-            opt("--volume-ids", &cx.or(id.as_deref(), "volume-id")),
-            opt("--region", &cx.or(region.as_deref(), "region")),
-            opt("--query", "Volumes[0].Attachments")
-        ))],
-        Disk::Azure { .. } => vec![run(format!(
-            "az disk show {} {}",
-            opt("--ids", &azure_id(cx)),
-            opt("--query", "{managedBy: managedBy, diskState: diskState}")
-        ))],
-        Disk::Other => Vec::new(),
-    }
-}
-
-/// The Azure disk's resource id, or a placeholder.
-fn azure_id(cx: &Cx) -> String {
-    match &cx.disk {
-        Disk::Azure { id, .. } => cx.or(id.as_deref(), "disk-id"),
-        _ => String::new(),
-    }
-}
-
-fn gce_name(cx: &Cx) -> String {
-    match &cx.disk {
-        Disk::Gce { name, .. } => cx.or(name.as_deref(), "disk"),
-        _ => String::new(),
-    }
+    cx.disk.in_use(&cx.blanks)
 }
 
 /// A snapshot name every backend takes (GCE's is the strictest: a lower-case letter, then
@@ -1566,30 +1120,7 @@ fn tombstone(cx: &Cx) -> Vec<Block> {
 
 /// What shows that the disk exists.
 fn look_disk(cx: &Cx) -> Vec<Line> {
-    match &cx.disk {
-        Disk::Rbd { .. } => vec![run(format!("rbd info {}", quote(&rbd_spec(cx))))],
-        Disk::Gce { .. } => vec![run(format!(
-            "gcloud compute disks describe {} {}",
-            quote(&gce_name(cx)),
-            gce_where(cx, "")
-        ))],
-        Disk::Ebs { id, region, .. } => vec![run(format!(
-            "aws ec2 describe-volumes {} {}",
-            opt("--volume-ids", &cx.or(id.as_deref(), "volume-id")),
-            opt("--region", &cx.or(region.as_deref(), "region"))
-        ))],
-        Disk::Azure { .. } => vec![run(format!("az disk show {}", opt("--ids", &azure_id(cx))))],
-        Disk::Other => Vec::new(),
-    }
-}
-
-/// The CSI source of a PV for a disk.
-struct Csi {
-    driver: String,
-    handle: String,
-    attributes: Vec<(&'static str, String)>,
-    /// The node-affinity key and the zones the disk can be attached in.
-    affinity: Option<(&'static str, Vec<String>)>,
+    cx.disk.look(&cx.blanks)
 }
 
 /// A PV for the disk, for its CSI driver, as a here-document for `kubectl create`; with
@@ -1597,128 +1128,20 @@ struct Csi {
 fn pv_manifest(cx: &Cx, pv: &str, claim: Option<(&str, &str)>) -> Vec<Line> {
     let s = cx.s;
     let src = &s.source;
-    let mut notes = Vec::new();
-    let Csi {
+    let Some(PvSource {
         driver,
         handle,
         attributes,
         affinity,
-    } = match &cx.disk {
-        Disk::Rbd {
-            cluster_id,
-            pool,
-            namespace,
-            image,
-            ..
-        } => {
-            let driver = match (src.kind.as_str(), &src.driver) {
-                ("csi", Some(d)) => d.clone(),
-                _ => crate::model::csi::RBD_CSI_DRIVER.to_string(),
-            };
-            let mut attrs = vec![("clusterID", cx.or(cluster_id.as_deref(), "clusterID"))];
-            attrs.push(("pool", cx.or(pool.as_deref(), "pool")));
-            if let Some(ns) = namespace {
-                attrs.push(("radosNamespace", ns.clone()));
-            }
-            let ceph_csi_handle = src
-                .volume_handle
-                .as_deref()
-                .filter(|h| src.kind == "csi" && parse_volume_handle(h).is_ok());
-            let handle = match ceph_csi_handle {
-                // ceph-csi finds the image of its own handle in the pool's journal.
-                Some(h) => {
-                    attrs.push(("imageName", cx.or(image.as_deref(), "image")));
-                    h.to_string()
-                }
-                // A static volume: the handle is the image's name.
-                None => {
-                    attrs.push(("staticVolume", "true".into()));
-                    attrs.push(("imageFeatures", ask("image features, from rbd info")));
-                    cx.or(image.as_deref(), "image")
-                }
-            };
-            notes.push(say("ceph-csi needs the secrets its StorageClass named \
-                     (csi.storage.k8s.io/node-stage-secret-name and -namespace): the record does \
-                     not have them."));
-            Csi {
-                driver,
-                handle,
-                attributes: attrs,
-                affinity: None,
-            }
-        }
-        Disk::Gce {
-            project,
-            zone,
-            region,
-            replica_zones,
-            name,
-        } => {
-            let project = cx.or(project.as_deref(), "project");
-            let name = cx.or(name.as_deref(), "disk");
-            let (handle, zones) = match (zone, region) {
-                (_, Some(r)) => (
-                    format!("projects/{project}/regions/{r}/disks/{name}"),
-                    replica_zones.clone(),
-                ),
-                (Some(z), None) => (
-                    format!("projects/{project}/zones/{z}/disks/{name}"),
-                    vec![z.clone()],
-                ),
-                (None, None) => {
-                    let z = cx.or(None, "zone");
-                    (
-                        format!("projects/{project}/zones/{z}/disks/{name}"),
-                        vec![z],
-                    )
-                }
-            };
-            let affinity = (!zones.is_empty()).then_some(("topology.gke.io/zone", zones));
-            Csi {
-                driver: GCE_PD_CSI_DRIVER.to_string(),
-                handle,
-                attributes: Vec::new(),
-                affinity,
-            }
-        }
-        Disk::Azure { zone, .. } => Csi {
-            driver: crate::model::csi::AZURE_DISK_CSI_DRIVER.to_string(),
-            handle: azure_id(cx),
-            attributes: Vec::new(),
-            affinity: zone
-                .clone()
-                .map(|z| ("topology.disk.csi.azure.com/zone", vec![z])),
-        },
-        Disk::Ebs { id, zone, .. } => Csi {
-            driver: EBS_CSI_DRIVER.to_string(),
-            handle: cx.or(id.as_deref(), "volume-id"),
-            attributes: Vec::new(),
-            affinity: Some((
-                "topology.kubernetes.io/zone",
-                vec![cx.or(zone.as_deref(), "zone")],
-            )),
-        },
-        Disk::Other => match (src.kind.as_str(), &src.driver, &src.volume_handle) {
-            ("csi", Some(d), Some(h)) => {
-                notes.push(say(format!(
-                    "{d}'s volumeAttributes and secrets are not in the record: copy them \
-                         from a PV of the same class."
-                )));
-                Csi {
-                    driver: d.clone(),
-                    handle: h.clone(),
-                    attributes: Vec::new(),
-                    affinity: None,
-                }
-            }
-            _ => {
-                return vec![say(format!(
-                    "A {} volume: re-create it as it was, from the record (`kubectl get vl {} \
-                         -o yaml` has everything the PV said).",
-                    src.kind, cx.name
-                ))];
-            }
-        },
+        node_stage_secret,
+        notes,
+    }) = cx.disk.pv_source(&cx.blanks)
+    else {
+        return vec![say(format!(
+            "A {} volume: re-create it as it was, from the record (`kubectl get vl {} -o yaml` \
+             has everything the PV said).",
+            src.kind, cx.name
+        ))];
     };
     let mut yaml_text = format!(
         "kubectl create -f - <<'EOF'\n\
@@ -1757,7 +1180,7 @@ fn pv_manifest(cx: &Cx, pv: &str, claim: Option<(&str, &str)>) -> Vec<Line> {
             yaml_text.push_str(&format!("      {k}: {}\n", yaml(v)));
         }
     }
-    if matches!(cx.disk, Disk::Rbd { .. }) {
+    if node_stage_secret {
         yaml_text.push_str(&format!(
             "    nodeStageSecretRef:\n      name: {}\n      namespace: {}\n",
             yaml(&ask("node-stage-secret-name")),
@@ -1795,112 +1218,7 @@ fn without_disk(cx: &Cx) -> Vec<Block> {
         )));
     }
     let mut reuse = Vec::new();
-    let trash = cx.has(Hint::DiskInTrash);
-    match &cx.disk {
-        Disk::Rbd {
-            pool, namespace, ..
-        } if trash => {
-            let pool = match namespace {
-                Some(ns) => format!("{}/{ns}", cx.or(pool.as_deref(), "pool")),
-                None => cx.or(pool.as_deref(), "pool"),
-            };
-            reuse.push(say(format!(
-                "It is in the pool's trash: find the id of {} there and restore it (under its \
-                 name):",
-                image_name(cx)
-            )));
-            reuse.push(run(format!("rbd trash ls --long {}", quote(&pool))));
-            reuse.push(run(format!(
-                "rbd trash restore {}",
-                quote(&format!("{pool}/{}", ask("image id from the list")))
-            )));
-        }
-        Disk::Rbd { .. } => reuse.push(say(
-            "Restore the image, under the same pool and name, from your Ceph backups (an RBD \
-             image's snapshots went with it).",
-        )),
-        Disk::Gce { .. } => {
-            reuse.push(say(
-                "Find a snapshot of the disk, and create the disk again from it, under the same \
-                 name and location (the PV names the disk by them):",
-            ));
-            reuse.push(run(format!(
-                "gcloud compute snapshots list {} {}",
-                flag(
-                    "--project",
-                    &cx.or(
-                        match &cx.disk {
-                            Disk::Gce { project, .. } => project.as_deref(),
-                            _ => None,
-                        },
-                        "project"
-                    )
-                ),
-                flag("--filter", &format!("sourceDisk~/disks/{}$", gce_name(cx)))
-            )));
-            reuse.push(run(format!(
-                "gcloud compute disks create {} {} {}",
-                quote(&gce_name(cx)),
-                flag("--source-snapshot", &ask("snapshot")),
-                gce_where(cx, "")
-            )));
-        }
-        Disk::Ebs { id, zone, region } => {
-            let region = cx.or(region.as_deref(), "region");
-            reuse.push(say(
-                "Find a snapshot of the volume, and create a volume from it in the same zone:",
-            ));
-            reuse.push(run(format!(
-                "aws ec2 describe-snapshots {} {}",
-                opt("--region", &region),
-                opt(
-                    "--filters",
-                    &format!(
-                        "Name=volume-id,Values={}",
-                        cx.or(id.as_deref(), "volume-id")
-                    )
-                )
-            )));
-            reuse.push(run(format!(
-                "aws ec2 create-volume {} {} {}",
-                opt("--snapshot-id", &ask("snapshot")),
-                opt("--availability-zone", &cx.or(zone.as_deref(), "zone")),
-                opt("--region", &region)
-            )));
-            reuse.push(say(
-                "The new volume has a new id: the PV names the old one, and a PV's source cannot \
-                 be changed. Record this PV, delete it (below) and create one naming the new id.",
-            ));
-        }
-        Disk::Azure {
-            name,
-            resource_group,
-            ..
-        } => {
-            let rg = cx.or(resource_group.as_deref(), "resource-group");
-            reuse.push(say(
-                "Find a snapshot of the disk, and create the disk from it under the same name and \
-                 resource group (the PV names it by its resource id):",
-            ));
-            reuse.push(run(format!(
-                "az snapshot list {} {}",
-                opt("--resource-group", &rg),
-                opt(
-                    "--query",
-                    &format!("[?creationData.sourceResourceId=='{}'].id", azure_id(cx))
-                )
-            )));
-            reuse.push(run(format!(
-                "az disk create {} {} {}",
-                opt("--resource-group", &rg),
-                opt("--name", &cx.or(name.as_deref(), "disk")),
-                opt("--source", &ask("snapshot id"))
-            )));
-        }
-        Disk::Other => reuse.push(say(
-            "Restore the disk from the storage system's backups, under what the PV names.",
-        )),
-    }
+    reuse.extend(cx.disk.restore(&cx.blanks, cx.has(Hint::DiskInTrash)));
     let mut abandon = vec![say("1. Record what the PV says:")];
     abandon.push(record("pv", &pv, None, &format!("{pv}.pv.yaml")));
     abandon.extend(record_finding(cx));
@@ -1930,13 +1248,6 @@ fn without_disk(cx: &Cx) -> Vec<Block> {
         block(Choice::Abandon, "delete the dangling PV", abandon),
         keep(cx, Some(("pv", pv))),
     ]
-}
-
-fn image_name(cx: &Cx) -> String {
-    match &cx.disk {
-        Disk::Rbd { image, .. } => cx.or(image.as_deref(), "image"),
-        _ => String::new(),
-    }
 }
 
 fn without_volume(cx: &Cx) -> Vec<Block> {
@@ -2011,109 +1322,31 @@ fn without_volume(cx: &Cx) -> Vec<Block> {
 
 // --- snapshots ------------------------------------------------------------------------------------
 
-/// A backend snapshot, as far as the finding says.
-enum BackendSnapshot {
-    Gce {
-        project: Option<String>,
-        name: Option<String>,
-    },
-    Ebs {
-        id: Option<String>,
-        region: Option<String>,
-    },
-    /// An Azure snapshot, by its resource id.
-    Azure { id: Option<String> },
-    /// Another driver's (ceph-csi's among them): its handle is the driver's own.
-    Other,
-}
-
-fn backend_snapshot_of(cx: &Cx) -> BackendSnapshot {
-    let handle = cx.snapshot().and_then(|sn| sn.snapshot_handle.as_deref());
-    let image = cx.s.image.as_ref();
-    let region = image.and_then(|i| nonempty(i.region.as_deref()));
-    let named = handle.and_then(|h| cx.backends.iter().find_map(|b| b.snapshot_ref(h)));
-    match named {
-        // GCE's part: the project.
-        Some(r) if r.backend().csi_driver() == GCE_PD_CSI_DRIVER => BackendSnapshot::Gce {
-            project: r.part(0).map(str::to_string),
-            name: Some(r.name().to_string()),
-        },
-        Some(r) if r.backend().csi_driver() == EBS_CSI_DRIVER => BackendSnapshot::Ebs {
-            id: Some(r.name().to_string()),
-            region,
-        },
-        Some(r) if r.backend().csi_driver() == crate::model::csi::AZURE_DISK_CSI_DRIVER => {
-            BackendSnapshot::Azure {
-                id: handle.map(str::to_string),
-            }
-        }
-        Some(_) => BackendSnapshot::Other,
-        None => match cx.s.source.driver.as_deref() {
-            Some(GCE_PD_CSI_DRIVER) => BackendSnapshot::Gce {
-                project: image.and_then(|i| nonempty(i.account.as_deref())),
-                name: image.and_then(|i| nonempty(Some(&i.name))),
-            },
-            Some(EBS_CSI_DRIVER) => BackendSnapshot::Ebs {
-                id: image.and_then(|i| nonempty(Some(&i.name))),
-                region,
-            },
-            Some(crate::model::csi::AZURE_DISK_CSI_DRIVER) => BackendSnapshot::Azure {
-                id: image.and_then(|i| {
-                    Some(format!(
-                        "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/snapshots/{}",
-                        nonempty(i.account.as_deref())?,
-                        nonempty(i.resource_group.as_deref())?,
-                        nonempty(Some(&i.name))?
-                    ))
-                }),
-            },
-            _ => BackendSnapshot::Other,
-        },
-    }
-}
-
-/// The delete command of the backend snapshot.
+/// The delete command of the backend snapshot: its backend's (the one whose handle it is, else
+/// the one of its CSI driver), else the storage system's own.
 fn delete_backend_snapshot(cx: &Cx) -> Vec<Line> {
-    match backend_snapshot_of(cx) {
-        BackendSnapshot::Gce { project, name } => vec![run(format!(
-            "gcloud compute snapshots delete {} {}",
-            quote(&cx.or(name.as_deref(), "snapshot")),
-            flag("--project", &cx.or(project.as_deref(), "project"))
-        ))],
-        BackendSnapshot::Ebs { id, region } => vec![run(format!(
-            "aws ec2 delete-snapshot {} {}",
-            opt("--snapshot-id", &cx.or(id.as_deref(), "snapshot-id")),
-            opt("--region", &cx.or(region.as_deref(), "region"))
-        ))],
-        BackendSnapshot::Azure { id } => vec![run(format!(
-            "az snapshot delete {}",
-            opt("--ids", &cx.or(id.as_deref(), "snapshot-id"))
-        ))],
-        BackendSnapshot::Other => vec![say(format!(
-            "Delete the backend snapshot {} with the storage system's own tools: the handle is \
-             {}'s own{}.",
-            cx.snapshot()
-                .and_then(|sn| sn.snapshot_handle.as_deref())
-                .unwrap_or("(not recorded)"),
-            cx.s.source.driver.as_deref().unwrap_or("the CSI driver"),
-            ceph_snapshot_image(cx)
-        ))],
+    let handle = cx.snapshot().and_then(|sn| sn.snapshot_handle.as_deref());
+    let driver = cx.s.source.driver.as_deref();
+    let named = handle.and_then(|h| cx.backends.iter().find_map(|b| b.snapshot_ref(h)));
+    let backend = match &named {
+        Some(r) => Some(r.backend()),
+        None => cx
+            .backends
+            .iter()
+            .copied()
+            .find(|b| Some(b.csi_driver()) == driver),
+    };
+    match backend {
+        Some(b) => b
+            .snapshot_runbook(SnapshotRecord {
+                handle,
+                named: named.as_ref(),
+                driver,
+                image: cx.s.image.as_ref(),
+            })
+            .delete(&cx.blanks),
+        None => vec![foreign_snapshot_delete(handle, driver, "")],
     }
-}
-
-/// For a ceph-csi snapshot handle: the RBD image that holds the snapshot.
-fn ceph_snapshot_image(cx: &Cx) -> String {
-    cx.snapshot()
-        .and_then(|sn| sn.snapshot_handle.as_deref())
-        .and_then(|h| parse_volume_handle(h).ok())
-        .map_or(String::new(), |h| {
-            format!(
-                " (ceph-csi: the image {} in the pool with id {} of the cluster it calls {})",
-                h.image_name_with_prefix(crate::model::csi::CSI_SNAPSHOT_PREFIX),
-                h.pool_id,
-                h.cluster_id
-            )
-        })
 }
 
 /// `(namespace, name)` of `namespace/name`.

@@ -8,8 +8,8 @@
 //! there; nothing here or in `decide/` names a backend.
 //!
 //! A [`DiskRef`] is the disk (or backend snapshot) a volume's source or a content's handle
-//! names, made by its backend's words the same way. (A finding's runbook, in
-//! `decide/explain.rs`, is still written per backend: the next to move behind this contract.)
+//! names, made by its backend's words the same way. Its runbook, the commands `explain` prints
+//! for one of its disks or snapshots, is the backend's too ([`crate::model::runbook`]).
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -17,6 +17,7 @@ use std::hash::{Hash, Hasher};
 
 use crate::model::crd::{ImageInfo, VolumeSourceInfo};
 use crate::model::listing::ScopeListing;
+use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 
 /// What a scope holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -180,6 +181,42 @@ pub trait Backend: Send + Sync + 'static {
     /// The project and the account a `scan` line names for a disk of `scope`; `None` for a
     /// backend whose lines have neither (Ceph's).
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)>;
+
+    /// The commands `explain` prints for the disk a finding records: its CLI's, with where the
+    /// disk is read from the record (the census's `image` before the source).
+    fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook>;
+
+    /// The commands `explain` prints for the backend snapshot a finding records (its handle
+    /// read by [`Backend::snapshot_ref`], else the census's `image`).
+    fn snapshot_runbook(&self, snapshot: SnapshotRecord<'_>) -> Box<dyn SnapshotRunbook>;
+}
+
+/// What a finding records of its disk: the PV's source (or, for a disk no PV names, the one a
+/// PV naming it would have) and where the census found it (`image`; `None` for a finding about a
+/// backend snapshot, whose `image` block is the snapshot's).
+#[derive(Clone, Copy, Debug)]
+pub struct DiskRecord<'a> {
+    /// The source.
+    pub source: &'a VolumeSourceInfo,
+    /// The disk the source names, read by its backend ([`Backend::disk_ref`]).
+    pub named: Option<&'a DiskRef>,
+    /// The census's record of the disk.
+    pub image: Option<&'a ImageInfo>,
+}
+
+/// What a finding records of its backend snapshot: the content's handle, the CSI driver, and
+/// where the census found it (`image`), for a snapshot no content names.
+#[derive(Clone, Copy, Debug)]
+pub struct SnapshotRecord<'a> {
+    /// The VolumeSnapshotContent's `snapshotHandle`.
+    pub handle: Option<&'a str>,
+    /// The snapshot the handle names, read by its backend
+    /// ([`Backend::snapshot_ref`]).
+    pub named: Option<&'a SnapshotHandleRef>,
+    /// The CSI driver.
+    pub driver: Option<&'a str>,
+    /// The census's record of the snapshot.
+    pub image: Option<&'a ImageInfo>,
 }
 
 /// A disk (or image, or backend snapshot) as a volume's source or a content's handle names it,

@@ -17,6 +17,7 @@ pub mod meta;
 pub mod phase;
 pub mod price;
 pub mod quantity;
+pub mod runbook;
 pub mod selector;
 pub mod size;
 pub mod snapshot;

@@ -7,12 +7,13 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::decide::explain::{Choice, Explanation, Origin, explain, quote};
+use crate::decide::explain::{Choice, Explanation, Origin, explain};
 use crate::model::crd::{
     ClaimInfo, DiskBackend, Hint, ImageInfo, ImageOwner, Reason, SnapshotInfo, State,
     StorageClassInfo, Subject, Tristate, VolumeLeftover, VolumeLeftoverSpec, VolumeLeftoverStatus,
     VolumeSourceInfo,
 };
+use crate::model::runbook::quote;
 use crate::tests::fixtures::now;
 
 /// Where a finding's disk lives, as the volume sources and the census write it.

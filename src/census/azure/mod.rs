@@ -24,6 +24,7 @@ pub mod census;
 pub mod config;
 #[cfg(feature = "azure")]
 pub mod facts;
+mod runbook;
 pub mod vocabulary;
 
 /// Azure's registration ([`crate::census::Registration`]).

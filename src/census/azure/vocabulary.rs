@@ -4,10 +4,13 @@
 //! kept lower-cased, so that a volume handle naming them in any case finds its scope. Pure;
 //! compiled in every build, with or without the `azure` feature.
 
-use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
+use crate::model::backend::{
+    Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
+};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
 use crate::model::csi::{AZURE_DISK_CSI_DRIVER, parse_azure_id};
 use crate::model::listing::ScopeListing;
+use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;
 
 /// Azure managed disks and their snapshots.
@@ -181,5 +184,13 @@ impl Backend for Azure {
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {
         Some((None, Some(scope.part(0).to_string())))
+    }
+
+    fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook> {
+        Box::new(super::runbook::Disk::of(disk))
+    }
+
+    fn snapshot_runbook(&self, snapshot: SnapshotRecord<'_>) -> Box<dyn SnapshotRunbook> {
+        Box::new(super::runbook::Snapshot::of(snapshot))
     }
 }

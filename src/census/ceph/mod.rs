@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod rbd;
+mod runbook;
 pub mod vocabulary;
 
 /// Ceph's registration ([`crate::census::Registration`]).

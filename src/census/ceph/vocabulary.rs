@@ -2,11 +2,14 @@
 //! of it) of one Ceph cluster, its parts ceph-csi's cluster id, the pool and the namespace.
 //! Pure; compiled in every build.
 
-use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
+use crate::model::backend::{
+    Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
+};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
 use crate::model::csi::{RBD_CSI_DRIVER, image_ref};
 use crate::model::image::{ImageRef, PoolKey};
 use crate::model::listing::ScopeListing;
+use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::MIB;
 
 /// Ceph RBD.
@@ -185,6 +188,14 @@ impl Backend for Ceph {
 
     fn cloud_keys(&self, _scope: &Scope) -> Option<(Option<String>, Option<String>)> {
         None
+    }
+
+    fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook> {
+        Box::new(super::runbook::Image::of(disk))
+    }
+
+    fn snapshot_runbook(&self, snapshot: SnapshotRecord<'_>) -> Box<dyn SnapshotRunbook> {
+        Box::new(super::runbook::Snapshot::of(snapshot))
     }
 }
 

@@ -27,6 +27,7 @@ mod client;
 pub mod config;
 #[cfg(feature = "ebs")]
 pub mod facts;
+mod runbook;
 pub mod vocabulary;
 
 #[cfg(feature = "ebs")]

@@ -2,10 +2,13 @@
 //! one account, when the configuration names several), or its snapshots that the EBS CSI
 //! driver cut. Pure; compiled in every build, with or without the `ebs` feature.
 
-use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
+use crate::model::backend::{
+    Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
+};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
 use crate::model::csi::{EBS_CSI_DRIVER, aws_region_of, is_ebs_volume_id, parse_ebs_volume_id};
 use crate::model::listing::ScopeListing;
+use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;
 
 /// AWS EBS volumes and their snapshots.
@@ -163,5 +166,13 @@ impl Backend for Ebs {
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {
         Some((None, account(scope)))
+    }
+
+    fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook> {
+        Box::new(super::runbook::Volume::of(disk))
+    }
+
+    fn snapshot_runbook(&self, snapshot: SnapshotRecord<'_>) -> Box<dyn SnapshotRunbook> {
+        Box::new(super::runbook::Snapshot::of(snapshot))
     }
 }

@@ -39,6 +39,7 @@ mod client;
 pub mod config;
 #[cfg(feature = "gce")]
 pub mod facts;
+mod runbook;
 pub mod vocabulary;
 
 #[cfg(feature = "gce")]

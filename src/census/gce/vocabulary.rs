@@ -3,10 +3,13 @@
 //! aggregated listing, whose zones and regions join as it names them), or a project's
 //! snapshots (global). Pure; compiled in every build, with or without the `gce` feature.
 
-use crate::model::backend::{Backend, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef};
+use crate::model::backend::{
+    Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
+};
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
 use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation, gce_location, parse_gce_handle};
 use crate::model::listing::ScopeListing;
+use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;
 
 /// GCE persistent disks and their snapshots.
@@ -192,5 +195,13 @@ impl Backend for Gce {
 
     fn cloud_keys(&self, scope: &Scope) -> Option<(Option<String>, Option<String>)> {
         Some((Some(scope.part(0).to_string()), None))
+    }
+
+    fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook> {
+        Box::new(super::runbook::Disk::of(disk))
+    }
+
+    fn snapshot_runbook(&self, snapshot: SnapshotRecord<'_>) -> Box<dyn SnapshotRunbook> {
+        Box::new(super::runbook::Snapshot::of(snapshot))
     }
 }
