@@ -24,15 +24,17 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use volume_leftovers::census::CensusSettings;
 use volume_leftovers::census::backend::Reading;
+use volume_leftovers::census::ceph::handle::image_ref;
 use volume_leftovers::census::ceph::rbd::{self, CephConfig, Cluster, PoolCensus};
 use volume_leftovers::census::ceph::snapshot_of;
 use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::decide::census::{Scope, Seen};
 use volume_leftovers::engine::clock::wall_clock;
 use volume_leftovers::model::crd::VolumeSourceInfo;
-use volume_leftovers::model::csi::{RBD_CSI_DRIVER, image_ref};
+
+use volume_leftovers::census::ceph::handle::PoolKey;
+use volume_leftovers::model::csi::RBD_CSI_DRIVER;
 use volume_leftovers::model::image::ImageFound;
-use volume_leftovers::model::image::PoolKey;
 
 // ---- heap accounting (Rust allocations only; librados/librbd use malloc directly) ----------
 

@@ -8,11 +8,11 @@ use serde::Deserialize;
 
 use crate::census::azure::config::AzureSection;
 use crate::census::ceph::config::ClusterConfig;
+use crate::census::ceph::handle::PoolKey;
 use crate::census::ebs::config::EbsSection;
 use crate::census::gce::config::GceSection;
 use crate::census::section::Section;
 use crate::decide::census::{Census, Scope};
-use crate::model::image::PoolKey;
 
 /// The census configuration file (`--census-config`), YAML. At least one backend is named;
 /// each section is optional.

@@ -9,6 +9,8 @@ pub mod ebs;
 pub mod gce;
 pub mod section;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +32,24 @@ pub struct Registration {
     pub words: &'static dyn Backend,
     /// Its listers.
     pub listers: MakeListers,
+    /// What must end before the process exits, awaited at most the bound given, saying whether
+    /// it ended (librados's connections being shut down); `None` for a backend with nothing.
+    pub released: Option<Released>,
+}
+
+/// Waits, at most a bound, for what a backend lets go in the background; says whether it ended.
+pub type Released = fn(Duration) -> Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// Waits, at most `bound` in all, until every backend has let go what it keeps (the process must
+/// not exit before: librados aborts it); says whether all did.
+pub async fn released(bound: Duration) -> bool {
+    let until = tokio::time::Instant::now() + bound;
+    let mut all = true;
+    for wait in BACKENDS.iter().filter_map(|b| b.released) {
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        all &= wait(left).await;
+    }
+    all
 }
 
 /// Every backend: a backend is one folder under `src/census/` and one line here.

@@ -419,8 +419,8 @@ impl Census {
         names
             .into_iter()
             .filter(|n| !referenced.contains(*n))
-            // Snapshots' images belong to VolumeSnapshotContents, which are not watched.
-            .filter(|n| !n.starts_with(crate::model::csi::CSI_SNAPSHOT_PREFIX))
+            // A disk that holds a snapshot belongs to its VolumeSnapshotContent, not to a PV.
+            .filter(|n| !key.backend().holds_a_snapshot(n))
             .filter_map(|n| {
                 let seen = &cur.images[n];
                 // Without its details (not read, or gone since the listing), its owner is

@@ -1084,8 +1084,8 @@ pub(crate) fn volume_source(spec: &VolumeSpec) -> VolumeSourceInfo {
     } else {
         s.kind = in_tree.map_or("unknown", other_source_kind).into();
     }
-    // Kept only for cloud disks (`VolumeSpec::zones`): they locate an in-tree disk and an EBS
-    // volume's region, for the PV and, once it is gone, for its tombstone.
+    // The zones locate an in-tree disk and an EBS volume's region, for the PV and, once it is
+    // gone, for its tombstone.
     s.zones = spec.zones().into_iter().map(str::to_string).collect();
     s
 }

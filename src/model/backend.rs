@@ -125,6 +125,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Who records its disks' ownership.
     fn recorder(&self) -> Recorder;
 
+    /// Whether the disk `name` holds a backend snapshot (ceph-csi's `csi-snap-` images), which a
+    /// VolumeSnapshotContent names and no PV ever does: never a disk without a volume.
+    fn holds_a_snapshot(&self, _name: &str) -> bool {
+        false
+    }
+
     /// What it says of a disk in use: "attached to" (instances), "open or mapped by" (an RBD
     /// image's watchers).
     fn in_use(&self) -> &'static str {

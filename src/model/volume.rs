@@ -121,14 +121,13 @@ pub struct VolumeSpec {
     /// the rest of the spec.
     pub(crate) in_tree: Option<Box<InTree>>,
     /// The zones its node affinity requires (keys [`crate::model::csi::ZONE_KEYS`], operator
-    /// `In`), kept only for a GCE or EBS disk, whose location they tell when its source does
-    /// not: the list shared with every volume that has the same one.
+    /// `In`), which tell a cloud disk's location when its source does not: the list shared
+    /// with every volume that has the same one (interned), so a zone costs nothing per volume.
     pub(crate) zones: Option<Arc<[Arc<str>]>>,
 }
 
 impl VolumeSpec {
-    /// The zones its node affinity requires (empty when it says none, or for a volume that is
-    /// not a GCE or EBS disk).
+    /// The zones its node affinity requires (empty when it says none).
     pub(crate) fn zones(&self) -> Vec<&str> {
         self.zones
             .iter()
@@ -182,16 +181,6 @@ struct NodeSelectorRequirementWire {
 }
 
 impl SpecWire {
-    /// Whether the volume is a GCE or EBS disk, whose zones are worth keeping.
-    fn is_cloud_disk(&self) -> bool {
-        use crate::model::csi::{EBS_CSI_DRIVER, GCE_PD_CSI_DRIVER};
-        self.csi
-            .as_ref()
-            .is_some_and(|c| [GCE_PD_CSI_DRIVER, EBS_CSI_DRIVER].contains(&&*c.driver))
-            || self.in_tree.gce_persistent_disk.is_some()
-            || self.in_tree.aws_elastic_block_store.is_some()
-    }
-
     /// The zones the node affinity requires, sorted, without repeats.
     fn zones(&self) -> Vec<&str> {
         let mut zones: Vec<&str> = self
@@ -211,9 +200,7 @@ impl SpecWire {
 
 impl From<SpecWire> for VolumeSpec {
     fn from(w: SpecWire) -> Self {
-        let zones = w
-            .is_cloud_disk()
-            .then(|| w.zones())
+        let zones = Some(w.zones())
             .filter(|z| !z.is_empty())
             .map(|z| intern_list(&z));
         VolumeSpec {

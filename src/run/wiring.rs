@@ -366,7 +366,7 @@ impl Tasks {
         for t in tasks {
             let _ = t.await;
         }
-        crate::census::ceph::connections_released(grace).await;
+        crate::census::released(grace).await;
     }
 
     /// Releases the Lease (within a bound) so that another replica takes over at once. Only

@@ -1173,7 +1173,7 @@ pub async fn run(
         // The listers (and the connections they keep) are let go; librados's must be shut down
         // before the process exits.
         listed.listers.clear();
-        crate::census::ceph::connections_released(cs.deadline).await;
+        crate::census::released(cs.deadline).await;
         let c = listed.census;
         report
             .findings

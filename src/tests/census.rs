@@ -9,6 +9,8 @@ use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{PvBuilder, lookup, now, now_plus, pv};
+use crate::census::ceph::handle::image_ref;
+use crate::census::ceph::handle::{ImageRef, PoolKey};
 use crate::census::ceph::snapshot_of;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
@@ -16,10 +18,8 @@ use crate::decide::census::{Census, DiskFacts, DiskRef, Resolved, Scope, ScopeLi
 use crate::decide::classify::{classify, volume_source};
 use crate::decide::plan::{Graces, grace_of};
 use crate::model::crd::{Hint, ImageOwner, Reason, Subject, VolumeSourceInfo};
-use crate::model::csi::image_ref;
 use crate::model::finding::Verdict;
 use crate::model::image::ImageFound;
-use crate::model::image::{ImageRef, PoolKey};
 use crate::model::volume::Volume;
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";

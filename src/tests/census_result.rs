@@ -8,6 +8,7 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::fixtures::{now, now_plus};
+use crate::census::ceph::handle::PoolKey;
 use crate::census::ceph::rbd::Category;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::config::CensusConfig;
@@ -17,7 +18,6 @@ use crate::decide::census_result::{
     CensusLog, CensusOutcome, CensusState, Gauge, Naming, census_result,
 };
 use crate::model::crd::{Reason, VolumeSourceInfo};
-use crate::model::image::PoolKey;
 
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 

@@ -9,13 +9,13 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::fixtures::{PvBuilder, now_plus, pv};
+use crate::census::ceph::handle::PoolKey;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::census::volume_disk;
 use crate::decide::census::{
     Census, DiskRef, Resolved, Scope, ScopeListing, Seen, disk_leftover_name,
 };
 use crate::model::image::ImageFound;
-use crate::model::image::PoolKey;
 use crate::model::volume::Volume;
 
 /// Requires the zones `(key, values)` in the PV's node affinity, each as its own expression.
@@ -218,20 +218,25 @@ fn an_ebs_volume_is_named_by_its_csi_handle_or_in_tree_id_and_located_by_its_zon
 }
 
 #[test]
-fn only_cloud_disks_keep_their_zones() {
+fn every_volume_keeps_the_zones_its_affinity_requires_one_list_shared() {
     let ceph = zoned(
         pv("a").csi("rbd.csi.ceph.com", "not-a-handle", []),
-        &["us-east-1a"],
-    );
-    assert!(Volume::from(&ceph).spec.expect("spec").zones.is_none());
-    let cloud = zoned(
-        pv("b").gce_pd("d"),
         &["us-east-1b", "us-east-1a", "us-east-1a"],
     );
-    assert_eq!(
-        Volume::from(&cloud).spec.expect("spec").zones(),
-        ["us-east-1a", "us-east-1b"]
+    let cloud = zoned(pv("b").gce_pd("d"), &["us-east-1a", "us-east-1b"]);
+    let (ceph, cloud) = (
+        Volume::from(&ceph).spec.expect("spec"),
+        Volume::from(&cloud).spec.expect("spec"),
     );
+    assert_eq!(ceph.zones(), ["us-east-1a", "us-east-1b"]);
+    assert_eq!(cloud.zones(), ["us-east-1a", "us-east-1b"]);
+    // Interned: a zone costs a volume nothing but its share of one list.
+    assert!(std::sync::Arc::ptr_eq(
+        ceph.zones.as_ref().expect("zones"),
+        cloud.zones.as_ref().expect("zones")
+    ));
+    let none = Volume::from(&pv("c").gce_pd("e")).spec.expect("spec");
+    assert!(none.zones.is_none());
 }
 
 fn gce_scope(project: &str, location: &str) -> Scope {

@@ -381,47 +381,46 @@ fn finding(reason: Reason, backend: Backend) -> VolumeLeftover {
         }
         Reason::DiskWithoutVolume => {
             let image = image(backend).expect("a censused backend");
-            let (scope, source) = match backend {
-                Backend::Rbd | Backend::CephCsi => (
-                    crate::model::backend::Scope::from(crate::model::image::PoolKey::new(
-                        CEPH_CLUSTER,
-                        "kube",
-                        None,
-                    )),
-                    VolumeSourceInfo {
-                        kind: "rbd".into(),
-                        cluster_id: Some(CEPH_CLUSTER.into()),
-                        pool: Some("kube".into()),
-                        image_name: Some(image.name.clone()),
-                        ..VolumeSourceInfo::default()
-                    },
-                ),
-                Backend::Gce | Backend::GceCsi => (
-                    crate::census::gce::vocabulary::location("acme-prod", "europe-west1-c"),
-                    VolumeSourceInfo {
-                        kind: "gcePersistentDisk".into(),
-                        disk_name: Some(image.name.clone()),
-                        ..VolumeSourceInfo::default()
-                    },
-                ),
-                Backend::Azure | Backend::AzureCsi => (
-                    crate::census::azure::vocabulary::resource_group(AZURE_SUB, AZURE_RG),
-                    VolumeSourceInfo {
-                        kind: "azureDisk".into(),
-                        disk_name: Some(image.name.clone()),
-                        disk_uri: Some(azure_id("disks", &image.name)),
-                        ..VolumeSourceInfo::default()
-                    },
-                ),
-                Backend::Ebs | Backend::EbsCsi | Backend::Other => (
-                    crate::census::ebs::vocabulary::region(Some("123456789012"), "eu-west-1"),
-                    VolumeSourceInfo {
-                        kind: "awsElasticBlockStore".into(),
-                        disk_name: Some(image.name.clone()),
-                        ..VolumeSourceInfo::default()
-                    },
-                ),
-            };
+            let (scope, source) =
+                match backend {
+                    Backend::Rbd | Backend::CephCsi => (
+                        crate::model::backend::Scope::from(
+                            crate::census::ceph::handle::PoolKey::new(CEPH_CLUSTER, "kube", None),
+                        ),
+                        VolumeSourceInfo {
+                            kind: "rbd".into(),
+                            cluster_id: Some(CEPH_CLUSTER.into()),
+                            pool: Some("kube".into()),
+                            image_name: Some(image.name.clone()),
+                            ..VolumeSourceInfo::default()
+                        },
+                    ),
+                    Backend::Gce | Backend::GceCsi => (
+                        crate::census::gce::vocabulary::location("acme-prod", "europe-west1-c"),
+                        VolumeSourceInfo {
+                            kind: "gcePersistentDisk".into(),
+                            disk_name: Some(image.name.clone()),
+                            ..VolumeSourceInfo::default()
+                        },
+                    ),
+                    Backend::Azure | Backend::AzureCsi => (
+                        crate::census::azure::vocabulary::resource_group(AZURE_SUB, AZURE_RG),
+                        VolumeSourceInfo {
+                            kind: "azureDisk".into(),
+                            disk_name: Some(image.name.clone()),
+                            disk_uri: Some(azure_id("disks", &image.name)),
+                            ..VolumeSourceInfo::default()
+                        },
+                    ),
+                    Backend::Ebs | Backend::EbsCsi | Backend::Other => (
+                        crate::census::ebs::vocabulary::region(Some("123456789012"), "eu-west-1"),
+                        VolumeSourceInfo {
+                            kind: "awsElasticBlockStore".into(),
+                            disk_name: Some(image.name.clone()),
+                            ..VolumeSourceInfo::default()
+                        },
+                    ),
+                };
             name = crate::decide::census::disk_leftover_name(&scope, &image.name);
             volume = String::new();
             s.subject = Subject::Disk;

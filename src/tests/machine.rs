@@ -325,7 +325,7 @@ fn census_report(
     result: Result<crate::decide::census::ScopeListing, crate::census::CensusFailure>,
 ) -> Event {
     Event::Input(Input::Census(vec![crate::census::CensusReport {
-        key: crate::model::image::PoolKey::new(FSID, "k8s-rbd", None).into(),
+        key: crate::census::ceph::handle::PoolKey::new(FSID, "k8s-rbd", None).into(),
         result,
         requests: 3,
         elapsed: Duration::from_millis(20),

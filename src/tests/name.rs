@@ -13,6 +13,7 @@ use super::fixtures::{
     FakeLookup, PvBuilder, VlBuilder, finding, lookup, mariadb_finding, mariadb_pv, now, now_plus,
     pv,
 };
+use crate::census::ceph::handle::PoolKey;
 use crate::census::ceph::vocabulary::leftover_name;
 use crate::decide::census::{Census, DiskFacts, Scope, ScopeListing, Seen};
 use crate::decide::classify::{classify, tombstone};
@@ -22,7 +23,6 @@ use crate::decide::name::{
 use crate::decide::plan::{Action, Graces, desired};
 use crate::model::crd::{ImageOwner, Reason};
 use crate::model::finding::{Change, Finding, Verdict};
-use crate::model::image::PoolKey;
 use crate::model::labels::MANAGED_BY;
 use crate::model::leftover::Leftover;
 use crate::model::volume::Volume;

@@ -41,6 +41,7 @@ use super::machine::{
     World, class, listed_claims, listed_classes, listed_leftovers, listed_pvs, world_with,
 };
 use crate::census::CensusSettings;
+use crate::census::ceph::handle::PoolKey;
 use crate::census::config::CensusConfig;
 use crate::census::{CensusFailure, CensusReport};
 use crate::decide::census::{
@@ -50,7 +51,6 @@ use crate::decide::lookup::{Claim, ClaimFacts, ClassFacts};
 use crate::decide::plan::{Action, Graces};
 use crate::model::crd::{ImageOwner, Reason, VolumeLeftover};
 use crate::model::finding::Finding;
-use crate::model::image::PoolKey;
 use crate::model::price::PriceTable;
 use crate::model::volume::Volume;
 use crate::publish::writer::{Op, Outcome, Written};

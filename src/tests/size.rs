@@ -36,7 +36,7 @@ fn sizes_compare_at_the_backend_s_granularity() {
     // A capacity that is no positive size is not compared.
     assert_eq!(gib(10).against(0), None);
     assert_eq!(gib(10).against(-1), None);
-    let ceph = crate::model::backend::DiskRef::from(crate::model::image::ImageRef {
+    let ceph = crate::model::backend::DiskRef::from(crate::census::ceph::handle::ImageRef {
         cluster_id: None,
         pool: Some("p".into()),
         pool_id: None,
@@ -179,7 +179,7 @@ fn on_another_finding_a_differing_size_is_a_hint_and_the_cost_is_the_disk_s() {
 const FSID: &str = "4a7d1c2e-0000-4000-8000-000000000001";
 
 fn ceph_key() -> Scope {
-    crate::model::image::PoolKey::new(FSID, "k8s-rbd", None).into()
+    crate::census::ceph::handle::PoolKey::new(FSID, "k8s-rbd", None).into()
 }
 
 /// A Ceph listing at `at` seconds from now whose image `csi-vol-a` has the size `size`, or is

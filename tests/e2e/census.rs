@@ -18,11 +18,11 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, ResourceExt};
 use volume_leftovers::census::CensusSettings;
+use volume_leftovers::census::ceph::handle::PoolKey;
 use volume_leftovers::census::ceph::rbd;
 use volume_leftovers::census::ceph::vocabulary::leftover_name;
 use volume_leftovers::census::config::CensusConfig;
 use volume_leftovers::model::crd::{Hint, Reason, Subject, VolumeLeftover};
-use volume_leftovers::model::image::PoolKey;
 
 use crate::ceph::{Ceph, Frozen, Watch, uuid};
 use crate::support::*;

@@ -49,11 +49,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
+use volume_leftovers::census::ceph::handle::PoolKey;
 use volume_leftovers::census::ceph::rbd;
 use volume_leftovers::decide::census::Scope;
 use volume_leftovers::decide::snapshot::{content_leftover_name, snapshot_leftover_name};
 use volume_leftovers::model::crd::{Reason, Subject, VolumeLeftover, VolumeLeftoverStatus};
-use volume_leftovers::model::image::PoolKey;
 
 use crate::ceph::{Ceph, Watch, uuid};
 use crate::csi::{install_snapshots, jsonpath, pair, snapshot_controller, wait_until};

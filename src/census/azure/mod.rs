@@ -24,6 +24,7 @@ pub mod census;
 pub mod config;
 #[cfg(feature = "azure")]
 pub mod facts;
+pub mod handle;
 mod runbook;
 pub mod vocabulary;
 
@@ -34,4 +35,5 @@ pub const REGISTRATION: crate::census::Registration = crate::census::Registratio
     listers: census::listers,
     #[cfg(not(feature = "azure"))]
     listers: |_| Vec::new(),
+    released: None,
 };

@@ -1,8 +1,10 @@
 //! The commands `explain` prints for an Azure managed disk or snapshot: `az`'s, naming the disk
 //! by its resource id as the PV spells it (what `az` and the portal print back).
 
+use super::handle::parse_azure_id;
 use crate::model::backend::{DiskRecord, SnapshotRecord};
-use crate::model::csi::{AZURE_DISK_CSI_DRIVER, parse_azure_id};
+
+use crate::model::csi::AZURE_DISK_CSI_DRIVER;
 use crate::model::runbook::{
     Blanks, DiskRunbook, Line, PvSource, SnapshotAsk, SnapshotRunbook, ask, nonempty, opt, run, say,
 };

@@ -4,11 +4,13 @@
 //! kept lower-cased, so that a volume handle naming them in any case finds its scope. Pure;
 //! compiled in every build, with or without the `azure` feature.
 
+use super::handle::parse_azure_id;
 use crate::model::backend::{
     Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
 };
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{AZURE_DISK_CSI_DRIVER, parse_azure_id};
+
+use crate::model::csi::AZURE_DISK_CSI_DRIVER;
 use crate::model::listing::ScopeListing;
 use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;

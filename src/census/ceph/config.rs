@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::model::image::PoolKey;
+use super::handle::PoolKey;
 
 /// One Ceph cluster.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 //! failure that aborts a census (the next one reconnects).
 
 pub mod config;
+pub mod handle;
 pub mod rbd;
 mod runbook;
 pub mod vocabulary;
@@ -16,6 +17,7 @@ pub mod vocabulary;
 pub const REGISTRATION: crate::census::Registration = crate::census::Registration {
     words: &vocabulary::CEPH,
     listers,
+    released: Some(|bound| Box::pin(connections_released(bound))),
 };
 
 use std::collections::{HashMap, HashSet};
@@ -32,9 +34,9 @@ use crate::decide::census::{DiskFacts, FailureCategory, FailureKind, Scope, Scop
 use crate::decide::classify::volume_source;
 use crate::engine::clock::wall_clock;
 use crate::model::crd::ImageOwner;
-use crate::model::csi::image_ref;
-use crate::model::image::PoolKey;
 use crate::model::volume::Volume;
+use handle::PoolKey;
+use handle::image_ref;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::census::backend::{Lister, Reading};
@@ -119,7 +121,7 @@ impl Drop for Releasing {
 /// process must not exit while librados shuts a connection down: its C++ globals are torn down
 /// at exit, and the exception that throws in the shutting-down thread aborts the process
 /// ("Rust cannot catch foreign exceptions").
-pub(crate) async fn connections_released(bound: Duration) -> bool {
+async fn connections_released(bound: Duration) -> bool {
     let until = tokio::time::Instant::now() + bound;
     while RELEASING.load(Ordering::SeqCst) > 0 {
         if tokio::time::Instant::now() >= until {

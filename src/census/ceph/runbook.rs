@@ -2,8 +2,10 @@
 //! `pool/[namespace/]image` as the finding records it, as a Ceph user allowed to write (the
 //! census's user is read-only). A ceph-csi snapshot's commands are the storage system's own.
 
+use super::handle::{CSI_SNAPSHOT_PREFIX, parse_volume_handle};
 use crate::model::backend::{DiskRecord, SnapshotRecord};
-use crate::model::csi::{CSI_SNAPSHOT_PREFIX, RBD_CSI_DRIVER, parse_volume_handle};
+
+use crate::model::csi::RBD_CSI_DRIVER;
 use crate::model::runbook::{
     Blanks, DiskRunbook, Line, PvSource, SnapshotAsk, SnapshotRunbook, ask,
     foreign_snapshot_delete, nonempty, quote, run, say,

@@ -2,12 +2,14 @@
 //! of it) of one Ceph cluster, its parts ceph-csi's cluster id, the pool and the namespace.
 //! Pure; compiled in every build.
 
+use super::handle::image_ref;
 use crate::model::backend::{
     Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
 };
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{RBD_CSI_DRIVER, image_ref};
-use crate::model::image::{ImageRef, PoolKey};
+
+use super::handle::{CSI_SNAPSHOT_PREFIX, ImageRef, PoolKey};
+use crate::model::csi::RBD_CSI_DRIVER;
 use crate::model::listing::ScopeListing;
 use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::MIB;
@@ -188,6 +190,10 @@ impl Backend for Ceph {
 
     fn cloud_keys(&self, _scope: &Scope) -> Option<(Option<String>, Option<String>)> {
         None
+    }
+
+    fn holds_a_snapshot(&self, name: &str) -> bool {
+        name.starts_with(CSI_SNAPSHOT_PREFIX)
     }
 
     fn disk_runbook(&self, disk: DiskRecord<'_>) -> Box<dyn DiskRunbook> {

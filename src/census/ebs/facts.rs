@@ -174,7 +174,7 @@ impl EbsSnapshot {
     pub fn source_volume(&self) -> Option<&str> {
         self.volume_id
             .as_deref()
-            .filter(|v| *v != PLACEHOLDER_VOLUME_ID && crate::model::csi::is_ebs_volume_id(v))
+            .filter(|v| *v != PLACEHOLDER_VOLUME_ID && super::handle::is_ebs_volume_id(v))
     }
 
     /// Which clusters the tags attribute it to, as for a volume (the driver copies

@@ -27,6 +27,7 @@ mod client;
 pub mod config;
 #[cfg(feature = "ebs")]
 pub mod facts;
+pub mod handle;
 mod runbook;
 pub mod vocabulary;
 
@@ -40,4 +41,5 @@ pub const REGISTRATION: crate::census::Registration = crate::census::Registratio
     listers: census::listers,
     #[cfg(not(feature = "ebs"))]
     listers: |_| Vec::new(),
+    released: None,
 };

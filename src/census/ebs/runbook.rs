@@ -1,8 +1,10 @@
 //! The commands `explain` prints for an EBS volume or snapshot: the AWS CLI's, with the volume's
 //! id, region and zone as the finding records them.
 
+use super::handle::{aws_region_of, parse_ebs_volume_id};
 use crate::model::backend::{DiskRecord, SnapshotRecord};
-use crate::model::csi::{EBS_CSI_DRIVER, aws_region_of, parse_ebs_volume_id};
+
+use crate::model::csi::EBS_CSI_DRIVER;
 use crate::model::runbook::{
     Blanks, DiskRunbook, Line, PvSource, SnapshotAsk, SnapshotRunbook, ask, nonempty, opt, run, say,
 };

@@ -2,11 +2,13 @@
 //! one account, when the configuration names several), or its snapshots that the EBS CSI
 //! driver cut. Pure; compiled in every build, with or without the `ebs` feature.
 
+use super::handle::{aws_region_of, is_ebs_volume_id, parse_ebs_volume_id};
 use crate::model::backend::{
     Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
 };
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{EBS_CSI_DRIVER, aws_region_of, is_ebs_volume_id, parse_ebs_volume_id};
+
+use crate::model::csi::EBS_CSI_DRIVER;
 use crate::model::listing::ScopeListing;
 use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub(crate) use super::handle::GceLocation;
 use super::vocabulary as gce;
 use crate::census::section::{Section, check_endpoint, check_nonempty};
 use crate::decide::census::Scope;
-pub(crate) use crate::model::csi::GceLocation;
 
 /// One GCE project.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]

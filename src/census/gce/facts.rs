@@ -188,7 +188,7 @@ pub(crate) fn disk_handle(url: &str) -> Option<String> {
     let path = url
         .find("projects/")
         .map(|i| &url[i..])
-        .filter(|p| crate::model::csi::parse_gce_handle(p).is_some())?;
+        .filter(|p| super::handle::parse_gce_handle(p).is_some())?;
     Some(path.to_string())
 }
 

@@ -39,6 +39,7 @@ mod client;
 pub mod config;
 #[cfg(feature = "gce")]
 pub mod facts;
+pub mod handle;
 mod runbook;
 pub mod vocabulary;
 
@@ -52,4 +53,5 @@ pub const REGISTRATION: crate::census::Registration = crate::census::Registratio
     listers: census::listers,
     #[cfg(not(feature = "gce"))]
     listers: |_| Vec::new(),
+    released: None,
 };

@@ -1,8 +1,10 @@
 //! The commands `explain` prints for a GCE persistent disk or snapshot: `gcloud`'s, with the
 //! disk's project and zone (or region, for a regional disk) as the finding records them.
 
+use super::handle::GceLocation;
 use crate::model::backend::{DiskRecord, SnapshotRecord};
-use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation};
+
+use crate::model::csi::GCE_PD_CSI_DRIVER;
 use crate::model::runbook::{
     Blanks, DiskRunbook, Line, PvSource, SnapshotAsk, SnapshotRunbook, ask, flag, nonempty, quote,
     run, say,

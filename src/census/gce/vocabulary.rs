@@ -3,11 +3,13 @@
 //! aggregated listing, whose zones and regions join as it names them), or a project's
 //! snapshots (global). Pure; compiled in every build, with or without the `gce` feature.
 
+use super::handle::{GceLocation, gce_location, parse_gce_handle};
 use crate::model::backend::{
     Backend, DiskRecord, DiskRef, Recorder, Scope, ScopeKind, SnapshotHandleRef, SnapshotRecord,
 };
 use crate::model::crd::{DiskBackend, ImageInfo, VolumeSourceInfo};
-use crate::model::csi::{GCE_PD_CSI_DRIVER, GceLocation, gce_location, parse_gce_handle};
+
+use crate::model::csi::GCE_PD_CSI_DRIVER;
 use crate::model::listing::ScopeListing;
 use crate::model::runbook::{DiskRunbook, SnapshotRunbook};
 use crate::model::size::GIB;

@@ -38,7 +38,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use crate::model::csi::{
+pub use crate::census::ceph::handle::{
     CSI_SNAPSHOT_PREFIX, CSI_VOLUME_PREFIX, HandleError, META_CLUSTER_NAME, META_PV_NAME,
     META_PVC_NAME, META_PVC_NAMESPACE, VolumeHandle, csi_volume_uuid, image_uuid, is_uuid,
     parse_volume_handle,
