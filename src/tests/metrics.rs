@@ -69,6 +69,7 @@ fn record_everything(m: &Metrics) {
     m.leader(false);
     m.leader(true);
     m.ready(true);
+    m.report_checked();
     m.census_done("fsid/k8s-rbd", 3, 1, 0.1, 2);
     m.census_failed("fsid/other", 4);
 }

@@ -13,6 +13,9 @@
 //! the PV deleted → a tombstone the census confirms; its disk deleted → the tombstone closed
 //! after two listings, and never a DiskWithoutVolume about it (the audit log).
 //!
+//! `scan` signs in as a user-assigned managed identity too, through the host's identity endpoint
+//! the server serves (in the form `IDENTITY_ENDPOINT` names); a wrong secret header → auth.
+//!
 //! When the server's Python cannot be installed the test skips, except in CI (`CI=true`).
 
 use std::path::Path;
@@ -33,6 +36,10 @@ const SUB: &str = "00000000-0000-0000-0000-0000000e2e01";
 const TENANT: &str = "72f988bf-0000-0000-0000-00000000feed";
 const CLIENT: &str = "11111111-2222-3333-4444-555555555555";
 const SECRET: &str = "s3cret";
+/// A user-assigned managed identity's client id, and the secret header of the host's identity
+/// endpoint (`IDENTITY_HEADER`).
+const MANAGED: &str = "99999999-8888-7777-6666-555555555555";
+const IDENTITY_HEADER: &str = "h0st-secret";
 /// The cluster's node resource group, as AKS names it (the PVs' handles lower-case it).
 const NODE_RG: &str = "MC_e2e_aks_westeurope";
 
@@ -87,6 +94,7 @@ fn state(tomb_disk: bool) -> Value {
     json!({
         "tenant": TENANT,
         "clients": {CLIENT: {"secret": SECRET}},
+        "managedIdentity": {"header": IDENTITY_HEADER, "clientIds": [MANAGED]},
         "pageSize": 2,
         "subscriptions": {SUB: {
             NODE_RG: {"disks": node_disks},
@@ -361,6 +369,58 @@ async fn the_azure_census_reports_leftovers_and_keeps_unknown_groups_unknown() {
     assert!(
         stdout.contains(&gone_pv),
         "scan finds the lost disk too:\n{stdout}"
+    );
+
+    // A managed identity (no secret, no federated token): the token from the host's identity
+    // endpoint, here in the form azure_identity reads from IDENTITY_ENDPOINT (IMDS's own
+    // address cannot be served on 127.0.0.1); a wrong secret header is an auth failure.
+    let url = format!("https://127.0.0.1:{}", arm.port);
+    let managed_config = dir.join("census-managed.yaml");
+    std::fs::write(
+        &managed_config,
+        format!(
+            "clusterName: {cluster}\nazure:\n  - subscription: {SUB}\n    resourceGroups: [{NODE_RG}]\n    clientId: {MANAGED}\n    endpoint: {url}\n    caFile: {}\n    nodeResourceGroup: true\n    clusterTag: cluster\n",
+            arm.dir.join("tls/ca.pem").display()
+        ),
+    )
+    .unwrap();
+    let managed_scan = |header: &str| {
+        Command::new(env!("CARGO_BIN_EXE_volume-leftovers"))
+            .args(["scan", "--census-timeout", "2s", "--census-config"])
+            .arg(&managed_config)
+            .env("KUBECONFIG", cp.kubeconfig("operator"))
+            .env("IDENTITY_ENDPOINT", format!("{url}/msi/token"))
+            .env("IDENTITY_HEADER", header)
+            .env_remove("AZURE_FEDERATED_TOKEN_FILE")
+            .env_remove("AZURE_CLIENT_ID")
+            .env_remove("AZURE_TENANT_ID")
+            .output()
+            .unwrap()
+    };
+    let before = arm.requests("/msi/token");
+    let out = managed_scan(IDENTITY_HEADER);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "findings, nothing unknown:\n{stderr}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&gone_pv),
+        "the managed identity lists the node resource group:\n{stderr}"
+    );
+    assert!(
+        arm.requests("/msi/token") > before,
+        "the token came from the identity endpoint"
+    );
+    let out = managed_scan("not-the-host's");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the Azure census of azure:{SUB}/{node_rg_lower} failed (auth)"
+        )),
+        "{stderr}"
     );
 
     // The tombstone: the claim deleted (Released, ClaimDeleted), then the PV (VolumeDeleted,

@@ -8,6 +8,8 @@ the census makes, and the token endpoint its credentials call first:
     GET  /subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/disks?api-version=2024-03-02
     GET  /subscriptions/S/resourceGroups/RG/providers/Microsoft.Compute/snapshots?api-version=2024-03-02
     POST /TENANT/oauth2/v2.0/token                  (Microsoft identity platform v2, form body)
+    GET  /msi/token?api-version=2019-08-01&resource=https://management.azure.com[&client_id=C]
+                                                    (a managed identity's token endpoint)
 
 ARM's path segments are case-insensitive (`resourcegroups`, `microsoft.compute`, the subscription
 and the resource group's name in any case), and so are they here. `api-version` is required and
@@ -72,11 +74,28 @@ fetch a new token for every request.) Each list request must carry `Authorizatio
 401 `InvalidAuthenticationToken`; an expired one, 401 `ExpiredAuthenticationToken` (ARM's code
 for that case); each with ARM's `WWW-Authenticate: Bearer authorization_uri=...` header.
 
+A managed identity's token comes from the endpoint of the host it runs on. IMDS's own address
+(169.254.169.254) cannot be served on 127.0.0.1, so the server serves the same protocol in the
+form azure_identity 1.0.0 reads from `IDENTITY_ENDPOINT` and `IDENTITY_HEADER` (its App Service
+source, app_service_managed_identity_credential.rs, which sends its request through the same
+imds_managed_identity_credential.rs as IMDS, with another api-version and secret header):
+`GET /msi/token` with exactly `api-version=2019-08-01`, `resource=https://management.azure.com`
+and at most one `client_id` (a user-assigned identity; none: the system-assigned one), headers
+`metadata: true` and `x-identity-header` = the state's `managedIdentity.header`. Answers: a
+missing or wrong secret header, 401 `{"statusCode": 401, "message": ...}`; another parameter or
+api-version, or `metadata` missing, 400 and a line on stderr; another resource, 400; an identity
+not assigned (a `client_id` not in `clientIds`, or none without `systemAssigned`), 400 (which
+azure_identity reads as "The requested identity has not been assigned to this resource");
+otherwise 200 `{"access_token", "expires_on": "<unix seconds, a string>", "resource",
+"token_type": "Bearer", "client_id"}`, the token valid for ARM like the others. `tokenDelay`
+applies; its requests are counted under `/msi/token`.
+
 State (`--state FILE`, JSON):
 
     {"tenant": "t-1",                                        # the only tenant whose tokens it issues
      "clients": {"c-1": {"secret": "s3cret"},                 # ClientSecretCredential
                  "c-2": {"federatedToken": "<exact text>"}},  # WorkloadIdentityCredential's token file
+     "managedIdentity": {"header": "h", "clientIds": ["m-1"], "systemAssigned": false},
      "tokenDelay": 0,        # seconds every token answer waits (default 0)
      "tokenLifetime": 3600,  # expires_in of the tokens it issues (default 3600)
      "pageSize": 100,        # items per page of every list (default 100)
@@ -187,6 +206,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 API_VERSION = "2024-03-02"
 ARM_SCOPE = "https://management.azure.com/.default"
+MSI_PATH = "/msi/token"
+MSI_API_VERSION = "2019-08-01"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SECRET_PARAMS = {"client_id", "client_secret", "grant_type", "scope"}
 ASSERTION_PARAMS = {"client_assertion", "client_assertion_type", "client_id", "grant_type", "scope"}
@@ -406,8 +427,8 @@ class StateReading:
         s = json.loads(text)
         if not isinstance(s, dict):
             raise ValueError("state: not an object")
-        unknown = set(s) - {"tenant", "clients", "tokenDelay", "tokenLifetime", "pageSize",
-                            "subscriptions", "errors"}
+        unknown = set(s) - {"tenant", "clients", "managedIdentity", "tokenDelay", "tokenLifetime",
+                            "pageSize", "subscriptions", "errors"}
         if unknown:
             raise ValueError(f"state: unknown keys {sorted(unknown)}")
         self.tenant = s["tenant"]
@@ -419,6 +440,12 @@ class StateReading:
                     c.get("secret", c.get("federatedToken")), str):
                 raise ValueError(f"state: client {cid!r} must be {{\"secret\": S}} or {{\"federatedToken\": T}}")
             self.clients[cid] = c
+        mi = s.get("managedIdentity")
+        if mi is not None and (not isinstance(mi, dict) or set(mi) - {"header", "clientIds", "systemAssigned"}
+                               or not isinstance(mi.get("header"), str)
+                               or not all(isinstance(c, str) for c in mi.get("clientIds", []))):
+            raise ValueError('state: managedIdentity must be {"header": H, "clientIds": [...], "systemAssigned": B}')
+        self.managed_identity = mi
         self.token_delay = float(s.get("tokenDelay", 0))
         self.token_lifetime = int(s.get("tokenLifetime", 3600))
         self.page_size = int(s.get("pageSize", 100))
@@ -689,6 +716,55 @@ def make_handler(state, validator, port):
             return 200, {"token_type": "Bearer", "expires_in": snap.token_lifetime,
                          "ext_expires_in": snap.token_lifetime, "access_token": token}
 
+        # -- a managed identity's token endpoint
+        def managed_token(self, url):
+            snap = self.snapshot()
+            if snap is None:
+                return
+            if snap.token_delay > 0:
+                time.sleep(snap.token_delay)
+            status, answer = self.managed_answer(url, snap)
+            self.send_json(status, answer)
+
+        def managed_answer(self, url, snap):
+            mi = snap.managed_identity
+            if mi is None:
+                return 400, {"statusCode": 400, "message": "fake-azure-arm: no managedIdentity in the state"}
+            given = self.headers.get("x-identity-header")
+            if given is None or not secrets.compare_digest(given.encode(), mi["header"].encode()):
+                return 401, {"statusCode": 401, "message": "The X-IDENTITY-HEADER is missing or not this host's."}
+            pairs = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+            names = [k for k, _ in pairs]
+            extra = sorted(set(names) - {"api-version", "resource", "client_id"}) + sorted(
+                {k for k in names if names.count(k) > 1})
+            if extra or self.headers.get("metadata") != "true":
+                why = f"parameters {extra}" if extra else "no `metadata: true` header"
+                log(f"UNEXPECTED managed identity token request: {why}")
+                return 400, {"statusCode": 400, "message": f"fake-azure-arm: unexpected request: {why}"}
+            q = dict(pairs)
+            if q.get("api-version") != MSI_API_VERSION:
+                log(f"UNEXPECTED managed identity api-version {q.get('api-version')!r}")
+                return 400, {"statusCode": 400, "message": f"api-version must be {MSI_API_VERSION}"}
+            resource = q.get("resource")
+            if resource != ARM_SCOPE.removesuffix("/.default"):
+                return 400, {"statusCode": 400,
+                             "message": f"fake-azure-arm issues tokens for {ARM_SCOPE.removesuffix('/.default')} only, "
+                                        f"not {resource!r}"}
+            cid = q.get("client_id")
+            assigned = cid in mi.get("clientIds", []) if cid is not None else mi.get("systemAssigned", False)
+            if not assigned:
+                return 400, {"statusCode": 400,
+                             "message": f"No managed identity {'with client id ' + cid if cid else '(system-assigned)'} "
+                                        "is assigned to this resource."}
+            token = secrets.token_urlsafe(32)
+            who = cid or "system-assigned"
+            with state.lock:
+                now = time.time()
+                state.tokens = {t: v for t, v in state.tokens.items() if v[1] > now - 3600}
+                state.tokens[token] = (who, now + snap.token_lifetime)
+            return 200, {"access_token": token, "expires_on": str(int(now + snap.token_lifetime)),
+                         "resource": resource, "token_type": "Bearer", "client_id": who}
+
         # -- ARM
         def do_GET(self):  # noqa: N802
             url = urllib.parse.urlsplit(self.path)
@@ -697,6 +773,8 @@ def make_handler(state, validator, port):
                     counts = dict(state.requests)
                 return self.send_json(200, counts)
             self.count(url.path.lower())
+            if url.path == MSI_PATH:
+                return self.managed_token(url)
             m = LIST_PATH.fullmatch(url.path)
             if not m:
                 return self.unexpected("not a disks or snapshots list of a resource group")

@@ -259,6 +259,8 @@ impl From<StoreLog> for Log {
 pub(crate) enum Gauge {
     /// Whether this replica leads.
     Leader(bool),
+    /// The leader looked whether the ClusterReport needs writing.
+    ReportChecked,
     /// A published finding appeared (`delta` 1) or went (-1).
     Finding {
         /// What it counts for.

@@ -485,6 +485,7 @@ fn emit_cloud_census(backend: &str, scope: &str, line: CensusLog) {
 fn record(metrics: &Metrics, change: Gauge) {
     match change {
         Gauge::Leader(leading) => metrics.leader(leading),
+        Gauge::ReportChecked => metrics.report_checked(),
         Gauge::Finding { published, delta } => metrics.finding(&published, delta),
         Gauge::OldestOpen { reason, seconds } => metrics.oldest_open(reason, seconds),
         Gauge::Decided(took) => {

@@ -87,6 +87,11 @@ impl Metrics {
         self.feeds.relisted(kind);
     }
 
+    /// Counts a look at whether the ClusterReport needs writing.
+    pub fn report_checked(&self) {
+        self.replica.report_checked();
+    }
+
     /// How many snapshot objects are kept out of the report.
     pub fn snapshots_excluded(&self, contents: usize, snapshots: usize) {
         self.feeds.snapshots_excluded(contents, snapshots);

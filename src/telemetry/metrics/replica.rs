@@ -1,4 +1,5 @@
-//! Metrics of this replica: whether it is ready, and whether it leads.
+//! Metrics of this replica: whether it is ready, whether it leads, and what the leader does with
+//! the ClusterReport.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -11,6 +12,7 @@ pub(super) struct ReplicaMetrics {
     ready: Gauge,
     leader: Gauge,
     leader_transitions: Counter,
+    report_checks: Counter,
 }
 
 impl ReplicaMetrics {
@@ -34,6 +36,12 @@ impl ReplicaMetrics {
                 "Times this replica became the leader",
                 Counter::default(),
             ),
+            report_checks: registered(
+                registry,
+                "report_checks",
+                "Times the leader looked whether the ClusterReport needs writing (each report tick with no report write in flight; written only when its findings changed)",
+                Counter::default(),
+            ),
         }
     }
 
@@ -46,5 +54,9 @@ impl ReplicaMetrics {
             self.leader_transitions.inc();
         }
         self.leader.set(i64::from(leading));
+    }
+
+    pub(super) fn report_checked(&self) {
+        self.report_checks.inc();
     }
 }
