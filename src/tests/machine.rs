@@ -47,6 +47,11 @@ fn world() -> World {
 }
 
 pub(super) fn world_with(settings: Settings) -> World {
+    world_reporting(settings, false)
+}
+
+/// The loop, with the OpenReports mirror on (`report`) or off.
+fn world_reporting(settings: Settings, report: bool) -> World {
     let (pv_store, pv) = reflector::store();
     let (pvc_store, pvc) = reflector::store();
     let (sc_store, sc) = reflector::store();
@@ -62,7 +67,7 @@ pub(super) fn world_with(settings: Settings) -> World {
             vs: reflector::store().0,
         },
         role,
-        false,
+        report,
         settings,
         Arc::new(Health::new(STALE_AFTER)),
         std::time::Instant::now,
@@ -821,4 +826,41 @@ async fn a_first_start_says_how_far_it_is_and_once_that_it_converged() {
     tokio::time::advance(Duration::from_secs(30)).await;
     let fx = w.step(Event::Tick(Tick::Resync));
     assert!(said(&fx.logs).is_empty(), "said once: {:?}", fx.logs);
+}
+
+/// Each report tick with no report write in flight is a look at the report, counted whether or
+/// not it writes: what lets a test (or a person) tell that the leader looked after a change,
+/// and that no write it started is still on its way, without waiting a tick's worth of time.
+#[tokio::test(start_paused = true)]
+async fn each_report_tick_with_no_report_write_in_flight_is_a_counted_look() {
+    let mut w = world_reporting(Settings::default(), true);
+    for e in [
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ] {
+        w.step(e);
+    }
+    let looks = |fx: &Effects| {
+        fx.gauges
+            .iter()
+            .filter(|g| matches!(g, Gauge::ReportChecked))
+            .count()
+    };
+    let fx = w.step(Event::Tick(Tick::Report));
+    assert_eq!(looks(&fx), 1);
+    let first = fx
+        .report
+        .expect("the first look compares with what is there");
+    let fx = w.step(Event::Tick(Tick::Report));
+    assert_eq!(looks(&fx), 0, "its write is in flight: no look");
+    assert!(fx.report.is_none());
+    w.step(Event::Reported {
+        content: first.content,
+        applied: crate::publish::report::Applied::Unchanged,
+    });
+    let fx = w.step(Event::Tick(Tick::Report));
+    assert_eq!(looks(&fx), 1, "looked again once the write ended");
+    assert!(fx.report.is_none(), "nothing changed: nothing written");
 }
