@@ -515,7 +515,9 @@ fn main() {
 
     // image() for every PV source: the referenced images (present or in the trash) and 1% of
     // N naming images that never existed.
-    let pool_id = census.pools[&key]
+    let pool_id = census
+        .scope_state(&key)
+        .expect("the pool is censused")
         .current
         .as_ref()
         .unwrap()

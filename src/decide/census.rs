@@ -122,8 +122,9 @@ impl ScopeState {
 /// The census of every configured pool.
 #[derive(Clone, Debug, Default)]
 pub struct Census {
-    /// Each scope's state.
-    pub pools: BTreeMap<Scope, ScopeState>,
+    /// Each scope's state (a scope joins through [`Census::new`] or [`Census::admit`] only:
+    /// the backends' list below follows them).
+    pub(crate) pools: BTreeMap<Scope, ScopeState>,
     /// This Kubernetes cluster's name in ceph-csi's metadata.
     pub(crate) cluster_name: Option<String>,
     /// How old an unreferenced image must be before it is a finding.
@@ -132,6 +133,10 @@ pub struct Census {
     /// cluster name when their section names one: the scopes within them (zones and regions)
     /// are known only once a listing names them, and are [admitted](Census::admit) then.
     pub(crate) open: BTreeMap<Scope, Option<String>>,
+    /// The backends of its scopes and open scopes, each once: which backends' words name a
+    /// volume's disk, asked for every PV of every report (scopes are only ever added, so the
+    /// list is kept as they are, not found again each time).
+    backends: Vec<&'static dyn Backend>,
 }
 
 impl Census {
@@ -142,14 +147,33 @@ impl Census {
         cluster_name: Option<&str>,
         image_grace: Duration,
     ) -> Census {
-        Census {
-            pools: pools
-                .into_iter()
-                .map(|k| (k.into(), ScopeState::default()))
-                .collect(),
+        let pools: BTreeMap<Scope, ScopeState> = pools
+            .into_iter()
+            .map(|k| (k.into(), ScopeState::default()))
+            .collect();
+        let mut c = Census {
             cluster_name: cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
             image_grace,
             open: BTreeMap::new(),
+            backends: Vec::new(),
+            pools: BTreeMap::new(),
+        };
+        for scope in pools.keys() {
+            c.note_backend(scope.backend());
+        }
+        c.pools = pools;
+        c
+    }
+
+    /// The state of `scope`, when it is censused.
+    pub fn scope_state(&self, scope: &Scope) -> Option<&ScopeState> {
+        self.pools.get(scope)
+    }
+
+    /// Keeps `backend` among the census's backends.
+    fn note_backend(&mut self, backend: &'static dyn Backend) {
+        if !self.backends.contains(&backend) {
+            self.backends.push(backend);
         }
     }
 
@@ -163,6 +187,7 @@ impl Census {
     /// A scope listed as a whole (a GCE project's aggregated listing): the scopes within it
     /// join as listings name them, with `cluster_name` (its section's, `None`: the file's).
     pub fn open_whole(&mut self, whole: Scope, cluster_name: Option<&str>) {
+        self.note_backend(whole.backend());
         self.open.insert(
             whole,
             cluster_name.filter(|n| !n.is_empty()).map(str::to_string),
@@ -183,6 +208,7 @@ impl Census {
             cluster_name: name,
             ..ScopeState::default()
         };
+        self.note_backend(scope.backend());
         self.pools.insert(scope.clone(), st);
         true
     }
@@ -200,28 +226,20 @@ impl Census {
     }
 
     /// The backends of the censused scopes, each once.
-    fn backends(&self) -> Vec<&'static dyn Backend> {
-        let mut all: Vec<&'static dyn Backend> = Vec::new();
-        for scope in self.pools.keys().chain(self.open.keys()) {
-            if !all.iter().any(|b| *b == scope.backend()) {
-                all.push(scope.backend());
-            }
-        }
-        all
+    fn backends(&self) -> &[&'static dyn Backend] {
+        &self.backends
     }
 
     /// The disk a volume's source names, when it is a disk of a censused backend (a disk of
     /// another backend is not censused, whatever it is).
     pub fn disk_ref(&self, source: &VolumeSourceInfo) -> Option<DiskRef> {
-        self.backends().into_iter().find_map(|b| b.disk_ref(source))
+        self.backends().iter().find_map(|b| b.disk_ref(source))
     }
 
     /// The backend snapshot a VolumeSnapshotContent's handle names, when it is one of a
     /// censused backend's.
     pub fn snapshot_ref(&self, handle: &str) -> Option<SnapshotHandleRef> {
-        self.backends()
-            .into_iter()
-            .find_map(|b| b.snapshot_ref(handle))
+        self.backends().iter().find_map(|b| b.snapshot_ref(handle))
     }
 
     /// The scope a published finding's `image` block names, when its backend is censused: the
@@ -234,7 +252,7 @@ impl Census {
     pub(crate) fn recorded_scope(&self, s: &VolumeLeftoverStatus) -> Option<Scope> {
         let i = s.image.as_ref()?;
         let snapshot = s.reason == Reason::SnapshotWithoutContent;
-        let mut backends = self.backends().into_iter();
+        let mut backends = self.backends().iter().copied();
         let backend = match &i.backend {
             Some(b) => backends.find(|x| x.name() == b.as_str())?,
             None => {
