@@ -293,6 +293,32 @@ impl Census {
         }
     }
 
+    /// Forgets the labels or tags of the disks of `key`'s listing that `referenced` holds.
+    /// They are what a finding about a disk nothing names shows a person looking for its
+    /// owner, and nothing else reads them. A disk named when its listing was compared is no
+    /// such finding from that listing (its orphans are found only then), and the next listing
+    /// reads it whole again. Most disks are named, and their tags were most of what a cloud
+    /// census kept per disk.
+    pub(crate) fn forget_tags(&mut self, key: &Scope, referenced: &HashSet<String>) {
+        let Some(listing) = self
+            .pools
+            .get_mut(key)
+            .and_then(|st| st.current.as_mut())
+            .and_then(Arc::get_mut)
+        else {
+            return;
+        };
+        for name in referenced {
+            if let Some(d) = listing
+                .images
+                .get_mut(name)
+                .and_then(|seen| seen.detail.as_mut())
+            {
+                d.tags = Vec::new();
+            }
+        }
+    }
+
     /// Whether the pool's census may be trusted now.
     pub(crate) fn is_trusted(&self, key: &Scope) -> bool {
         self.pools.get(key).is_some_and(|s| s.trusted().is_some())

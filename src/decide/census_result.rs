@@ -207,6 +207,7 @@ where
     };
     hold_unread(state, key, &referenced);
     replace_orphans(state, key, &referenced, now, &mut out.mark);
+    state.census.forget_tags(key, &referenced);
     out
 }
 

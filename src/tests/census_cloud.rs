@@ -495,3 +495,56 @@ fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_
         )
     );
 }
+
+/// A disk's labels or tags are what a finding about it shows, when nothing names it: the census
+/// keeps them only for the disks nothing names (most disks are named). A named disk whose PV
+/// goes is an orphan of the next listing, which has its tags again.
+#[test]
+fn the_tags_of_the_disks_a_pv_names_are_not_kept_and_an_orphan_shows_its_own() {
+    let mut s = state();
+    let key = gce("open", "europe-west1-c");
+    let tagged = || {
+        let mut d = disk(Some("prod"));
+        d.detail.as_mut().unwrap().tags = vec![("team".into(), "storage".into())];
+        d
+    };
+    let pv = ("pv-a", gce_disk(Some("open"), "europe-west1-c", "named"));
+    let both = |at| listing(at, vec![("named", tagged()), ("orphan", tagged())]);
+    record(&mut s, &key, Ok(both(-120)), Some(pv));
+    let kept = |s: &CensusState, name: &str| {
+        s.census
+            .scope_state(&key)
+            .unwrap()
+            .current
+            .as_ref()
+            .unwrap()
+            .images[name]
+            .detail
+            .as_ref()
+            .unwrap()
+            .tags
+            .clone()
+    };
+    assert_eq!(kept(&s, "named"), Vec::new(), "a PV names it");
+    assert_eq!(kept(&s, "orphan"), [("team".into(), "storage".into())]);
+    let shown = |s: &CensusState, name: &str| {
+        s.orphans
+            .values()
+            .map(|(_, f)| f.status.image.as_ref().unwrap())
+            .find(|i| i.name == name)
+            .map(|i| i.tags.clone())
+    };
+    assert_eq!(
+        shown(&s, "orphan").unwrap().get("team").map(String::as_str),
+        Some("storage")
+    );
+    // Its PV gone, the named disk is an orphan of the next listing, with its tags.
+    record(&mut s, &key, Ok(both(-60)), None);
+    assert_eq!(
+        shown(&s, "named")
+            .expect("an orphan now")
+            .get("team")
+            .map(String::as_str),
+        Some("storage")
+    );
+}
