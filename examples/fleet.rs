@@ -5,15 +5,21 @@
 //!   cargo build --release && cargo run --release --example fleet -- converge [key=value ...]
 //!   cargo build --release && cargo run --release --example fleet -- latency  [key=value ...]
 //!
-//! converge (defaults: pvs=50000 leftovers=10000 concurrency=16 floor=16 rounds=1 settle=20
-//! alternate=0 restarts=0 scans=2 soak=0 soak_changes=1000 watch_cache=true create_concurrency=48
-//! original=0):
+//! converge (defaults: pvs=50000 leftovers=10000 snapshots=4 census=1 concurrency=16 floor=16
+//! rounds=1 settle=20 alternate=0 restarts=0 scans=2 soak=0 soak_changes=1000 watch_cache=true
+//! create_concurrency=48 original=0):
 //! 1. a control plane with the watch cache on and without the PV binder and garbage collector
-//!    (admin-written statuses stay as written); the operator's RSS on the empty cluster;
+//!    (admin-written statuses stay as written), with the snapshot CRDs of the snapshot-controller's
+//!    release unless snapshots=0; with census=1, the project's test Compute server
+//!    (tests/fake-gce-compute, NOT Google's) and the operator run with a `gce:` census of its
+//!    project; the operator's RSS on the empty cluster (its census finds no disk);
 //! 2. the cluster (examples/common/fleet.rs: Ceph RBD and GCE PD CSI volumes with their attributes,
 //!    labels, annotations and finalizers, created by the field manager `csi-provisioner`, statuses
-//!    by `kube-controller-manager`; claims bound to them; leftovers Released with their claim gone);
-//! 3. the API floor: a minimal client doing the operator's four LISTs (pages of 500, concurrently,
+//!    by `kube-controller-manager`; claims bound to them; leftovers Released with their claim gone;
+//!    for one volume in `snapshots`, a ready VolumeSnapshot of its claim and the content the
+//!    snapshot-controller makes, kept when the claim is gone); then every PD volume's disk in the
+//!    Compute server (attached while bound, detached when a leftover: no finding of their own);
+//! 3. the API floor: a minimal client doing the operator's LISTs (pages of 500, concurrently,
 //!    bodies not decoded) and then the 2 requests per new finding (create, status apply; the same
 //!    objects, through the library's writer) with `floor` writes in flight;
 //! 4. the release binary as the deploy/ identity: time to ready, time to every finding published,
@@ -22,7 +28,7 @@
 //!    each after deleting every VolumeLeftover and `settle` seconds, and their medians are
 //!    compared (with alternate=1, each variant's first start too, in every round); each line
 //!    says what CPU every process spent (the machine's cores are shared by all of them);
-//!    with restarts=N, after 5., N rounds of the four lists and a restart (each variant's too,
+//!    with restarts=N, after 5., N rounds of the lists and a restart (each variant's too,
 //!    with alternate=1), medians compared;
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
 //!    re-evaluation of every name ended, writes (0 expected), RSS;
@@ -45,6 +51,8 @@
 //! The operator binary is `$VL_BIN`, else `volume-leftovers` beside this example's directory
 //! (`<target>/release/`), so a `CARGO_TARGET_DIR` elsewhere works. Stops everything it started.
 
+#[path = "../tests/e2e/csi.rs"]
+mod csi;
 #[path = "common/fleet.rs"]
 mod objects;
 #[path = "../tests/e2e/support.rs"]
@@ -60,7 +68,9 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use objects::Shape;
@@ -474,7 +484,65 @@ async fn make_pair(admin: &Client, shape: &Shape, i: usize) -> Option<String> {
     }
 }
 
-async fn build(admin: &Client, shape: &Shape, concurrency: usize) -> Duration {
+/// The snapshot API's kinds, as dynamic objects (k8s-openapi has no types for them).
+fn snapshot_api(admin: &Client, kind: &str, plural: &str, ns: Option<&str>) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(admin.clone(), ns, &ar),
+        None => Api::all_with(admin.clone(), &ar),
+    }
+}
+
+/// Volume `i`'s snapshot as a dynamic snapshot leaves it: the VolumeSnapshot a backup tool
+/// creates, the content the snapshot-controller makes for it, the content's status from the
+/// csi-snapshotter sidecar, then the snapshot's from the controller (both ready).
+async fn make_snapshot(admin: &Client, shape: &Shape, i: usize) {
+    let ns = objects::namespace(i);
+    let snapshots = snapshot_api(admin, "VolumeSnapshot", "volumesnapshots", Some(&ns));
+    let contents = snapshot_api(
+        admin,
+        "VolumeSnapshotContent",
+        "volumesnapshotcontents",
+        None,
+    );
+    let vs: DynamicObject =
+        serde_json::from_value(objects::volume_snapshot(shape, i)).expect("VolumeSnapshot");
+    let backup = pp("snapscheduler");
+    let made = retry("create snapshot", || snapshots.create(&backup, &vs)).await;
+    let uid = made.metadata.uid.unwrap_or_default();
+    let content: DynamicObject = serde_json::from_value(objects::snapshot_content(shape, i, &uid))
+        .expect("VolumeSnapshotContent");
+    let name = objects::content_name(&uid);
+    let made_by = pp("snapshot-controller");
+    retry("create content", || contents.create(&made_by, &content)).await;
+    let status = Patch::Merge(objects::snapshot_content_status(shape, i));
+    let sidecar = patch_params("csi-snapshotter");
+    retry("content status", || {
+        contents.patch_status(&name, &sidecar, &status)
+    })
+    .await;
+    let status = Patch::Merge(objects::volume_snapshot_status(i, &name));
+    let controller = patch_params("snapshot-controller");
+    let snapshot = objects::snapshot_name(i);
+    retry("snapshot status", || {
+        snapshots.patch_status(&snapshot, &controller, &status)
+    })
+    .await;
+}
+
+/// The snapshot CRDs of the snapshot-controller's release and its classes.
+async fn install_snapshot_kinds(cp: &ControlPlane, admin: &Client) {
+    csi::apply_snapshot_crds(cp);
+    let classes = snapshot_api(admin, "VolumeSnapshotClass", "volumesnapshotclasses", None);
+    let apply = pp("kubectl-client-side-apply");
+    for c in objects::snapshot_classes() {
+        let c: DynamicObject = serde_json::from_value(c).expect("VolumeSnapshotClass");
+        retry("snapshot class", || classes.create(&apply, &c)).await;
+    }
+}
+
+async fn build(admin: &Client, shape: &Shape, every: usize, concurrency: usize) -> Duration {
     let t = Instant::now();
     let done = std::sync::atomic::AtomicUsize::new(0);
     futures::stream::iter(0..shape.pvs)
@@ -482,6 +550,9 @@ async fn build(admin: &Client, shape: &Shape, concurrency: usize) -> Duration {
             let done = &done;
             async move {
                 make_pair(admin, shape, i).await;
+                if objects::has_snapshot(every, i) {
+                    make_snapshot(admin, shape, i).await;
+                }
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 if n.is_multiple_of(10_000) {
                     eprintln!("  {n} volumes in {:.0} s", t.elapsed().as_secs_f64());
@@ -537,6 +608,68 @@ async fn delete_all_leftovers(admin: &Client) {
     }
 }
 
+/// Every VolumeLeftover's status, by name.
+async fn statuses(client: &Client) -> BTreeMap<String, serde_json::Value> {
+    let api = Api::<VolumeLeftover>::all(client.clone());
+    let mut out = BTreeMap::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = token.take() {
+            lp = lp.continue_token(&t);
+        }
+        let page = api.list(&lp).await.expect("list");
+        for o in page.items {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            out.insert(name, serde_json::to_value(&o.status).unwrap_or_default());
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return out,
+        }
+    }
+}
+
+/// The findings whose status changed, and the fields that did (in the first of them).
+fn changed(
+    before: &BTreeMap<String, serde_json::Value>,
+    after: &BTreeMap<String, serde_json::Value>,
+) -> String {
+    let names: Vec<&String> = after
+        .iter()
+        .filter(|(n, s)| before.get(*n) != Some(*s))
+        .map(|(n, _)| n)
+        .collect();
+    let Some(first) = names.first() else {
+        return "no status changed".into();
+    };
+    let (b, a) = (
+        &before.get(*first).cloned().unwrap_or_default(),
+        &after[*first],
+    );
+    let mut fields = Vec::new();
+    if let (Some(b), Some(a)) = (b.as_object(), a.as_object()) {
+        for k in b.keys().chain(a.keys()) {
+            if b.get(k) != a.get(k) && !fields.iter().any(|(f, _, _): &(String, _, _)| f == k) {
+                fields.push((k.clone(), b.get(k).cloned(), a.get(k).cloned()));
+            }
+        }
+    }
+    format!(
+        "{} statuses changed; {first}: {}",
+        names.len(),
+        fields
+            .iter()
+            .map(|(k, b, a)| format!(
+                "{k}: {} -> {}",
+                b.as_ref().map_or("-".into(), |v| v.to_string()),
+                a.as_ref().map_or("-".into(), |v| v.to_string())
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
+
 // --- the API floor --------------------------------------------------------------------------------
 
 #[derive(serde::Deserialize)]
@@ -578,10 +711,24 @@ const PV_PATH: &str = "/api/v1/persistentvolumes";
 const PVC_PATH: &str = "/api/v1/persistentvolumeclaims";
 const SC_PATH: &str = "/apis/storage.k8s.io/v1/storageclasses";
 const VL_PATH: &str = "/apis/leftovers.dev/v1alpha1/volumeleftovers";
+const VSC_PATH: &str = "/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents";
+const VS_PATH: &str = "/apis/snapshot.storage.k8s.io/v1/volumesnapshots";
 
-/// The four lists, concurrently, as the operator's feeds do them. (seconds, per list: objects,
-/// bytes, seconds)
-async fn four_lists(client: &Client) -> (f64, Vec<(&'static str, usize, usize, f64)>) {
+/// What the operator lists: the four kinds, and the two snapshot kinds where they are served.
+fn kinds(snapshots: bool) -> Vec<&'static str> {
+    let mut k = vec![PV_PATH, PVC_PATH, SC_PATH, VL_PATH];
+    if snapshots {
+        k.extend([VSC_PATH, VS_PATH]);
+    }
+    k
+}
+
+/// The operator's lists, concurrently, as its feeds do them. (seconds, per list: objects, bytes,
+/// seconds)
+async fn the_lists(
+    client: &Client,
+    paths: &[&'static str],
+) -> (f64, Vec<(&'static str, usize, usize, f64)>) {
     let t = Instant::now();
     let one = |path: &'static str| {
         let client = client.clone();
@@ -591,8 +738,8 @@ async fn four_lists(client: &Client) -> (f64, Vec<(&'static str, usize, usize, f
             (path, n, b, t.elapsed().as_secs_f64())
         }
     };
-    let (a, b, c, d) = tokio::join!(one(PV_PATH), one(PVC_PATH), one(SC_PATH), one(VL_PATH));
-    (t.elapsed().as_secs_f64(), vec![a, b, c, d])
+    let all = futures::future::join_all(paths.iter().map(|p| one(p))).await;
+    (t.elapsed().as_secs_f64(), all)
 }
 
 /// What the operator would create for every finding (computed before the clock starts).
@@ -625,14 +772,15 @@ async fn creates(cp: &ControlPlane, client: &Client) -> Vec<Action> {
         .collect()
 }
 
-/// The floor: the four lists, then every create (2 requests each) with `c` in flight.
+/// The floor: the operator's lists, then every create (2 requests each) with `c` in flight.
 async fn floor(
     cp: &ControlPlane,
     client: &Client,
+    paths: &[&'static str],
     actions: &[Action],
     c: usize,
 ) -> (f64, f64, usize) {
-    let (lists, _) = four_lists(client).await;
+    let (lists, _) = the_lists(client, paths).await;
     let t = Instant::now();
     let writer = Writer::new(Api::all(client.clone()), Duration::from_secs(30));
     let requests: u32 = futures::stream::iter(actions.iter().cloned())
@@ -810,6 +958,19 @@ async fn converge(args: &Args) {
     };
     let concurrency = args.num("concurrency", 16).to_string();
     let watch_cache = args.text("watch_cache", "true");
+    // One volume in `snapshots` has a snapshot (0: no snapshot CRDs); with census=1 the
+    // operator censuses the PD volumes' disks in the project's test Compute server.
+    let every = args.num("snapshots", 4);
+    let census = args.num("census", 1) > 0;
+    let snapshots = objects::snapshots(&shape, every);
+    let disks = if census {
+        (0..shape.pvs)
+            .filter(|&i| objects::gce_disk(&shape, i).is_some())
+            .count()
+    } else {
+        0
+    };
+    let paths = kinds(every > 0);
     let bin = operator_bin();
     assert!(
         bin.exists(),
@@ -817,19 +978,50 @@ async fn converge(args: &Args) {
         bin.display()
     );
     println!(
-        "fleet: {} PVs (Ceph RBD and GCE PD CSI), {} claims, {} leftovers; operator {}; --concurrency {concurrency}; apiserver watch cache {watch_cache}",
+        "fleet: {} PVs (Ceph RBD and GCE PD CSI), {} claims, {} leftovers, {snapshots} VolumeSnapshots and their contents (one volume in {every}), {}; operator {}; --concurrency {concurrency}; apiserver watch cache {watch_cache}",
         shape.pvs,
         shape.claims(),
         shape.leftovers,
+        if census {
+            format!(
+                "the census on: {disks} GCE disks in the project's test Compute server (Python, NOT Google's)"
+            )
+        } else {
+            "no census".to_string()
+        },
         bin.display()
     );
     let cp = control_plane(&watch_cache);
     let admin = cp.admin().await;
     create_classes_and_namespaces(&admin).await;
-    let run = ["--concurrency", concurrency.as_str()];
+    if every > 0 {
+        install_snapshot_kinds(&cp, &admin).await;
+    }
+    // The Compute server starts empty: the empty cluster's operator censuses a project without
+    // disks; the disks come with the cluster.
+    let compute = census.then(|| {
+        ComputeServer::start(cp.dir.join("compute"), objects::gce_state(&shape, false))
+            .unwrap_or_else(|e| panic!("the test Compute server: {e}"))
+    });
+    let config = cp.dir.join("census.yaml");
+    let mut run = vec!["--concurrency".to_string(), concurrency.clone()];
+    if let Some(c) = &compute {
+        std::fs::write(
+            &config,
+            format!(
+                "clusterName: {}\ngce:\n{}",
+                objects::GKE_CLUSTER,
+                c.section(objects::GCE_PROJECT, "")
+            ),
+        )
+        .expect("census.yaml");
+        run.extend(["--census-config".to_string(), config.display().to_string()]);
+    }
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    let run = run.as_slice();
 
     // 1. The same binary on the empty cluster.
-    let op = Operator::start(&cp, "empty", &run);
+    let op = Operator::start(&cp, "empty", run);
     let ready = op.ready(Duration::from_secs(120)).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let empty_rss = op.rss();
@@ -843,7 +1035,7 @@ async fn converge(args: &Args) {
     let variants = variants(&args.text("variants", ""));
     let mut empty = HashMap::new();
     for v in &variants {
-        let op = Operator::start_variant(&cp, &format!("empty-{}", v.label), &run, v);
+        let op = Operator::start_variant(&cp, &format!("empty-{}", v.label), run, v);
         op.ready(Duration::from_secs(120)).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
         println!(
@@ -856,21 +1048,24 @@ async fn converge(args: &Args) {
     }
 
     // 2. The cluster.
-    let took = build(&admin, &shape, args.num("create_concurrency", 48)).await;
+    let took = build(&admin, &shape, every, args.num("create_concurrency", 48)).await;
     println!(
-        "created {} PVs, {} claims (with statuses) in {:.0} s",
+        "created {} PVs, {} claims, {snapshots} VolumeSnapshots and contents (with statuses) in {:.0} s",
         shape.pvs,
         shape.claims(),
         took.as_secs_f64()
     );
+    if let Some(c) = &compute {
+        c.set_state(&objects::gce_state(&shape, true));
+    }
 
     // 3. The floor.
     let client = cp.operator_client().await;
     let actions = creates(&cp, &client).await;
     assert_eq!(actions.len(), shape.leftovers, "findings the library sees");
-    let (t, lists) = four_lists(&client).await;
+    let (t, lists) = the_lists(&client, &paths).await;
     println!(
-        "wire: {}; the four lists concurrently {t:.2} s",
+        "wire: {}; the {} lists concurrently {t:.2} s",
         lists
             .iter()
             .map(|(p, n, b, s)| format!(
@@ -879,7 +1074,8 @@ async fn converge(args: &Args) {
                 *b as f64 / (*n).max(1) as f64
             ))
             .collect::<Vec<_>>()
-            .join("; ")
+            .join("; "),
+        paths.len()
     );
     let c: usize = concurrency.parse().unwrap_or(4);
     let target = shape.leftovers as f64;
@@ -887,7 +1083,7 @@ async fn converge(args: &Args) {
         if f == c {
             continue; // measured with each round below
         }
-        let (lists, writes, requests) = floor(&cp, &client, &actions, f).await;
+        let (lists, writes, requests) = floor(&cp, &client, &paths, &actions, f).await;
         println!(
             "API floor, {f} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s",
             actions.len(),
@@ -910,7 +1106,7 @@ async fn converge(args: &Args) {
         tokio::time::sleep(settle).await;
         let before = cpu_now(&cp, None);
         let t = Instant::now();
-        let (lists, writes, requests) = floor(&cp, &client, &actions, c).await;
+        let (lists, writes, requests) = floor(&cp, &client, &paths, &actions, c).await;
         let spent = cpu_spent(&before, &cpu_now(&cp, None), t.elapsed().as_secs_f64());
         println!(
             "round {round}, API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s; {spent}",
@@ -923,7 +1119,7 @@ async fn converge(args: &Args) {
 
         for v in variants.iter().filter(|_| alternate) {
             let (op, ready, published, spent) =
-                first_start(&cp, &format!("first-{}-{round}", v.label), &run, v, target).await;
+                first_start(&cp, &format!("first-{}-{round}", v.label), run, v, target).await;
             op.stop();
             println!(
                 "round {round}, variant {}, first start: ready in {:.2} s; published in {:.1} s = {:.2}x this round's floor; {spent}",
@@ -942,7 +1138,7 @@ async fn converge(args: &Args) {
         let (op, ready, published, spent) = first_start(
             &cp,
             &format!("first-{round}"),
-            &run,
+            run,
             &Variant::default(),
             target,
         )
@@ -983,7 +1179,7 @@ async fn converge(args: &Args) {
     let log = op.log.clone();
     op.stop();
     let heap = last_heap_line(&log);
-    let cached = shape.cached_objects();
+    let cached = shape.cached_objects() + 2 * snapshots + disks;
     let (floor_med, first_med) = (median(&floor_runs), median(&first_runs));
     println!(
         "first start: ready in {:.2} s; {} findings published in {:.1} s ({requests:.0} write requests); idle at {:.1} s",
@@ -1008,7 +1204,7 @@ async fn converge(args: &Args) {
         timeline_text(&timeline)
     );
     println!(
-        "after convergence: RSS {:.1} MiB (peak {:.1} MiB); minus the empty cluster's {:.1} MiB over {cached} cached objects ({} PVs + {} claims + {} VolumeLeftovers) = {:.2} KiB per object",
+        "after convergence: RSS {:.1} MiB (peak {:.1} MiB); minus the empty cluster's {:.1} MiB over {cached} cached objects ({} PVs + {} claims + {} VolumeLeftovers + {snapshots} VolumeSnapshots + {snapshots} contents + {disks} censused disks) = {:.2} KiB per object",
         mib(rss),
         mib(hwm),
         mib(empty_rss),
@@ -1020,11 +1216,34 @@ async fn converge(args: &Args) {
     println!("after convergence, resident: {resident}; {heap}");
 
     // 5. Restart on the converged cluster.
-    let op = Operator::start(&cp, "restart", &run);
+    let before = statuses(&client).await;
+    let op = Operator::start(&cp, "restart", run);
     let ready = op.ready(Duration::from_secs(600)).await;
     let idle = op.idle(Duration::from_secs(600)).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let writes = op.metric("volume_leftovers_write_requests_total");
+    if writes > 0.0 {
+        let after = statuses(&client).await;
+        println!("restart: what it wrote: {}", changed(&before, &after));
+        // The last VolumeLeftover it patched, from the audit log.
+        let audit = std::fs::read_to_string(cp.dir.join("audit.log")).unwrap_or_default();
+        let last = audit
+            .lines()
+            .filter(|l| {
+                l.contains("volumeleftovers")
+                    && l.contains("\"patch\"")
+                    && l.contains("volume-leftovers:volume-leftovers")
+            })
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|e| e["objectRef"]["name"].as_str().map(str::to_string))
+            .next_back();
+        if let Some(n) = last {
+            println!(
+                "restart: last patched {n}: {}",
+                after.get(&n).cloned().unwrap_or_default()
+            );
+        }
+    }
     let (rss, hwm) = (op.rss(), op.hwm());
     let timeline = op.timeline();
     let resident = resident_by_mapping(op.pid());
@@ -1041,16 +1260,16 @@ async fn converge(args: &Args) {
     println!("restart, stores synced at: {}", timeline_text(&timeline));
     println!("restart, resident: {resident}; {heap}");
 
-    // With restarts=N: N more rounds of the minimal client's four lists and a restart (and, with
+    // With restarts=N: N more rounds of the minimal client's lists and a restart (and, with
     // alternate=1, each variant's restart), the medians compared.
     let restarts = args.num("restarts", 0);
     let (mut lists_runs, mut restart_runs) = (Vec::new(), Vec::new());
     let mut variant_restarts: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for round in 1..=restarts {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let (lists, _) = four_lists(&client).await;
+        let (lists, _) = the_lists(&client, &paths).await;
         lists_runs.push(lists);
-        let mut line = format!("restart round {round}: the four lists {lists:.2} s");
+        let mut line = format!("restart round {round}: the lists {lists:.2} s");
         let default = Variant::default();
         for v in variants
             .iter()
@@ -1059,7 +1278,7 @@ async fn converge(args: &Args) {
         {
             tokio::time::sleep(Duration::from_secs(5)).await;
             let before = cpu_now(&cp, None);
-            let op = Operator::start_variant(&cp, &format!("restart-{}-{round}", v.label), &run, v);
+            let op = Operator::start_variant(&cp, &format!("restart-{}-{round}", v.label), run, v);
             let ready = op.ready(Duration::from_secs(600)).await.as_secs_f64();
             let spent = cpu_spent(&before, &cpu_now(&cp, Some(&op)), ready);
             op.stop();
@@ -1080,7 +1299,7 @@ async fn converge(args: &Args) {
     if restarts > 0 {
         let lists = median(&lists_runs);
         println!(
-            "restart over {restarts} round(s), medians: ready in {:.2} s, the four lists {lists:.2} s = {:.2}x its lists{}",
+            "restart over {restarts} round(s), medians: ready in {:.2} s, the lists {lists:.2} s = {:.2}x its lists{}",
             median(&restart_runs),
             median(&restart_runs) / lists,
             variant_restarts
@@ -1094,10 +1313,13 @@ async fn converge(args: &Args) {
         );
     }
 
-    // Why a restart is slower: each list alone, then all four together, on the converged
+    // Why a restart is slower: each list alone, then all together, on the converged
     // cluster; and what a VolumeLeftover weighs on the wire.
     let mut alone = Vec::new();
-    for path in [PV_PATH, PVC_PATH, VL_PATH] {
+    for path in [PV_PATH, PVC_PATH, VL_PATH]
+        .into_iter()
+        .chain(paths.iter().copied().filter(|p| p.contains("snapshot")))
+    {
         let t = Instant::now();
         let (n, b) = list_raw(&client, path).await;
         alone.push(format!(
@@ -1108,10 +1330,11 @@ async fn converge(args: &Args) {
             b as f64 / n.max(1) as f64
         ));
     }
-    let (together, _) = four_lists(&client).await;
+    let (together, _) = the_lists(&client, &paths).await;
     println!(
-        "lists on the converged cluster, each alone: {}; the four concurrently {together:.2} s",
-        alone.join("; ")
+        "lists on the converged cluster, each alone: {}; the {} concurrently {together:.2} s",
+        alone.join("; "),
+        paths.len()
     );
     let page = client
         .request_text(
@@ -1195,7 +1418,7 @@ async fn converge(args: &Args) {
     for v in &variants {
         delete_all_leftovers(&admin).await;
         let (op, ready, published, _) =
-            first_start(&cp, &format!("first-{}", v.label), &run, v, target).await;
+            first_start(&cp, &format!("first-{}", v.label), run, v, target).await;
         op.idle(Duration::from_secs(600)).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let (rss, hwm) = (op.rss(), op.hwm());
@@ -1204,7 +1427,7 @@ async fn converge(args: &Args) {
         op.stop();
         let heap = last_heap_line(&log);
         let base = empty.get(&v.label).copied().unwrap_or(empty_rss);
-        let op = Operator::start_variant(&cp, &format!("restart-{}", v.label), &run, v);
+        let op = Operator::start_variant(&cp, &format!("restart-{}", v.label), run, v);
         let again = op.ready(Duration::from_secs(600)).await;
         op.idle(Duration::from_secs(600)).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -1236,7 +1459,7 @@ async fn converge(args: &Args) {
             &cp,
             &admin,
             &shape,
-            &run,
+            run,
             soak,
             args.num("soak_changes", 1000),
         )
@@ -1362,7 +1585,7 @@ async fn latency(args: &Args) {
     let cp = control_plane(&args.text("watch_cache", "true"));
     let admin = cp.admin().await;
     create_classes_and_namespaces(&admin).await;
-    let took = build(&admin, &shape, args.num("create_concurrency", 48)).await;
+    let took = build(&admin, &shape, 0, args.num("create_concurrency", 48)).await;
     println!(
         "latency: {} bound PVs (created in {:.0} s); finding changes for {secs} s per run: a claim deleted, then its volume patched Released",
         shape.pvs,

@@ -393,7 +393,7 @@ pub fn volume(shape: &Shape, i: usize, claim_uid: &str) -> PersistentVolume {
         CSIPersistentVolumeSource {
             driver: driver.into(),
             fs_type: Some("ext4".into()),
-            volume_handle: format!("projects/acme-prod-4471/zones/{zone}/disks/{name}"),
+            volume_handle: format!("projects/{GCE_PROJECT}/zones/{zone}/disks/{name}"),
             volume_attributes: Some(BTreeMap::from([(
                 "storage.kubernetes.io/csiProvisionerIdentity".to_string(),
                 format!("1718000000000-{}-{driver}", 1000 + i % 3),
@@ -463,6 +463,236 @@ pub fn phase(shape: &Shape, i: usize) -> &'static str {
 /// The uid a leftover's claimRef names (its claim is gone).
 pub fn gone_claim_uid(i: usize) -> String {
     uuid(3, i)
+}
+
+// --- snapshots and disks (examples/fleet.rs: the snapshot stores and the census) --------------
+
+/// Whether volume `i` has a snapshot when one volume in `every` has one (0: none): a scheduler's
+/// daily VolumeSnapshot of the claim, kept after the claim is gone, as backups are.
+pub fn has_snapshot(every: usize, i: usize) -> bool {
+    every > 0 && i.is_multiple_of(every)
+}
+
+/// How many of `shape`'s volumes have a snapshot.
+pub fn snapshots(shape: &Shape, every: usize) -> usize {
+    (0..shape.pvs).filter(|&i| has_snapshot(every, i)).count()
+}
+
+/// `(name, driver, deletion policy)` of the VolumeSnapshotClasses, one per driver, as their
+/// installs write them.
+pub const SNAPSHOT_CLASSES: [(&str, &str, &str); 2] = [
+    (
+        "csi-rbdplugin-snapclass",
+        "rook-ceph.rbd.csi.ceph.com",
+        "Delete",
+    ),
+    ("csi-gce-pd-snapclass", "pd.csi.storage.gke.io", "Delete"),
+];
+
+/// The VolumeSnapshotClasses.
+pub fn snapshot_classes() -> Vec<serde_json::Value> {
+    SNAPSHOT_CLASSES
+        .iter()
+        .map(|(name, driver, policy)| {
+            let mut c = serde_json::json!({
+                "apiVersion": "snapshot.storage.k8s.io/v1",
+                "kind": "VolumeSnapshotClass",
+                "metadata": {"name": name},
+                "driver": driver,
+                "deletionPolicy": policy,
+            });
+            if driver.contains("ceph") {
+                c["parameters"] = serde_json::json!({
+                    "clusterID": "rook-ceph",
+                    "csi.storage.k8s.io/snapshotter-secret-name": "rook-csi-rbd-provisioner",
+                    "csi.storage.k8s.io/snapshotter-secret-namespace": "rook-ceph",
+                });
+            }
+            c
+        })
+        .collect()
+}
+
+fn snapshot_class_of(shape: &Shape, i: usize) -> (&'static str, &'static str) {
+    let (_, driver, _) = CLASSES[class_of(shape, i)];
+    let (name, driver, _) = SNAPSHOT_CLASSES
+        .iter()
+        .find(|(_, d, _)| *d == driver)
+        .expect("a snapshot class per driver");
+    (name, driver)
+}
+
+/// The name of volume `i`'s VolumeSnapshot (in the claim's namespace).
+pub fn snapshot_name(i: usize) -> String {
+    format!("{}-daily", claim_name(i))
+}
+
+/// The name the snapshot-controller gives the content of the snapshot with uid `uid`.
+pub fn content_name(uid: &str) -> String {
+    format!("snapcontent-{uid}")
+}
+
+fn restore_bytes(i: usize) -> u64 {
+    let size = SIZES[i % SIZES.len()];
+    size.trim_end_matches("Gi").parse::<u64>().expect("Gi") << 30
+}
+
+/// Volume `i`'s VolumeSnapshot, as a snapshot scheduler creates it (its status comes after).
+pub fn volume_snapshot(shape: &Shape, i: usize) -> serde_json::Value {
+    let (class, _) = snapshot_class_of(shape, i);
+    serde_json::json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {
+            "name": snapshot_name(i),
+            "namespace": namespace(i),
+            // SnapScheduler's (backube/snapscheduler): plain CSI snapshots on a schedule, which
+            // the operator decides on (Velero's are kept out of the report by default).
+            "labels": {
+                "snapscheduler.backube/schedule": "daily",
+                "app.kubernetes.io/name": app(i),
+            },
+            "finalizers": [
+                "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection",
+                "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection",
+            ],
+        },
+        "spec": {
+            "source": {"persistentVolumeClaimName": claim_name(i)},
+            "volumeSnapshotClassName": class,
+        },
+    })
+}
+
+/// The status the snapshot-controller writes on a ready snapshot (a merge patch).
+pub fn volume_snapshot_status(i: usize, content: &str) -> serde_json::Value {
+    serde_json::json!({"status": {
+        "boundVolumeSnapshotContentName": content,
+        "creationTime": "2026-12-06T02:00:07Z",
+        "readyToUse": true,
+        "restoreSize": SIZES[i % SIZES.len()],
+    }})
+}
+
+/// The content the snapshot-controller makes for volume `i`'s snapshot (uid `snapshot_uid`).
+pub fn snapshot_content(shape: &Shape, i: usize, snapshot_uid: &str) -> serde_json::Value {
+    let (class, driver) = snapshot_class_of(shape, i);
+    let pv = volume(shape, i, "");
+    let handle = pv
+        .spec
+        .and_then(|s| s.csi)
+        .map(|c| c.volume_handle)
+        .unwrap_or_default();
+    let mut c = serde_json::json!({
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshotContent",
+        "metadata": {
+            "name": content_name(snapshot_uid),
+            "finalizers": ["snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"],
+        },
+        "spec": {
+            "deletionPolicy": "Delete",
+            "driver": driver,
+            "source": {"volumeHandle": handle},
+            "sourceVolumeMode": "Filesystem",
+            "volumeSnapshotClassName": class,
+            "volumeSnapshotRef": {
+                "apiVersion": "snapshot.storage.k8s.io/v1",
+                "kind": "VolumeSnapshot",
+                "name": snapshot_name(i),
+                "namespace": namespace(i),
+                "uid": snapshot_uid,
+                "resourceVersion": format!("{}", 500_000 + i * 3),
+            },
+        },
+    });
+    if driver.contains("ceph") {
+        c["metadata"]["annotations"] = serde_json::json!({
+            "snapshot.storage.kubernetes.io/deletion-secret-name": "rook-csi-rbd-provisioner",
+            "snapshot.storage.kubernetes.io/deletion-secret-namespace": "rook-ceph",
+        });
+    }
+    c
+}
+
+/// The status the csi-snapshotter sidecar writes on a ready content (a merge patch).
+pub fn snapshot_content_status(shape: &Shape, i: usize) -> serde_json::Value {
+    let (_, driver) = snapshot_class_of(shape, i);
+    let handle = if driver.contains("ceph") {
+        format!("0001-0009-rook-ceph-0000000000000002-{}", uuid(4, i))
+    } else {
+        format!(
+            "projects/{GCE_PROJECT}/global/snapshots/snapshot-{}",
+            uuid(4, i)
+        )
+    };
+    serde_json::json!({"status": {
+        "creationTime": 1_765_000_807_000_000_000u64,
+        "readyToUse": true,
+        "restoreSize": restore_bytes(i),
+        "snapshotHandle": handle,
+    }})
+}
+
+/// The GCE project of the fleet's PD volumes.
+pub const GCE_PROJECT: &str = "acme-prod-4471";
+
+/// The GKE cluster's name, as Compute's `goog-k8s-cluster-name` label gives it.
+pub const GKE_CLUSTER: &str = "acme-prod-europe";
+
+/// Volume `i`'s persistent disk as Compute lists it (None for a Ceph volume): the PD CSI
+/// driver's created-for record and the cluster's label; a bound volume's disk attached to a
+/// node, a leftover's detached. Its size is the PV's, so no size differs.
+pub fn gce_disk(shape: &Shape, i: usize) -> Option<serde_json::Value> {
+    let (class, driver, _) = CLASSES[class_of(shape, i)];
+    if driver.contains("ceph") {
+        return None;
+    }
+    let zone = ZONES[i % ZONES.len()];
+    let name = pv_name(i);
+    let mut d = serde_json::json!({
+        "name": name,
+        "id": (4_000_000_000_000_000_000u64 + i as u64).to_string(),
+        "zone": zone,
+        "sizeGb": (restore_bytes(i) >> 30).to_string(),
+        "type": if class.starts_with("premium") { "pd-ssd" } else { "pd-balanced" },
+        "creationTimestamp": "2026-01-15T10:00:00.000-08:00",
+        "status": "READY",
+        "labels": {"goog-k8s-cluster-name": GKE_CLUSTER},
+        "description": serde_json::json!({
+            "kubernetes.io/created-for/pv/name": name,
+            "kubernetes.io/created-for/pvc/name": claim_name(i),
+            "kubernetes.io/created-for/pvc/namespace": namespace(i),
+            "storage.gke.io/created-by": driver,
+        })
+        .to_string(),
+    });
+    if shape.is_leftover(i) {
+        d["lastAttachTimestamp"] = serde_json::json!("2026-01-15T10:01:00.000-08:00");
+        d["lastDetachTimestamp"] = serde_json::json!("2026-11-02T09:30:00.000-08:00");
+    } else {
+        d["lastAttachTimestamp"] = serde_json::json!("2026-01-15T10:01:00.000-08:00");
+        d["users"] = serde_json::json!([format!(
+            "https://www.googleapis.com/compute/v1/projects/{GCE_PROJECT}/zones/{zone}/instances/gke-{GKE_CLUSTER}-pool-{}",
+            i % 300
+        )]);
+    }
+    Some(d)
+}
+
+/// The test Compute server's state holding every PD volume's disk (`disks: false`: none yet).
+pub fn gce_state(shape: &Shape, disks: bool) -> serde_json::Value {
+    let disks: Vec<serde_json::Value> = if disks {
+        (0..shape.pvs).filter_map(|i| gce_disk(shape, i)).collect()
+    } else {
+        Vec::new()
+    };
+    serde_json::json!({
+        "project": GCE_PROJECT,
+        "zones": ZONES,
+        "regions": ["europe-west1"],
+        "disks": disks,
+    })
 }
 
 // --- what the API server adds (for the in-process benchmark) ------------------------------------

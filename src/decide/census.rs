@@ -23,7 +23,7 @@
 //! holds a disk, a finding's words, where its `image` block places it) is asked of the scope's
 //! [`Backend`], implemented in the backend's folder: nothing here names one.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,6 +137,9 @@ pub struct Census {
     /// volume's disk, asked for every PV of every report (scopes are only ever added, so the
     /// list is kept as they are, not found again each time).
     backends: Vec<&'static dyn Backend>,
+    /// The scopes and open scopes a result was recorded for, a listing or a failure: a disk of
+    /// a scope not in it is one the census has not answered about yet ([`Census::has_answered`]).
+    answered: BTreeSet<Scope>,
 }
 
 impl Census {
@@ -157,6 +160,7 @@ impl Census {
             open: BTreeMap::new(),
             backends: Vec::new(),
             pools: BTreeMap::new(),
+            answered: BTreeSet::new(),
         };
         for scope in pools.keys() {
             c.note_backend(scope.backend());
@@ -273,6 +277,9 @@ impl Census {
 
     /// Records a pool's census (or why it failed).
     pub fn record(&mut self, key: &Scope, result: Result<ScopeListing, String>) {
+        // An open scope answers with its own report, the last of its listing's (after those of
+        // the scopes within it), not with theirs.
+        self.answered.insert(key.clone());
         let Some(st) = self.pools.get_mut(key) else {
             return;
         };
@@ -293,13 +300,14 @@ impl Census {
         }
     }
 
-    /// Forgets the labels or tags of the disks of `key`'s listing that `referenced` holds.
-    /// They are what a finding about a disk nothing names shows a person looking for its
-    /// owner, and nothing else reads them. A disk named when its listing was compared is no
-    /// such finding from that listing (its orphans are found only then), and the next listing
-    /// reads it whole again. Most disks are named, and their tags were most of what a cloud
-    /// census kept per disk.
-    pub(crate) fn forget_tags(&mut self, key: &Scope, referenced: &HashSet<String>) {
+    /// Forgets the details of the disks of `key`'s listing that `referenced` holds, but their
+    /// size and how many use them ([`Seen::forget_details`]). The rest is what a finding about a
+    /// disk nothing names shows a person looking for its owner, and nothing else reads it. A
+    /// disk named when its listing was compared is no such finding from that listing (its
+    /// orphans are found only then), and the next listing reads it whole again. Most disks are
+    /// named, and their details were most of what a cloud census kept per disk (twice: the
+    /// listing before is kept too).
+    pub(crate) fn forget_details(&mut self, key: &Scope, referenced: &HashSet<String>) {
         let Some(listing) = self
             .pools
             .get_mut(key)
@@ -309,12 +317,8 @@ impl Census {
             return;
         };
         for name in referenced {
-            if let Some(d) = listing
-                .images
-                .get_mut(name)
-                .and_then(|seen| seen.detail.as_mut())
-            {
-                d.tags = Vec::new();
+            if let Some(seen) = listing.images.get_mut(name) {
+                seen.forget_details();
             }
         }
     }
@@ -357,6 +361,29 @@ impl Census {
         }
     }
 
+    /// Whether the census has answered about the disk `r`: a result, listing or failure, was
+    /// recorded for the scope that holds it (for a disk no scope can place yet, for every scope
+    /// and open scope of its backend). Until then what it will say is not known, and a verdict
+    /// that would carry it waits: written before, it would be written again once the census
+    /// answers (at every restart, a published size removed, then put back).
+    pub fn has_answered(&self, r: &DiskRef) -> bool {
+        match self.resolve(r) {
+            Resolved::In(key) => self.answered.contains(key),
+            Resolved::NotCensused => true,
+            Resolved::NotYet => self
+                .pools
+                .keys()
+                .chain(self.open.keys())
+                .filter(|s| r.is_of(s.backend()) && !s.holds_snapshots())
+                .all(|s| self.answered.contains(s)),
+        }
+    }
+
+    /// Whether a result was recorded for `scope`.
+    pub(crate) fn answered(&self, scope: &Scope) -> bool {
+        self.answered.contains(scope)
+    }
+
     /// What the census says about the image `r`, named by a volume created at `volume_created`.
     pub fn image(&self, r: &DiskRef, volume_created: Option<&Time>) -> ImageFound {
         let key = match self.resolve(r) {
@@ -370,7 +397,7 @@ impl Census {
         };
         if let Some(seen) = cur.images.get(r.name()) {
             return ImageFound::Present {
-                watchers: seen.detail.as_ref().map_or(0, |d| d.in_use.len()),
+                watchers: seen.users(),
             };
         }
         let Some(prev) = st.previous.as_deref() else {

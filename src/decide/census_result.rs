@@ -164,15 +164,24 @@ where
         logs,
         mark: Vec::new(),
     };
+    // The scope's first answer: the volumes whose verdict waited for it are decided now
+    // (`Census::has_answered`), whatever it says.
+    let first_answer = !key.holds_snapshots() && !state.census.answered(key);
     state
         .census
         .record(key, result.map_err(|(_, message)| message));
     if !state.census.is_trusted(key) {
+        if first_answer {
+            mark_the_backends_volumes(naming().borrow(), key, &mut out.mark);
+        }
         // Nothing is concluded: what is published stays.
         return out;
     }
     let naming = naming();
     let naming = naming.borrow();
+    if first_answer {
+        mark_the_backends_volumes(naming, key, &mut out.mark);
+    }
     let started = state.census.pools[key]
         .current
         .as_ref()
@@ -207,7 +216,7 @@ where
     };
     hold_unread(state, key, &referenced);
     replace_orphans(state, key, &referenced, now, &mut out.mark);
-    state.census.forget_tags(key, &referenced);
+    state.census.forget_details(key, &referenced);
     out
 }
 
@@ -250,6 +259,18 @@ fn news(
         unread: snap.unread.len(),
     };
     (gauge, logs)
+}
+
+/// Marks every volume naming a disk of `key`'s backend.
+fn mark_the_backends_volumes(naming: &Naming, key: &Scope, marks: &mut Vec<String>) {
+    let backend = key.backend();
+    marks.extend(
+        naming
+            .volumes
+            .iter()
+            .filter(|(_, d)| d.as_ref().is_some_and(|d| d.is_of(backend)))
+            .map(|(name, _)| name.clone()),
+    );
 }
 
 /// Which disks of `key` a volume or a tombstone names; marks the volumes that may have lost

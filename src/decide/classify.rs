@@ -39,6 +39,16 @@ pub fn classify(pv: &Volume, lookup: &impl Lookup, now: Time) -> Verdict {
         return verdict;
     };
     let source = volume_source(spec);
+    // What the census will say of the disk (there, gone, its size) is part of the verdict:
+    // before it has answered, the verdict waits, and what is published stays.
+    if let Some(c) = lookup.census()
+        && let Some(r) = c.disk_ref(&source)
+        && !c.has_answered(&r)
+    {
+        return Verdict::Undecided(Undecided::CensusNotAnswered {
+            volume: pv.metadata.name.as_deref().unwrap_or_default().to_string(),
+        });
+    }
     let ImageFound::Missing { in_trash } =
         disk_found(lookup, &source, pv.metadata.creation_timestamp.as_ref())
     else {

@@ -66,6 +66,12 @@ pub enum Undecided {
         /// The PersistentVolume's name.
         volume: String,
     },
+    /// The census of the volume's disk has not answered yet (the operator's first listing of
+    /// its scope is under way).
+    CensusNotAnswered {
+        /// The PersistentVolume's name.
+        volume: String,
+    },
 }
 
 impl std::fmt::Display for Undecided {
@@ -86,6 +92,10 @@ impl std::fmt::Display for Undecided {
             Undecided::PreboundClaimUnknown { volume } => write!(
                 f,
                 "claims cannot be read; whether the claim PersistentVolume {volume} is pre-bound to exists is unknown"
+            ),
+            Undecided::CensusNotAnswered { volume } => write!(
+                f,
+                "the census of its disk has not answered yet; PersistentVolume {volume} waits until it has"
             ),
         }
     }

@@ -17,15 +17,35 @@ pub struct Seen {
     /// Its details, when they were read (boxed: most images' are not, and a snapshot holds one
     /// entry per image).
     pub(crate) detail: Option<Box<DiskFacts>>,
-    /// Its provisioned size in bytes when only that was read (an RBD image a volume names); a
-    /// disk read in full has it in its details. See [`Seen::size`].
+    /// Its provisioned size in bytes when only that was read (an RBD image a volume names) or
+    /// kept (a named disk's, its details forgotten: [`Seen::forget_details`]); a disk read in
+    /// full has it in its details. See [`Seen::size`].
     pub(crate) size_only: Option<u64>,
+    /// How many use it, when its details were forgotten (see [`Seen::users`]).
+    pub(crate) users_only: u32,
 }
 
 impl Seen {
     /// Its provisioned size in bytes, when the listing read it.
     pub(crate) fn size(&self) -> Option<u64> {
         self.detail.as_ref().map(|d| d.size).or(self.size_only)
+    }
+
+    /// How many use it now (watchers, attached instances), as far as the listing read.
+    pub(crate) fn users(&self) -> usize {
+        self.detail
+            .as_ref()
+            .map_or(self.users_only as usize, |d| d.in_use.len())
+    }
+
+    /// Keeps of its details only what is read of a disk a volume names: its size and how many
+    /// use it. The rest (owner, record, labels, when it was attached) is what a finding about a
+    /// disk nothing names shows, and most disks are named.
+    pub(crate) fn forget_details(&mut self) {
+        if let Some(d) = self.detail.take() {
+            self.size_only = Some(d.size);
+            self.users_only = u32::try_from(d.in_use.len()).unwrap_or(u32::MAX);
+        }
     }
 }
 

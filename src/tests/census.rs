@@ -56,6 +56,7 @@ fn census() -> Census {
 fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
     Seen {
         size_only: None,
+        users_only: 0,
         id: "1234abcd".into(),
         detail: Some(Box::new(DiskFacts::ceph(
             10 * 1024 * 1024 * 1024,
@@ -74,6 +75,7 @@ fn detailed(age: i64, cluster: Option<&str>, watchers: &[&str]) -> Seen {
 fn listed() -> Seen {
     Seen {
         size_only: None,
+        users_only: 0,
         id: "5678".into(),
         detail: None,
     }

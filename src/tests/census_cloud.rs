@@ -51,6 +51,7 @@ fn gce_disk(project: Option<&str>, location: &str, name: &str) -> DiskRef {
 fn disk(cluster: Option<&str>) -> Seen {
     Seen {
         size_only: None,
+        users_only: 0,
         id: "42".into(),
         detail: Some(Box::new(DiskFacts {
             size: 10 << 30,
@@ -496,22 +497,26 @@ fn an_azure_disk_is_found_by_its_resource_id_in_any_case_and_an_orphan_is_named_
     );
 }
 
-/// A disk's labels or tags are what a finding about it shows, when nothing names it: the census
-/// keeps them only for the disks nothing names (most disks are named). A named disk whose PV
-/// goes is an orphan of the next listing, which has its tags again.
+/// A disk's details (labels or tags, owner, record) are what a finding about it shows, when
+/// nothing names it: the census keeps only the size and the users of the disks a PV names (most
+/// disks are named), still answering what a PV asks of its disk. A named disk whose PV goes is an
+/// orphan of the next listing, which has its details again.
 #[test]
-fn the_tags_of_the_disks_a_pv_names_are_not_kept_and_an_orphan_shows_its_own() {
+fn the_details_of_the_disks_a_pv_names_are_not_kept_and_an_orphan_shows_its_own() {
     let mut s = state();
     let key = gce("open", "europe-west1-c");
     let tagged = || {
         let mut d = disk(Some("prod"));
-        d.detail.as_mut().unwrap().tags = vec![("team".into(), "storage".into())];
+        let facts = d.detail.as_mut().unwrap();
+        facts.tags = vec![("team".into(), "storage".into())];
+        facts.in_use = vec!["projects/open/zones/europe-west1-c/instances/node-1".into()];
         d
     };
-    let pv = ("pv-a", gce_disk(Some("open"), "europe-west1-c", "named"));
+    let named_disk = gce_disk(Some("open"), "europe-west1-c", "named");
+    let pv = ("pv-a", named_disk.clone());
     let both = |at| listing(at, vec![("named", tagged()), ("orphan", tagged())]);
     record(&mut s, &key, Ok(both(-120)), Some(pv));
-    let kept = |s: &CensusState, name: &str| {
+    let seen = |s: &CensusState, name: &str| {
         s.census
             .scope_state(&key)
             .unwrap()
@@ -519,13 +524,17 @@ fn the_tags_of_the_disks_a_pv_names_are_not_kept_and_an_orphan_shows_its_own() {
             .as_ref()
             .unwrap()
             .images[name]
-            .detail
-            .as_ref()
-            .unwrap()
-            .tags
             .clone()
     };
-    assert_eq!(kept(&s, "named"), Vec::new(), "a PV names it");
+    let kept = |s: &CensusState, name: &str| seen(s, name).detail.unwrap().tags;
+    let named = seen(&s, "named");
+    assert!(named.detail.is_none(), "a PV names it: {named:?}");
+    assert_eq!((named.size(), named.users()), (Some(10 << 30), 1));
+    assert_eq!(
+        s.census.image(&named_disk, Some(&now_plus(-86_400))),
+        ImageFound::Present { watchers: 1 },
+        "what a PV asks of its disk"
+    );
     assert_eq!(kept(&s, "orphan"), [("team".into(), "storage".into())]);
     let shown = |s: &CensusState, name: &str| {
         s.orphans

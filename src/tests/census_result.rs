@@ -47,6 +47,7 @@ fn listing(images: &[&str]) -> ScopeListing {
             .map(|n| {
                 let seen = Seen {
                     size_only: None,
+                    users_only: 0,
                     id: format!("id-{n}"),
                     detail: None,
                 };
@@ -64,6 +65,7 @@ fn old(mut s: ScopeListing, image: &str) -> ScopeListing {
         image.to_string(),
         Seen {
             size_only: None,
+            users_only: 0,
             id: format!("id-{image}"),
             detail: Some(Box::new(DiskFacts::ceph(
                 1024,
@@ -113,7 +115,19 @@ fn run(
     )
 }
 
+/// A failure after the scope's first answer (the state is given one first when it has none).
 fn failed(st: &mut CensusState, c: Category, m: &str) -> CensusOutcome {
+    if !st.census.answered(&key()) {
+        let first = census_result(
+            st,
+            &key(),
+            Err((Category::Unavailable.into(), "not yet".to_string())),
+            &now(),
+            Naming::default,
+        );
+        assert!(first.mark.is_empty());
+        st.census.pools.insert(key(), Default::default());
+    }
     census_result(
         st,
         &key(),
@@ -121,6 +135,39 @@ fn failed(st: &mut CensusState, c: Category, m: &str) -> CensusOutcome {
         &now(),
         || -> Naming { panic!("a failed census reads no names: it concludes nothing") },
     )
+}
+
+/// The verdicts that waited for a scope's first answer (`Census::has_answered`) are made once it
+/// comes, whatever it says: its first answer, a listing or a failure, marks every volume naming a
+/// disk of its backend; a failure after it concludes nothing and marks none.
+#[test]
+fn a_scopes_first_answer_even_a_failure_marks_the_volumes_that_waited_for_it() {
+    let naming = || volumes(&[("pv-a", "a"), ("pv-b", "b")]);
+    let r = disk_ref(&source("a")).unwrap();
+    let mut st = state();
+    assert!(!st.census.has_answered(&r), "no answer yet");
+    let first = run(
+        &mut st,
+        Err((Category::Unavailable, "rbd_list2 timed out")),
+        &now(),
+        naming(),
+    );
+    assert_eq!(first.mark, vec!["pv-a".to_string(), "pv-b".to_string()]);
+    assert!(st.census.has_answered(&r), "a failure is an answer");
+    let again = census_result(
+        &mut st,
+        &key(),
+        Err((
+            Category::Unavailable.into(),
+            "rbd_list2 timed out".to_string(),
+        )),
+        &now(),
+        || -> Naming { panic!("a failed census reads no names after its first answer") },
+    );
+    assert!(again.mark.is_empty());
+    let mut st = state();
+    let listed = run(&mut st, Ok(listing(&["a", "b"])), &now(), naming());
+    assert_eq!(listed.mark, vec!["pv-a".to_string(), "pv-b".to_string()]);
 }
 
 #[test]
@@ -210,8 +257,8 @@ fn unreadable_images_are_logged_once_per_change_and_held() {
 fn volumes_are_decided_again_when_their_image_leaves_or_comes_back() {
     let mut st = state();
     let naming = || volumes(&[("pv-a", "a"), ("pv-b", "b")]);
-    let first = run(&mut st, Ok(listing(&["a", "b"])), &now(), naming());
-    assert!(first.mark.is_empty(), "{:?}", first.mark);
+    // The first answer marks both (their verdicts waited for it).
+    run(&mut st, Ok(listing(&["a", "b"])), &now(), naming());
     // `a` is no longer listed: its volume is decided again, `b`'s is not.
     let gone = run(&mut st, Ok(listing(&["b"])), &now(), naming());
     assert_eq!(gone.mark, vec!["pv-a".to_string()]);

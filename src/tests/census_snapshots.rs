@@ -43,6 +43,7 @@ fn gce_snapshots() -> Scope {
 fn snap(age: i64, cluster: Option<&str>, recorded: Option<(&str, &str)>) -> Seen {
     Seen {
         size_only: None,
+        users_only: 0,
         id: "1234".into(),
         detail: Some(Box::new(DiskFacts {
             size: 8 << 30,

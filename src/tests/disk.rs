@@ -320,6 +320,7 @@ fn a_cloud_disk_missing_from_two_listings_is_missing() {
             .map(|n| {
                 let seen = Seen {
                     size_only: None,
+                    users_only: 0,
                     id: "123".into(),
                     detail: None,
                 };
@@ -444,6 +445,7 @@ fn a_cloud_disk_nothing_names_is_a_finding_with_its_facts_unless_another_cluster
     let mut c = Census::new([scope.clone()], Some("prod"), Duration::from_secs(3600));
     let disk = |cluster: Option<&str>, users: &[&str]| Seen {
         size_only: None,
+        users_only: 0,
         id: "4711".into(),
         detail: Some(Box::new(DiskFacts {
             size: 10 << 30,

@@ -306,6 +306,7 @@ fn listing(images: &[&str]) -> crate::decide::census::ScopeListing {
             .map(|n| {
                 let seen = Seen {
                     size_only: None,
+                    users_only: 0,
                     id: format!("id-{n}"),
                     detail: Some(Box::new(DiskFacts::ceph(
                         1024,

@@ -186,6 +186,7 @@ fn snapshot(at: Time, images: Vec<(&str, Seen)>) -> ScopeListing {
 fn old_image() -> Seen {
     Seen {
         size_only: None,
+        users_only: 0,
         id: "1234abcd".into(),
         detail: Some(Box::new(DiskFacts::ceph(
             1 << 30,
@@ -749,6 +750,7 @@ fn snapshots_listed_twice(handles: &[&str]) -> Census {
             .map(|h| {
                 let s = Seen {
                     size_only: None,
+                    users_only: 0,
                     id: (*h).to_string(),
                     detail: None,
                 };

@@ -475,6 +475,7 @@ gce:
                 .map(|(name, d)| {
                     let seen = Seen {
                         size_only: None,
+                        users_only: 0,
                         id: format!("id-{name}"),
                         detail: Some(Box::new(self.facts(place, name, d))),
                     };

@@ -622,6 +622,7 @@ mod cloud {
     fn disk(cluster: Option<&str>, users: &[&str], pv: Option<&str>) -> Seen {
         Seen {
             size_only: None,
+            users_only: 0,
             id: "4711".into(),
             detail: Some(Box::new(DiskFacts {
                 size: 10 << 30,

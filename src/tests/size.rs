@@ -59,6 +59,7 @@ fn census_with(size: u64) -> Facts {
             "vol-0a".to_string(),
             Seen {
                 size_only: None,
+                users_only: 0,
                 id: "vol-0a".into(),
                 detail: Some(Box::new(DiskFacts {
                     size,
@@ -198,6 +199,7 @@ fn rbd_listing(at: i64, size: Option<u64>) -> ScopeListing {
                 id: "1f2e3d".into(),
                 detail: None,
                 size_only: size,
+                users_only: 0,
             },
         )]
         .into(),
@@ -272,4 +274,37 @@ fn an_rbd_size_that_could_not_be_read_keeps_the_one_read_before() {
     named_only.unread.clear();
     let facts = rbd_facts(&[rbd_listing(-120, Some(20 * GIB)), named_only]);
     assert_eq!(verdict(&rbd_pv(), &facts), Verdict::Healthy);
+}
+
+/// What the census will say of a volume's disk (its size here) is part of the verdict: until
+/// the census of its scope has answered, the verdict waits (`Undecided`, what is published
+/// stays), so that a restart does not first write a finding without its size, then with it.
+/// A failed first answer is an answer: the verdict is then made without the census.
+#[test]
+fn a_verdict_waits_for_the_census_of_its_disk_to_answer() {
+    let released = ebs_pv("Released");
+    let c = CensusConfig::parse("ebs:\n  - region: eu-west-1\n").unwrap();
+    let key = crate::census::ebs::vocabulary::region(None, "eu-west-1");
+    let facts = |census: crate::decide::census::Census| Facts {
+        census: Some(Arc::new(census)),
+        ..lookup().with_class("gp3", "Retain")
+    };
+    let not_yet = c.census(Duration::from_secs(3600));
+    assert!(
+        matches!(
+            verdict(&released, &facts(not_yet)),
+            Verdict::Undecided(crate::model::finding::Undecided::CensusNotAnswered { .. })
+        ),
+        "no answer yet"
+    );
+    let mut failed = c.census(Duration::from_secs(3600));
+    failed.record(&key, Err("403".into()));
+    let f = leftover(verdict(&released, &facts(failed)));
+    assert_eq!(f.status.reason, Reason::ClaimDeleted);
+    assert_eq!(
+        f.status.disk_size_bytes, None,
+        "nothing from a failed census"
+    );
+    let f = leftover(verdict(&released, &census_with(10 * GIB)));
+    assert_eq!(f.status.disk_size_bytes, Some(10 * GIB as i64));
 }

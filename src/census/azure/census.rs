@@ -40,6 +40,7 @@ pub(crate) fn report_of(
                         id: d.id.clone(),
                         detail: Some(Box::new(facts(d))),
                         size_only: None,
+                        users_only: 0,
                     },
                 )
             })

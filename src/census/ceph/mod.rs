@@ -472,6 +472,7 @@ pub fn snapshot_of(c: rbd::PoolCensus, started: Time) -> ScopeListing {
                     id: i.name.id,
                     detail,
                     size_only,
+                    users_only: 0,
                 },
             )
         })

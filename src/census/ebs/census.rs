@@ -139,6 +139,7 @@ fn census_of(started: Time, items: impl Iterator<Item = (String, DiskFacts)>) ->
                     id.clone(),
                     Seen {
                         size_only: None,
+                        users_only: 0,
                         id,
                         detail: Some(Box::new(facts)),
                     },

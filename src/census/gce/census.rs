@@ -112,6 +112,7 @@ pub fn snapshots_report_of(
                         s.name.clone(),
                         Seen {
                             size_only: None,
+                            users_only: 0,
                             id: s.id.to_string(),
                             detail: Some(Box::new(snapshot_facts_of(s))),
                         },
@@ -143,6 +144,7 @@ pub(crate) fn snapshot_of(disks: &[GceDisk], started: Time) -> ScopeListing {
                     d.name.clone(),
                     Seen {
                         size_only: None,
+                        users_only: 0,
                         id: d.id.to_string(),
                         detail: Some(Box::new(facts_of(d))),
                     },
