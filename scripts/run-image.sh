@@ -193,13 +193,14 @@ lx.setdefault("resources", {})["memory"] = {"limit": 512 * 1024 * 1024}
 json.dump(c, open(path, "w"), indent=1)
 EOF
 
+# Before the watchdog starts: it stops watching (and runs `down`) as soon as it finds no id file.
+echo "$id" >"$run/id"
 if [ -n "$owner" ]; then
   # shellcheck disable=SC2016 # $1.. are the watchdog's own arguments
   nohup bash -c 'while kill -0 "$1" 2>/dev/null && [ -e "$2/id" ]; do sleep 1; done; "$3" down "$2"' \
     watchdog "$owner" "$run" "$here/run-image.sh" >/dev/null 2>&1 &
   echo $! >"$run/watchdog"
 fi
-echo "$id" >"$run/id"
 
 runc_ run --detach --bundle "$run/bundle" --pid-file "$run/pid" "$id" </dev/null >>"$run/container.log" 2>&1 ||
   fail "runc run failed"
