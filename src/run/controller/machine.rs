@@ -302,6 +302,11 @@ impl Loop {
                 written,
                 millis,
             });
+            // Deciding every name and writing what changed left garbage all over the heap (a
+            // restart's RSS stayed well above its live heap until the next `Tick::Ages`, up to
+            // 15 s later): give it back now, when the process settles.
+            crate::engine::heap::release();
+            self.heap_used = false;
         } else if now.saturating_duration_since(said) >= PROGRESS_EVERY {
             self.convergence = Convergence::Running {
                 since,
