@@ -1300,6 +1300,11 @@ fn compute_python() -> Result<(PathBuf, PathBuf), String> {
 }
 
 impl ComputeServer {
+    /// The server's process, for a benchmark's CPU split.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts a server in `dir` answering from `state`, with a service-account key it trusts in
     /// `dir/keys/key.json`.
     pub fn start(dir: PathBuf, state: serde_json::Value) -> Result<ComputeServer, String> {
