@@ -5,8 +5,8 @@
 //! glibc's malloc keeps what is freed in its arenas (one per thread that allocated), so the
 //! process's RSS stays near the peak of the lists long after them. `release` asks glibc to return
 //! every free page of every arena (`malloc_trim(0)`; a few milliseconds at that size). The loop
-//! calls it after a list completes and, when anything happened, on a slow tick. Elsewhere than
-//! glibc it does nothing. [`usage`] is glibc's account of what it holds (logged at debug after each
+//! calls it after a list completes, when its first convergence ends, and, when anything happened,
+//! on a slow tick. Elsewhere than glibc it does nothing. [`usage`] is glibc's account of what it holds (logged at debug after each
 //! release, target `volume_leftovers::engine::heap`).
 
 /// What glibc's malloc holds, over all arenas.
