@@ -241,24 +241,6 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// GET `path` from a server on 127.0.0.1:`port`, in this process: (status, body). The waits
-/// poll the operator's metrics every 100 ms while it works, and the tests' `http_get` runs a
-/// curl for each: up to 7 s of CPU in a 70 s first start at 50,000 PVs, charged to no process
-/// the CPU split named and taken from the cores the operator and the API server share. An
-/// HTTP/1.0 request, so that the answer ends with the connection (never chunked).
-fn local_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(conn, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut answer = Vec::new();
-    conn.read_to_end(&mut answer).ok()?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let code = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((code, body.to_string()))
-}
-
 struct Operator {
     run: Running,
     port: u16,
@@ -312,7 +294,7 @@ impl Operator {
 
     async fn ready(&self, timeout: Duration) -> Duration {
         wait_for("/readyz", timeout, || async {
-            local_get(self.port, "/readyz").filter(|(c, _)| *c == 200)
+            http_get(&format!("http://127.0.0.1:{}/readyz", self.port)).filter(|(c, _)| *c == 200)
         })
         .await;
         self.started.elapsed()
@@ -320,7 +302,8 @@ impl Operator {
 
     /// The sum of every sample whose name and labels start with `prefix`.
     fn metric(&self, prefix: &str) -> f64 {
-        let (_, m) = local_get(self.port, "/metrics").unwrap_or_default();
+        let (_, m) =
+            http_get(&format!("http://127.0.0.1:{}/metrics", self.port)).unwrap_or_default();
         m.lines()
             .filter(|l| l.starts_with(prefix))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())

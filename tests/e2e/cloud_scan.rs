@@ -99,8 +99,16 @@ async fn ready(pvs: &Api<PersistentVolume>, volumes: &[PersistentVolume]) {
     .await;
     // A PV counts as missing only when it was created before the first listing began, and both
     // times are whole seconds (what the API server keeps): a listing in the second the PVs were
-    // made would rightly leave them Unknown.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // made would rightly leave them Unknown. So the clock (the API server's, on this machine)
+    // moves on to the next second first.
+    let into_second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    tokio::time::sleep(
+        Duration::from_nanos(1_000_000_000 - u64::from(into_second)) + Duration::from_millis(20),
+    )
+    .await;
 }
 
 /// A PV naming a cloud disk by its CSI driver's handle.

@@ -521,14 +521,11 @@ impl Gke {
         std::fs::write(path, text).unwrap();
     }
 
-    /// Waits until `repl` has had `n` more aggregated listings than now, and a second more.
-    async fn listings(&self, n: u64, what: &str) {
-        let from = self.repl.requests(&self.aggregated);
-        wait_for(what, Duration::from_secs(30), || async {
-            (self.repl.requests(&self.aggregated) >= from + n).then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+    /// Waits until the census has completed `n` more listings of the aggregated project's
+    /// region than now, and the operator has decided and written what they concluded.
+    async fn listings(&self, port: u16, n: u32) {
+        let labels = format!(r#"backend="gce",scope="{GKE_PROJECT}/{GKE_REGION}""#);
+        wait_settled_after(port, "runs", n, &[labels]).await;
     }
 
     /// The name a finding about the seed's disk without a volume would have.
@@ -540,7 +537,7 @@ impl Gke {
     /// Steps b and c: the claim deleted, the PV Released (ClaimDeleted); the PV deleted, its
     /// finding the disk's tombstone, confirmed by the census over several listings and never
     /// joined by a DiskWithoutVolume.
-    async fn claim_then_volume_deleted(&self, recorder: &Recorder) {
+    async fn claim_then_volume_deleted(&self, port: u16, recorder: &Recorder) {
         delete(&self.claims, "pvc2").await;
         wait_pv_phase(&self.pvs, &self.pv, "Released").await;
         let released = wait_leftover(&self.leftovers, &self.pv, "ClaimDeleted", |o| {
@@ -570,7 +567,7 @@ impl Gke {
         assert!(s.message.ends_with(NOTE_FOUND), "{}", s.message);
         // Listings that find the disk while only the tombstone names it: a census that did not
         // count the tombstone would report the disk now.
-        self.listings(3, "three listings with the tombstone").await;
+        self.listings(port, 3).await;
         let still = self.leftovers.get(&self.pv).await.unwrap();
         assert_eq!(reason(&still), Some(Reason::VolumeDeleted));
         assert_eq!(
@@ -621,12 +618,13 @@ impl Gke {
             || async { (census_up(port, HANG_PROJECT, HANG_REGION) == Some(0.0)).then_some(()) },
         )
         .await;
-        // Two whole listings failed (a third has begun), and the loop had a second for them.
-        wait_for("two failed listings", Duration::from_secs(60), || async {
-            (self.hang.requests(&path) >= from + 7).then_some(())
-        })
-        .await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // A second whole listing failed, and the operator decided what followed from both.
+        let labels = format!(r#"backend="gce",scope="{HANG_PROJECT}/{HANG_REGION}""#);
+        wait_settled_after(port, "failures", 1, &[labels]).await;
+        assert!(
+            self.hang.requests(&path) >= from + 6,
+            "each failed listing tried three times"
+        );
         assert_eq!(census_up(port, HANG_PROJECT, HANG_REGION), Some(0.0));
         assert!(
             self.leftovers
@@ -703,7 +701,7 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
         assert_eq!(o.status.unwrap().hints, vec![hint], "{disk}");
         published.push(name);
     }
-    g.listings(2, "two more listings of p-gke").await;
+    g.listings(port, 2).await;
     assert_eq!(census_up(port, GKE_PROJECT, GKE_REGION), Some(1.0));
     assert_eq!(census_up(port, HANG_PROJECT, HANG_REGION), Some(1.0));
     for not in [&g.pv, &g.kept_pv, &g.disk_finding()] {
@@ -713,7 +711,7 @@ async fn a_retained_regional_pd_is_followed_until_gone_and_a_hanging_region_stay
         );
     }
 
-    g.claim_then_volume_deleted(&recorder).await;
+    g.claim_then_volume_deleted(port, &recorder).await;
     g.disk_deleted(cp, &recorder).await;
     g.region_hangs(port, &published, &log).await;
     assert_eq!(

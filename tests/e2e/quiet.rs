@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim};
 use kube::{Api, ResourceExt};
 use volume_leftovers::model::crd::{Reason, Tristate, VolumeLeftover};
+use volume_leftovers::telemetry::{Kind, StoreState};
 
 use crate::support::*;
 
@@ -258,7 +259,11 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
 
     // The operator loses its watches; meanwhile the PV is deleted and etcd compacts past it.
     proxy.cut();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for("the PV watch to fail", Duration::from_secs(30), || {
+        let s = operator.health.get(Kind::persistentvolumes);
+        async move { (s == StoreState::Degraded).then_some(()) }
+    })
+    .await;
     assert!(leftovers.get_opt(&unclaimed).await.unwrap().is_none());
     delete(&pvs, &vanishing).await;
     delete(&pvs, &doomed).await;
@@ -272,7 +277,6 @@ async fn a_relist_after_410_clears_findings_whose_volume_vanished_in_the_gap_and
         "/v3/kv/compaction",
         &format!(r#"{{"revision":"{rev}","physical":true}}"#),
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
     for name in [&vanishing, &doomed] {
         assert!(
             leftovers.get_opt(name).await.unwrap().is_some(),

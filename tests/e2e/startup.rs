@@ -8,7 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use kube::api::ObjectMeta;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use volume_leftovers::model::crd::{Reason, Tristate, VolumeLeftover};
 use volume_leftovers::telemetry::{Kind, StoreState};
@@ -71,7 +71,27 @@ async fn without_the_crd_the_operator_waits_unready_then_recovers_and_stops_on_s
     })
     .await;
     assert_eq!(code, 503, "not ready without the CRD: {body}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // It has failed to list VolumeLeftovers, and tried again: still the same process.
+    let failures = || {
+        let (_, metrics) = http_get(&format!("http://127.0.0.1:{port}/metrics"))?;
+        Some(
+            metrics
+                .lines()
+                .filter(|l| {
+                    l.starts_with(
+                        r#"volume_leftovers_watch_errors_total{resource="volumeleftovers","#,
+                    )
+                })
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>(),
+        )
+    };
+    wait_for(
+        "a second failed list of VolumeLeftovers",
+        Duration::from_secs(30),
+        || async { failures().filter(|n| *n >= 2.0) },
+    )
+    .await;
     assert!(
         running.0.try_wait().unwrap().is_none(),
         "no crash loop: the process keeps retrying"
@@ -183,26 +203,41 @@ async fn when_claims_are_forbidden_claim_missing_is_unknown_never_true() {
     )
     .await;
 
-    // Every status the object ever shows, from an admin watch.
+    // Every status the object ever shows, from an admin watch that has listed before the
+    // operator starts (so nothing it writes is missed).
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (listed_tx, listed) = tokio::sync::oneshot::channel();
     let pv_name = r.pv.clone();
     let watch = {
         let admin = admin.clone();
         tokio::spawn(async move {
+            let mut listed_tx = Some(listed_tx);
             let mut s = watcher(
                 Api::<VolumeLeftover>::all(admin),
                 watcher::Config::default(),
             )
-            .applied_objects()
             .boxed();
-            while let Some(Ok(o)) = s.next().await {
-                if o.name_any() == pv_name {
-                    let _ = tx.send(o);
+            while let Some(Ok(ev)) = s.next().await {
+                match ev {
+                    watcher::Event::InitDone => {
+                        if let Some(t) = listed_tx.take() {
+                            let _ = t.send(());
+                        }
+                    }
+                    watcher::Event::Apply(o) | watcher::Event::InitApply(o)
+                        if o.name_any() == pv_name =>
+                    {
+                        let _ = tx.send(o);
+                    }
+                    _ => {}
                 }
             }
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::timeout(Duration::from_secs(30), listed)
+        .await
+        .expect("the admin watch to list within 30 s")
+        .expect("the admin watch to keep running");
 
     let operator = Operator::start(cp.client("restricted").await, test_settings());
     let leftovers = Api::<VolumeLeftover>::all(admin.clone());
