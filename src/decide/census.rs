@@ -384,6 +384,17 @@ impl Census {
         self.answered.contains(scope)
     }
 
+    /// Whether every scope of disks (and every scope listed as a whole) has answered once, a
+    /// listing or a failure: until then some verdicts may wait for it ([`Census::has_answered`]).
+    /// Snapshot scopes are not counted: no volume's verdict waits for them.
+    pub(crate) fn answered_everywhere(&self) -> bool {
+        self.pools
+            .keys()
+            .chain(self.open.keys())
+            .filter(|s| !s.holds_snapshots())
+            .all(|s| self.answered.contains(s))
+    }
+
     /// What the census says about the image `r`, named by a volume created at `volume_created`.
     pub fn image(&self, r: &DiskRef, volume_created: Option<&Time>) -> ImageFound {
         let key = match self.resolve(r) {

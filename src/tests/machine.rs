@@ -741,6 +741,66 @@ async fn an_image_whose_volume_was_deleted_after_the_listing_began_is_no_leftove
     assert_eq!(writes(&fx).len(), 1, "{:?}", writes(&fx));
 }
 
+/// Issue 32: volumes whose verdict waits for the census's first answer are not converged: the
+/// first round says it converged once the census has answered and what followed is written, not
+/// when the stores have listed and every verdict still waits.
+#[tokio::test(start_paused = true)]
+async fn a_first_start_converges_after_the_census_first_answers() {
+    let mut w = census_world();
+    let p = pv("d")
+        .retain()
+        .released()
+        .since(now_plus(-600))
+        .claim_by_name("ns", "c")
+        .csi(
+            "rbd.csi.ceph.com",
+            "0001-0024-handle-of-d",
+            [
+                ("clusterID", FSID),
+                ("pool", "k8s-rbd"),
+                ("imageName", "csi-vol-d"),
+            ],
+        );
+    let converged = |fx: &Effects| {
+        fx.logs
+            .iter()
+            .filter(|l| matches!(l, Log::Converged { .. }))
+            .count()
+    };
+    let mut said = 0;
+    for event in [
+        w.put_pv(&p),
+        listed_pvs(),
+        listed_claims(),
+        listed_classes(),
+        listed_leftovers(),
+    ] {
+        let fx = w.step(event);
+        assert!(fx.writes.is_empty(), "the verdict waits for the census");
+        said += converged(&fx);
+    }
+    assert_eq!(said, 0, "not converged while the census has not answered");
+    let fx = w.step(census_done(&["csi-vol-d"]));
+    assert_eq!(converged(&fx), 0, "its write is in flight");
+    let [start] = <[_; 1]>::try_from(fx.writes).expect("the finding, once the census answered");
+    let fx = w.step(Event::Written {
+        name: start.name.clone(),
+        result: Ok(Written {
+            op: Op::Create,
+            outcome: Outcome::Done,
+            echo: None,
+            requests: 1,
+        }),
+        told: start.told,
+    });
+    let Some(Log::Converged { written, .. }) =
+        fx.logs.iter().find(|l| matches!(l, Log::Converged { .. }))
+    else {
+        panic!("converged once its write landed: {:?}", fx.logs);
+    };
+    assert_eq!(*written, 1);
+}
+
 /// Issue 29: a first start that publishes many findings says how far it is every few seconds
 /// (writes done, names to go, states held in a grace) and once, when nothing is queued or in
 /// flight, that it converged; not before it decides, and never again after.

@@ -289,7 +289,14 @@ impl Loop {
         let (queued, in_flight) = (self.scheduler.queued(), self.scheduler.in_flight());
         let millis =
             u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX);
-        if queued == 0 && in_flight == 0 {
+        // Volumes whose verdict waits for the census's first answer are not decided yet: with
+        // nothing queued before it answers, the round has not converged (at 100,000 PVs every
+        // finding was still to be written when it said so).
+        let census_pending = self
+            .census
+            .as_ref()
+            .is_some_and(|c| !c.census.answered_everywhere());
+        if queued == 0 && in_flight == 0 && !census_pending {
             self.convergence = Convergence::Done;
             let published = self
                 .scheduler
