@@ -29,7 +29,9 @@
 //!    each first start compared with the mean of the two floors around it (the API server's cost
 //!    for the same work drifts within a run), then one more first start, not compared, for what
 //!    follows (with alternate=1, each variant's first start too, in every round); each line
-//!    says what CPU every process spent (the machine's cores are shared by all of them);
+//!    says what CPU every process spent (the machine's cores are shared by all of them) and
+//!    which kinds the API server listed from etcd meanwhile (its own metrics: a list it made of
+//!    its own accord, to fill a watch cache again, shows as one more than the phase's lists);
 //!    with restarts=N, after 5., N rounds of the lists and a restart (each variant's too,
 //!    with alternate=1), medians compared;
 //! 5. a restart on the converged cluster: time to ready, when each store synced, when the
@@ -935,6 +937,61 @@ fn cpu_spent(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, wall
 
 // --- scan and kubectl -----------------------------------------------------------------------------
 
+/// The API server's own counters of where its data came from, by resource: the lists it read
+/// from etcd (`apiserver_storage_list_total`) and its watch caches filled again from etcd
+/// (`apiserver_watch_cache_initializations_total`). A phase's difference says whether the API
+/// server listed a kind from etcd meanwhile, whoever asked.
+async fn api_counters(cp: &ControlPlane) -> BTreeMap<(String, String), f64> {
+    const NAMES: [&str; 2] = [
+        "apiserver_storage_list_total",
+        "apiserver_watch_cache_initializations_total",
+    ];
+    let client = cp.admin().await;
+    let Ok(req) = axum::http::Request::get("/metrics").body(Vec::new()) else {
+        return BTreeMap::new();
+    };
+    let text = client.request_text(req).await.unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (key, value) = l.rsplit_once(' ')?;
+            let (name, labels) = key.split_once('{')?;
+            NAMES.contains(&name).then_some(())?;
+            let resource = labels.split("resource=\"").nth(1)?.split('"').next()?;
+            Some((
+                (name.to_string(), resource.to_string()),
+                value.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// What changed in [`api_counters`] between `before` and `after`, for the line of a phase.
+fn api_counters_spent(
+    before: &BTreeMap<(String, String), f64>,
+    after: &BTreeMap<(String, String), f64>,
+) -> String {
+    let part = |name: &str| {
+        let moved: Vec<String> = after
+            .iter()
+            .filter(|((n, _), _)| n == name)
+            .filter_map(|(k, v)| {
+                let d = v - before.get(k).copied().unwrap_or(0.0);
+                (d > 0.0).then(|| format!("{} {d:.0}", k.1))
+            })
+            .collect();
+        if moved.is_empty() {
+            "none".to_string()
+        } else {
+            moved.join(", ")
+        }
+    };
+    format!(
+        "the API server's lists from etcd: {}; its watch caches filled again: {}",
+        part("apiserver_storage_list_total"),
+        part("apiserver_watch_cache_initializations_total")
+    )
+}
+
 /// (peak RSS KiB, wall seconds, exit code) of a command, through GNU time when installed, else by
 /// polling VmHWM.
 fn measured(cmd: &mut Command) -> (u64, f64, i32) {
@@ -999,6 +1056,7 @@ async fn first_start(
     v: &Variant,
     target: f64,
 ) -> (Operator, Duration, Duration, String) {
+    let counters = api_counters(cp).await;
     let before = cpu_now(cp, None);
     let op = Operator::start_variant(cp, label, run, v);
     let ready = op.ready(Duration::from_secs(600)).await;
@@ -1009,6 +1067,10 @@ async fn first_start(
     .await;
     let published = op.started.elapsed();
     let spent = cpu_spent(&before, &cpu_now(cp, Some(&op)), published.as_secs_f64());
+    let spent = format!(
+        "{spent}; {}",
+        api_counters_spent(&counters, &api_counters(cp).await)
+    );
     (op, ready, published, spent)
 }
 
@@ -1201,10 +1263,15 @@ async fn converge(args: &Args) {
         let (cp, client, admin, paths, actions) = (&cp, &client, &admin, &paths, &actions);
         async move {
             tokio::time::sleep(settle).await;
+            let counters = api_counters(cp).await;
             let before = cpu_now(cp, None);
             let t = Instant::now();
             let (lists, writes, requests) = floor(cp, client, paths, actions, c).await;
             let spent = cpu_spent(&before, &cpu_now(cp, None), t.elapsed().as_secs_f64());
+            let spent = format!(
+                "{spent}; {}",
+                api_counters_spent(&counters, &api_counters(cp).await)
+            );
             println!(
                 "{label}, API floor, {c} writes in flight: lists {lists:.2} s + {} findings ({requests} requests) {writes:.2} s = {:.2} s; {spent}",
                 actions.len(),
